@@ -1,0 +1,89 @@
+import path from 'node:path';
+
+/** Every setting comes from the environment; README's configuration table lists them all. */
+export interface Config {
+  /** Unset: an embedded PostgreSQL is started under `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPostgresPort: number;
+  host: string;
+  port: number;
+  logLevel: string;
+  /** Public base URL printed at start-up and used in links. */
+  publicUrl: string | undefined;
+
+  maxImagePixels: number;
+  /** Long side of the normalised image handed to readers. */
+  normalisedLongSide: number;
+
+  /** Reader names in the order they are tried; undefined = the default chain. */
+  readerChain: string[] | undefined;
+  /** A reading below this confidence is escalated to the next reader in the chain. */
+  escalateBelow: number;
+  readerTimeoutMs: number;
+  readerRetries: number;
+  localModelDir: string;
+  openai: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
+  anthropic: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
+
+  workerConcurrency: number;
+  /** How long a read job may run before pg-boss treats its worker as dead and retries it. */
+  readJobExpireSeconds: number;
+  /** A meter still pending or processing after this long is failed as `expired`. */
+  meterDeadlineSeconds: number;
+
+  webhookAllowPrivate: boolean;
+  webhookTimeoutMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  return {
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: path.resolve(env.DATA_DIR ?? 'data'),
+    embeddedPostgresPort: integer(env, 'EMBEDDED_PG_PORT', 5488),
+    host: env.HOST ?? '0.0.0.0',
+    port: integer(env, 'PORT', 3000),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    publicUrl: env.PUBLIC_URL || undefined,
+
+    maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
+    normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
+
+    readerChain: env.READER_CHAIN ? list(env.READER_CHAIN) : undefined,
+    escalateBelow: integer(env, 'ESCALATE_BELOW', 80),
+    readerTimeoutMs: integer(env, 'READER_TIMEOUT_MS', 30_000),
+    readerRetries: integer(env, 'READER_RETRIES', 1),
+    localModelDir: path.resolve(env.LOCAL_MODEL_DIR ?? path.join(import.meta.dirname, '..', 'models')),
+    openai: {
+      apiKey: env.OPENAI_API_KEY || undefined,
+      baseUrl: env.OPENAI_BASE_URL || undefined,
+      model: env.OPENAI_MODEL ?? 'gpt-4.1-mini',
+    },
+    anthropic: {
+      apiKey: env.ANTHROPIC_API_KEY || undefined,
+      baseUrl: env.ANTHROPIC_BASE_URL || undefined,
+      model: env.ANTHROPIC_MODEL ?? 'claude-sonnet-4-5',
+    },
+
+    workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),
+    readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 300),
+    meterDeadlineSeconds: integer(env, 'METER_DEADLINE_SECONDS', 3600),
+
+    webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+  };
+}
+
+function integer(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value)) throw new Error(`${name} must be an integer, got "${raw}"`);
+  return value;
+}
+
+function list(raw: string): string[] {
+  return raw.split(',').map((item) => item.trim()).filter(Boolean);
+}

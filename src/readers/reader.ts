@@ -1,0 +1,57 @@
+/**
+ * What every meter reader (hosted vision model or the offline local model) promises.
+ * A reader receives the normalised JPEG (EXIF-rotated, long side ~1600 px) and either returns a
+ * reading or throws a ReaderError saying why it could not.
+ */
+
+export interface MeterReading {
+  /** Digits as the dial shows them: leading zeros kept, '.' between whole-unit and fractional wheels. */
+  reading: string;
+  value: number;
+  /** Integer 0–100. */
+  confidence: number;
+  /** The model that produced the answer, e.g. `gpt-4.1-mini` or `local-crnn-v1`. */
+  model: string;
+  /** The model's own answer, stored with the reading for operators. */
+  raw: unknown;
+  /** One 0–100 confidence per digit of `reading` (decimal point excluded), where the reader knows them. */
+  digitConfidences?: number[];
+  /** Corners of the counter window in the normalised image, clockwise from top-left, in pixels. */
+  counterBox?: Array<[number, number]>;
+}
+
+export interface MeterReader {
+  readonly name: string;
+  read(image: Buffer, signal: AbortSignal): Promise<MeterReading>;
+}
+
+/**
+ * - `unavailable`: the model could not be asked (timeout, 5xx, network); trying later may work.
+ * - `unreadable`: the model looked and found no readable meter.
+ * - `unparseable`: the model answered, but not with a reading we can use.
+ */
+export type ReaderFailureKind = 'unavailable' | 'unreadable' | 'unparseable';
+
+export class ReaderError extends Error {
+  readonly kind: ReaderFailureKind;
+
+  constructor(kind: ReaderFailureKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ReaderError';
+    this.kind = kind;
+  }
+}
+
+const READING_PATTERN = /^\d+(\.\d+)?$/;
+
+/** Checks a reading string as a model wrote it and derives its numeric value. */
+export function parseReading(reading: string): { reading: string; value: number } | undefined {
+  const trimmed = reading.trim();
+  if (!READING_PATTERN.test(trimmed)) return undefined;
+  return { reading: trimmed, value: Number(trimmed) };
+}
+
+export function clampConfidence(confidence: number): number {
+  if (!Number.isFinite(confidence)) return 0;
+  return Math.max(0, Math.min(100, Math.round(confidence)));
+}
