@@ -31,6 +31,8 @@ export interface Config {
   readJobExpireSeconds: number;
   /** A meter still pending or processing after this long is failed as `expired`. */
   meterDeadlineSeconds: number;
+  /** How often pg-boss looks for jobs whose worker died (expired or missed heartbeats). */
+  queueSuperviseSeconds: number;
 
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
@@ -70,6 +72,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),
     readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 300),
     meterDeadlineSeconds: integer(env, 'METER_DEADLINE_SECONDS', 3600),
+    queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 15),
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),

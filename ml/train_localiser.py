@@ -1,0 +1,180 @@
+"""Trains the counter-window segmentation network and exports models/localiser.onnx.
+
+Input: the whole photo resized so its long side is INPUT px, placed top-left on a black INPUT x INPUT canvas,
+RGB scaled to [-0.5, 0.5]. Output: logits of "inside the counter window" at 1/4 resolution.
+The service turns the mask into a rotated rectangle (src/readers/local/geometry.ts).
+"""
+import argparse
+import math
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from PIL import Image, ImageDraw
+
+from common import CACHE, DATASETS, MODELS, configure_threads, require_datasets, seed_everything, split_rows
+
+INPUT = 256
+STORE = 320
+STRIDE = 4
+
+
+def conv_bn_relu(cin, cout, stride=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class Localiser(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc1 = conv_bn_relu(3, 16, 2)  # 1/2
+        self.enc2 = nn.Sequential(conv_bn_relu(16, 32, 2), conv_bn_relu(32, 32))  # 1/4
+        self.enc3 = nn.Sequential(conv_bn_relu(32, 64, 2), conv_bn_relu(64, 64))  # 1/8
+        self.enc4 = nn.Sequential(conv_bn_relu(64, 96, 2), conv_bn_relu(96, 96))  # 1/16
+        self.enc5 = nn.Sequential(conv_bn_relu(96, 128, 2), conv_bn_relu(128, 128))  # 1/32: whole-meter context
+        self.dec4 = conv_bn_relu(128 + 96, 64)
+        self.dec3 = conv_bn_relu(64 + 64, 32)
+        self.dec2 = conv_bn_relu(32 + 32, 16)
+        self.head = nn.Conv2d(16, 1, 1)
+
+    def forward(self, x):
+        e2 = self.enc2(self.enc1(x))
+        e3 = self.enc3(e2)
+        e4 = self.enc4(e3)
+        e5 = self.enc5(e4)
+        d = self.dec4(torch.cat([F.interpolate(e5, scale_factor=2.0), e4], 1))
+        d = self.dec3(torch.cat([F.interpolate(d, scale_factor=2.0), e3], 1))
+        d = self.dec2(torch.cat([F.interpolate(d, scale_factor=2.0), e2], 1))
+        return self.head(d)
+
+
+def load_canvas(row):
+    """Photo on a STORE x STORE black canvas (long side STORE) and its filled counter-window mask."""
+    image = Image.open(DATASETS / row['dataset'] / row['file']).convert('RGB')
+    scale = STORE / max(image.size)
+    size = (round(image.width * scale), round(image.height * scale))
+    canvas = Image.new('RGB', (STORE, STORE))
+    canvas.paste(image.resize(size, Image.BILINEAR), (0, 0))
+    mask = Image.new('L', (STORE, STORE))
+    ImageDraw.Draw(mask).polygon([(x * scale, y * scale) for x, y in row['quad']], fill=255)
+    return np.asarray(canvas), np.asarray(mask)
+
+
+def load_all(rows, tag):
+    cache_file = CACHE / f'localiser-{tag}-{STORE}.npz'
+    if cache_file.exists():
+        data = np.load(cache_file)
+        return data['images'], data['masks']
+    pairs = [load_canvas(r) for r in rows]
+    images = np.stack([p[0] for p in pairs])
+    masks = np.stack([p[1] for p in pairs])
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez(cache_file, images=images, masks=masks)
+    return images, masks
+
+
+def augment(images, masks, generator):
+    """Random quarter turns, small tilts, zoom and shifts (one affine warp for image and mask), colour jitter."""
+    n = images.shape[0]
+    quarter = torch.randint(0, 4, (n,), generator=generator).float() * (math.pi / 2)
+    quarter = torch.where(torch.rand(n, generator=generator) < 0.5, torch.zeros(n), quarter)
+    angle = quarter + (torch.rand(n, generator=generator) - 0.5) * math.radians(40)
+    zoom = torch.exp((torch.rand(n, generator=generator) - 0.3) * 0.9)  # >1 zooms in
+    shift = (torch.rand(n, 2, generator=generator) - 0.5) * 0.5
+    cos, sin = torch.cos(angle) / zoom, torch.sin(angle) / zoom
+    theta = torch.stack([torch.stack([cos, -sin, shift[:, 0]], 1), torch.stack([sin, cos, shift[:, 1]], 1)], 1)
+    grid = F.affine_grid(theta, (n, 3, INPUT, INPUT), align_corners=False)
+    warped = F.grid_sample(images, grid, align_corners=False)
+    warped_masks = F.grid_sample(masks, grid, align_corners=False)
+    gains = 1 + (torch.rand(n, 3, 1, 1, generator=generator) - 0.5) * 0.4
+    brightness = torch.exp((torch.rand(n, 1, 1, 1, generator=generator) - 0.5) * 1.2)
+    warped = (warped * gains * brightness).clamp(0, 1)
+    grey = torch.rand(n, 1, 1, 1, generator=generator) < 0.15
+    warped = torch.where(grey, warped.mean(1, keepdim=True).expand_as(warped), warped)
+    target = F.avg_pool2d(warped_masks, STRIDE)
+    return warped - 0.5, target
+
+
+def loss_fn(logits, target):
+    bce = F.binary_cross_entropy_with_logits(logits, (target > 0.5).float(), pos_weight=torch.tensor(4.0))
+    probs = torch.sigmoid(logits)
+    inter = (probs * target).sum((1, 2, 3))
+    dice = 1 - (2 * inter + 1) / (probs.sum((1, 2, 3)) + target.sum((1, 2, 3)) + 1)
+    return bce + dice.mean()
+
+
+def to_tensors(images, masks):
+    return (torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255,
+            torch.from_numpy(masks).unsqueeze(1).float() / 255)
+
+
+def validation_iou(model, images, masks):
+    """Mean IoU of thresholded masks on the validation photos at their plain (unaugmented) framing."""
+    model.eval()
+    ious = []
+    with torch.no_grad():
+        for start in range(0, images.shape[0], 32):
+            x = F.interpolate(images[start:start + 32], size=(INPUT, INPUT), mode='bilinear', align_corners=False)
+            target = F.interpolate(masks[start:start + 32], size=(INPUT // STRIDE, INPUT // STRIDE), mode='area') > 0.5
+            predicted = model(x - 0.5) > 0
+            inter = (predicted & target).sum((1, 2, 3)).float()
+            union = (predicted | target).sum((1, 2, 3)).float().clamp(min=1)
+            ious.append(inter / union)
+    model.train()
+    return torch.cat(ious).mean().item()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--minutes', type=float, default=30)
+    parser.add_argument('--batch', type=int, default=24)
+    parser.add_argument('--seed', type=int, default=1)
+    args = parser.parse_args()
+    require_datasets()
+    configure_threads()
+    seed_everything(args.seed)
+
+    train_rows, validation_rows = [], []
+    for dataset in ('toloka', 'bdci2020'):
+        train, validation = split_rows(dataset)
+        train_rows += train
+        validation_rows += validation
+    images, masks = to_tensors(*load_all(train_rows, 'train'))
+    val_images, val_masks = to_tensors(*load_all(validation_rows, 'val'))
+    print(f'{len(train_rows)} training photos, {len(validation_rows)} validation photos', flush=True)
+
+    model = Localiser()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-4)
+    generator = torch.Generator().manual_seed(args.seed)
+    deadline = time.time() + args.minutes * 60
+    started = time.time()
+    step = 0
+    while time.time() < deadline:
+        progress = (time.time() - started) / (deadline - started)
+        for group in optimiser.param_groups:
+            group['lr'] = 2e-3 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+        index = torch.randint(0, images.shape[0], (args.batch,), generator=generator)
+        x, target = augment(images[index], masks[index], generator)
+        loss = loss_fn(model(x), target)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        step += 1
+        if step % 100 == 0:
+            rate = step * args.batch / (time.time() - started)
+            print(f'step {step} loss {loss.item():.3f} {rate:.1f} img/s lr {optimiser.param_groups[0]["lr"]:.5f}', flush=True)
+        if step % 500 == 0:
+            print(f'validation IoU {validation_iou(model, val_images, val_masks):.3f}', flush=True)
+    print(f'final validation IoU {validation_iou(model, val_images, val_masks):.3f} after {step} steps', flush=True)
+
+    model.eval()
+    MODELS.mkdir(exist_ok=True)
+    torch.onnx.export(model, torch.zeros(1, 3, INPUT, INPUT), MODELS / 'localiser.onnx', input_names=['image'],
+                      output_names=['mask_logits'], dynamic_axes={'image': {0: 'batch'}, 'mask_logits': {0: 'batch'}},
+                      opset_version=13)
+    print('exported', MODELS / 'localiser.onnx')
+
+
+if __name__ == '__main__':
+    main()

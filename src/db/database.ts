@@ -1,0 +1,25 @@
+import { CompiledQuery, Kysely, PostgresDialect, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Db as IDatabase } from 'pg-boss';
+import type { Database } from './schema.ts';
+
+// `date` columns (api_usage.month) stay 'YYYY-MM-DD' strings instead of local-time Dates.
+pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
+
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+
+export function createDatabase(connectionString: string, maxConnections = 10): Db {
+  const pool = new pg.Pool({ connectionString, max: maxConnections });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Lets pg-boss write its job rows inside one of our Kysely transactions. */
+export function bossAdapter(tx: Tx | Db): IDatabase {
+  return {
+    async executeSql(text, values) {
+      const result = await tx.executeQuery(CompiledQuery.raw(text, values ?? []));
+      return { rows: result.rows as unknown[] };
+    },
+  };
+}

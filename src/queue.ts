@@ -1,0 +1,71 @@
+import { PgBoss, type Db as IDatabase, type Queue } from 'pg-boss';
+import type { Config } from './config.ts';
+
+/** The pg-boss queues, as operators see them in pgboss.job.name. */
+export const QUEUES = {
+  readMeter: 'read-meter',
+  /** Read jobs whose retries are spent land here, so their meter is failed and the client told. */
+  readMeterDeadLetter: 'read-meter-dead-letter',
+  deliverWebhook: 'deliver-webhook',
+  expireStaleMeters: 'expire-stale-meters',
+} as const;
+
+export const READ_RETRY_LIMIT = 2;
+
+export interface ReadMeterJob {
+  meterId: string;
+}
+
+export interface DeliverWebhookJob {
+  deliveryId: string;
+}
+
+export function createBoss(connectionString: string, config: Config): PgBoss {
+  return new PgBoss({
+    connectionString,
+    application_name: 'meterlens-queue',
+    useListenNotify: true,
+    superviseIntervalSeconds: config.queueSuperviseSeconds,
+    monitorIntervalSeconds: config.queueSuperviseSeconds,
+  });
+}
+
+/** Creates or updates every queue; run by `meterlens migrate` and at start-up. */
+export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> {
+  await ensureQueue(boss, QUEUES.readMeterDeadLetter, {}, { notify: true });
+  await ensureQueue(
+    boss,
+    QUEUES.readMeter,
+    { deadLetter: QUEUES.readMeterDeadLetter },
+    {
+      notify: true,
+      retryLimit: READ_RETRY_LIMIT,
+      retryDelay: 5,
+      retryBackoff: true,
+      expireInSeconds: config.readJobExpireSeconds,
+    },
+  );
+  // Delivery retries are scheduled by the delivery itself (backoff, Retry-After); pg-boss retries
+  // only cover a worker that died mid-attempt.
+  await ensureQueue(boss, QUEUES.deliverWebhook, {}, { notify: true, retryLimit: 5, retryDelay: 30, expireInSeconds: 120 });
+  await ensureQueue(boss, QUEUES.expireStaleMeters, { policy: 'singleton' }, { retryLimit: 0 });
+}
+
+/** Policy and dead letter are fixed when a queue is created; the rest follows the config. */
+async function ensureQueue(
+  boss: PgBoss,
+  name: string,
+  fixed: Pick<Queue, 'policy' | 'deadLetter'>,
+  tunable: Omit<Queue, 'name' | 'policy' | 'deadLetter' | 'partition'>,
+): Promise<void> {
+  if (await boss.getQueue(name)) await boss.updateQueue(name, tunable);
+  else await boss.createQueue(name, { ...fixed, ...tunable });
+}
+
+export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob): Promise<void> {
+  await boss.send(QUEUES.readMeter, job, { db });
+}
+
+export async function enqueueDelivery(boss: PgBoss, db: IDatabase, job: DeliverWebhookJob, startAfter?: Date): Promise<void> {
+  await boss.send(QUEUES.deliverWebhook, job, { db, startAfter });
+}

@@ -1,0 +1,66 @@
+import Anthropic from '@anthropic-ai/sdk';
+import type { Config } from '../config.ts';
+import { JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
+import type { MeterReader, MeterReading } from './reader.ts';
+
+const NAME = 'anthropic';
+const ANSWER_TOOL = 'record_meter_reading';
+/** The answer is a few dozen tokens; this only bounds a model that rambles. */
+const MAX_ANSWER_TOKENS = 512;
+
+/**
+ * Reads meters with Claude over /v1/messages. A forced tool call makes the model answer with
+ * JSON matching the schema; a plain text answer (from compatible servers that ignore tools) is
+ * parsed as JSON too.
+ */
+export function createAnthropicReader(config: Config): MeterReader {
+  const { apiKey, baseUrl, model } = config.anthropic;
+  const client = new Anthropic({
+    apiKey,
+    baseURL: baseUrl,
+    timeout: config.readerTimeoutMs,
+    maxRetries: config.readerRetries,
+  });
+
+  return {
+    name: NAME,
+    async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
+      let message: Anthropic.Message;
+      try {
+        message = await client.messages.create(
+          {
+            model,
+            max_tokens: MAX_ANSWER_TOKENS,
+            tools: [
+              {
+                name: ANSWER_TOOL,
+                description: 'Record the reading of the water meter counter in the photo.',
+                input_schema: METER_ANSWER_SCHEMA,
+              },
+            ],
+            tool_choice: { type: 'tool', name: ANSWER_TOOL },
+            messages: [
+              {
+                role: 'user',
+                content: [
+                  { type: 'image', source: { type: 'base64', media_type: JPEG_MEDIA_TYPE, data: image.toString('base64') } },
+                  { type: 'text', text: METER_PROMPT },
+                ],
+              },
+            ],
+          },
+          { signal },
+        );
+      } catch (error) {
+        throw error instanceof Anthropic.APIError ? requestFailed(NAME, error) : error;
+      }
+
+      const toolCall = message.content.find((block) => block.type === 'tool_use' && block.name === ANSWER_TOOL);
+      const answer =
+        toolCall?.type === 'tool_use'
+          ? toolCall.input
+          : parseAnswerText(NAME, message.content.map((block) => (block.type === 'text' ? block.text : '')).join(''));
+      return readingFromAnswer(NAME, answer, message.model || model);
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import OpenAI from 'openai';
+import type { Config } from '../config.ts';
+import { JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
+import { ReaderError, type MeterReader, type MeterReading } from './reader.ts';
+
+const NAME = 'openai';
+
+/**
+ * Reads meters with any server that speaks OpenAI's chat.completions: OpenAI itself, vLLM, Ollama.
+ * Chat completions with an image_url data URL and a json_schema response_format is the subset
+ * they all implement; the newer /responses API is not.
+ */
+export function createOpenAIReader(config: Config): MeterReader {
+  const { apiKey, baseUrl, model } = config.openai;
+  const client = new OpenAI({
+    // Self-hosted servers ignore the key, but the SDK refuses to start without one.
+    apiKey: apiKey ?? (baseUrl ? 'unused' : undefined),
+    baseURL: baseUrl,
+    timeout: config.readerTimeoutMs,
+    maxRetries: config.readerRetries,
+  });
+
+  return {
+    name: NAME,
+    async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
+      let completion: OpenAI.ChatCompletion;
+      try {
+        completion = await client.chat.completions.create(
+          {
+            model,
+            messages: [
+              {
+                role: 'user',
+                content: [
+                  { type: 'image_url', image_url: { url: `data:${JPEG_MEDIA_TYPE};base64,${image.toString('base64')}`, detail: 'high' } },
+                  { type: 'text', text: METER_PROMPT },
+                ],
+              },
+            ],
+            response_format: {
+              type: 'json_schema',
+              json_schema: { name: 'meter_reading', strict: true, schema: METER_ANSWER_SCHEMA },
+            },
+          },
+          { signal },
+        );
+      } catch (error) {
+        throw error instanceof OpenAI.APIError ? requestFailed(NAME, error) : error;
+      }
+
+      const message = completion.choices[0]?.message;
+      if (!message?.content) {
+        const why = message?.refusal ? `the model refused: ${message.refusal}` : 'the answer is empty';
+        throw new ReaderError('unparseable', `${NAME}: ${why}`);
+      }
+      return readingFromAnswer(NAME, parseAnswerText(NAME, message.content), completion.model || model);
+    },
+  };
+}
