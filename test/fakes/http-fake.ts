@@ -102,6 +102,7 @@ export async function startFakeApi(api: FakeApi, initialBehaviour: FakeBehaviour
       failuresLeft = failuresFor(next);
     },
     async close() {
+      if (!server.listening) return;
       server.closeAllConnections();
       await new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
     },
