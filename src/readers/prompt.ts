@@ -9,7 +9,8 @@ export const METER_PROMPT = `You read mechanical water meters from photos. Repor
 How to read the counter:
 - The counter is a row of number wheels behind a window. Black (or white-on-black) wheels count whole cubic metres; red wheels, or wheels on a red background, count fractions. Write the black wheels, then a decimal point ".", then the red wheels, e.g. "02390.276". If there are no red wheels, write no decimal point.
 - Keep every leading zero exactly as the wheels show it: "00417", not "417".
-- A wheel caught between two digits is read as the lower digit until the upper digit is mostly in view; the 9-to-0 roll-over counts as still showing 9. A wheel to its left only counts as having advanced once the wheel to its right has passed 0; while the wheel to its right still shows 9 (or is rolling from 9 to 0), read the left wheel as its lower digit.
+- A wheel caught between two digits shows the lower one until the next digit is mostly in view; a wheel rolling from 9 to 0 still shows 9.
+- Wheels carry like an odometer: a wheel turns only while the wheel to its right rolls from 9 to 0. So for a wheel between two digits, look at its right-hand neighbour: if that still shows 9 or is rolling from 9 to 0, read the lower digit; if it has already rolled over to 0, 1, 2 and so on, read the upper digit.
 - Ignore every other number on the meter: serial numbers, year of manufacture, model codes, Qn/Q3 flow ratings, pointer dials and their scales, and printed "m³" or "x0.1" labels.
 - Use only digits and at most one ".": no spaces, units or words.
 
