@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Config } from '../config.ts';
-import { JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
+import { apiKeyFor, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
 import type { MeterReader, MeterReading } from './reader.ts';
 
 const NAME = 'anthropic';
@@ -14,9 +14,9 @@ const MAX_ANSWER_TOKENS = 512;
  * parsed as JSON too.
  */
 export function createAnthropicReader(config: Config): MeterReader {
-  const { apiKey, baseUrl, model } = config.anthropic;
+  const { baseUrl, model } = config.anthropic;
   const client = new Anthropic({
-    apiKey,
+    apiKey: apiKeyFor('ANTHROPIC_API_KEY', config.anthropic),
     baseURL: baseUrl,
     timeout: config.readerTimeoutMs,
     maxRetries: config.readerRetries,

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { Config } from '../config.ts';
-import { JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
+import { apiKeyFor, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
 import { ReaderError, type MeterReader, type MeterReading } from './reader.ts';
 
 const NAME = 'openai';
@@ -11,10 +11,9 @@ const NAME = 'openai';
  * they all implement; the newer /responses API is not.
  */
 export function createOpenAIReader(config: Config): MeterReader {
-  const { apiKey, baseUrl, model } = config.openai;
+  const { baseUrl, model } = config.openai;
   const client = new OpenAI({
-    // Self-hosted servers ignore the key, but the SDK refuses to start without one.
-    apiKey: apiKey ?? (baseUrl ? 'unused' : undefined),
+    apiKey: apiKeyFor('OPENAI_API_KEY', config.openai),
     baseURL: baseUrl,
     timeout: config.readerTimeoutMs,
     maxRetries: config.readerRetries,

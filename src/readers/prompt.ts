@@ -1,6 +1,7 @@
 /**
  * What the hosted vision-model readers share: the one prompt, the JSON schema of the answer,
- * turning the model's answer into a MeterReading, and turning SDK failures into ReaderErrors.
+ * turning the model's answer into a MeterReading, turning SDK failures into ReaderErrors, and
+ * the API key rule.
  */
 import { clampConfidence, parseReading, ReaderError, type MeterReading } from './reader.ts';
 
@@ -98,6 +99,16 @@ export function requestFailed(readerName: string, error: Error & { status?: numb
   return new ReaderError('unavailable', `${readerName}: request failed${status}: ${excerpt(error.message)}`, {
     cause: error,
   });
+}
+
+/**
+ * The key to send. Self-hosted compatible servers (vLLM, Ollama) need none, but both SDKs refuse to
+ * send a request without one; against the vendor's own API a missing key fails at start-up.
+ */
+export function apiKeyFor(keyVariable: string, api: { apiKey: string | undefined; baseUrl: string | undefined }): string {
+  if (api.apiKey) return api.apiKey;
+  if (api.baseUrl) return 'unused';
+  throw new Error(`${keyVariable} is not set`);
 }
 
 function excerpt(text: string): string {

@@ -12,8 +12,9 @@ export interface HostedReaderUnderTest {
   name: string;
   startFake(behaviour?: FakeBehaviour): Promise<FakeServer>;
   createReader(config: Config): MeterReader;
-  /** Environment variables pointing the reader at `fakeUrl` with `model`. */
+  /** Environment variables pointing the reader at `fakeUrl` with `model`, and an API key. */
   env(fakeUrl: string, model: string): Record<string, string>;
+  keyVariable: string;
   /** The base64 JPEG the request carried, checked for its media type. */
   imageSent(request: RecordedRequest): string | undefined;
 }
@@ -59,6 +60,17 @@ export function testHostedReader(t: Test, under: HostedReaderUnderTest): void {
     t.equal(fake.requests.length, 1);
     t.equal(fake.requests[0].body.model, TEST_MODEL);
     t.equal(under.imageSent(fake.requests[0]), image.toString('base64'));
+  });
+
+  t.test('needs no API key for a self-hosted server', async (t) => {
+    const { image, fake } = await harness(t, under);
+    const { [under.keyVariable]: _key, ...env } = under.env(fake.url, TEST_MODEL);
+    const reading = await under.createReader(loadConfig(env)).read(image, noAbort());
+    t.equal(reading.reading, DEFAULT_ANSWER.reading);
+  });
+
+  t.test('without an API key the vendor API is not even tried', async (t) => {
+    t.throws(() => under.createReader(loadConfig({})), { message: new RegExp(`${under.keyVariable} is not set`) });
   });
 
   t.test('reports the model name the server reports', async (t) => {

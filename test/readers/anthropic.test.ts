@@ -10,6 +10,7 @@ const anthropic: HostedReaderUnderTest = {
   startFake: startFakeAnthropic,
   createReader: createAnthropicReader,
   env: (fakeUrl, model) => ({ ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fakeUrl, ANTHROPIC_MODEL: model }),
+  keyVariable: 'ANTHROPIC_API_KEY',
   imageSent(request: RecordedRequest) {
     const source = userContent(request).find((block) => block.type === 'image')?.source;
     return source?.type === 'base64' && source.media_type === 'image/jpeg' ? source.data : undefined;
