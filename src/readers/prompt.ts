@@ -67,11 +67,11 @@ export function readingFromAnswer(readerName: string, answer: unknown, model: st
     throw new ReaderError('unparseable', `${readerName}: answer is not a JSON object: ${excerpt(JSON.stringify(answer))}`);
   }
   const { reading, confidence, unobstructed } = answer as Partial<Record<keyof MeterAnswer, unknown>>;
-  if (typeof reading !== 'string') {
-    throw new ReaderError('unparseable', `${readerName}: answer has no reading: ${excerpt(JSON.stringify(answer))}`);
-  }
   if (unobstructed === false) {
     throw new ReaderError('unreadable', `${readerName}: the model says the counter is not readable`);
+  }
+  if (typeof reading !== 'string') {
+    throw new ReaderError('unparseable', `${readerName}: answer has no reading: ${excerpt(JSON.stringify(answer))}`);
   }
   if (reading.trim() === '') {
     throw new ReaderError('unreadable', `${readerName}: the model gave an empty reading`);

@@ -26,6 +26,7 @@ t.test('readingFromAnswer', async (t) => {
 
   t.throws(() => readingFromAnswer('x', { reading: '00417', confidence: 20, unobstructed: false }, 'm'), readerError('unreadable'));
   t.throws(() => readingFromAnswer('x', { reading: ' ', confidence: 90, unobstructed: true }, 'm'), readerError('unreadable'));
+  t.throws(() => readingFromAnswer('x', { reading: null, confidence: 0, unobstructed: false }, 'm'), readerError('unreadable'), 'no reading because the counter is hidden');
 });
 
 t.test('requestFailed is unavailable and keeps the cause', async (t) => {
