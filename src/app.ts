@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { PgBoss } from 'pg-boss';
+import type { Config } from './config.ts';
+import type { Db } from './db/database.ts';
+import type { ReaderChain } from './pipeline/read.ts';
+import errorEnvelope from './plugins/app/error-envelope.ts';
+import multipart from './plugins/external/multipart.ts';
+import meterReadingRoutes from './routes/api/meter-reading.ts';
+import healthRoutes from './routes/health.ts';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  boss: PgBoss;
+  readers: ReaderChain;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: AppDeps;
+  }
+}
+
+export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger === false ? false : { level: deps.config.logLevel },
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    trustProxy: true,
+  });
+  app.decorate('deps', deps);
+  await app.register(errorEnvelope);
+  await app.register(multipart);
+  await app.register(healthRoutes);
+  await app.register(meterReadingRoutes, { prefix: '/api' });
+  return app;
+}

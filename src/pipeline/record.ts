@@ -1,0 +1,97 @@
+import type { PgBoss } from 'pg-boss';
+import type { Db } from '../db/database.ts';
+import { notify } from './notify.ts';
+import type { ChainReading } from './read.ts';
+
+export interface MeterRef {
+  meterId: string;
+  accountId: string;
+  referenceId: string;
+  mode: 'async' | 'sync';
+}
+
+export interface FailureReason {
+  code: string;
+  message: string;
+}
+
+/**
+ * Step 7 (record) and step 8 (notify) in one transaction: the meter leaves pending/processing
+ * exactly once, and an async client's webhook is queued if and only if that happened.
+ * Returns the reading id, or undefined when the meter had already finished (a retried job, or
+ * one that expired while it ran).
+ */
+export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading): Promise<string | undefined> {
+  return deps.db.transaction().execute(async (tx) => {
+    if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;
+    const { id: readingId } = await tx
+      .insertInto('readings')
+      .values({
+        meter_id: meter.meterId,
+        reading: result.reading,
+        value: result.value,
+        confidence: result.confidence,
+        reader: result.reader,
+        model: result.model,
+        escalated: result.escalated,
+        digit_confidences: result.digitConfidences ?? null,
+        counter_box: result.counterBox ? JSON.stringify(result.counterBox) : null,
+        attempts: JSON.stringify(result.attempts),
+        read_ms: result.readMs,
+        raw_answer: result.raw === undefined ? null : JSON.stringify(result.raw),
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId });
+    return readingId;
+  });
+}
+
+export async function recordFailure(deps: { db: Db; boss: PgBoss }, meter: MeterRef, reason: FailureReason): Promise<boolean> {
+  return deps.db.transaction().execute(async (tx) => {
+    if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
+    if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...meter, error: reason });
+    return true;
+  });
+}
+
+/** pending → processing; false when the meter has already finished. */
+export async function markProcessing(db: Db, meterId: string): Promise<boolean> {
+  const updated = await db
+    .updateTable('meters')
+    .set({ status: 'processing', started_at: new Date() })
+    .where('id', '=', meterId)
+    .where('status', 'in', ['pending', 'processing'])
+    .executeTakeFirst();
+  return updated.numUpdatedRows > 0n;
+}
+
+async function finish(tx: Db, meterId: string, status: 'completed' | 'failed', reason?: FailureReason): Promise<boolean> {
+  const updated = await tx
+    .updateTable('meters')
+    .set({ status, finished_at: new Date(), error_code: reason?.code ?? null, error_message: reason?.message ?? null })
+    .where('id', '=', meterId)
+    .where('status', 'in', ['pending', 'processing'])
+    .executeTakeFirst();
+  return updated.numUpdatedRows > 0n;
+}
+
+/** Fails every meter still unfinished after the deadline, so none waits forever; the client is told. */
+export async function expireStaleMeters(deps: { db: Db; boss: PgBoss }, deadlineSeconds: number): Promise<number> {
+  const stale = await deps.db
+    .selectFrom('meters')
+    .select(['id', 'account_id', 'reference_id', 'mode'])
+    .where('status', 'in', ['pending', 'processing'])
+    .where('created_at', '<', new Date(Date.now() - deadlineSeconds * 1000))
+    .execute();
+  let expired = 0;
+  for (const meter of stale) {
+    const failed = await recordFailure(
+      deps,
+      { meterId: meter.id, accountId: meter.account_id, referenceId: meter.reference_id, mode: meter.mode },
+      { code: 'expired', message: `The meter was not read within ${deadlineSeconds} seconds` },
+    );
+    if (failed) expired += 1;
+  }
+  return expired;
+}

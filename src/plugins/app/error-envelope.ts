@@ -1,0 +1,29 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiError, errorBody } from '../../errors.ts';
+
+/** Every error, ours or Fastify's, leaves in the documented envelope; a 500 never shows a stack. */
+export default fp(async (app: FastifyInstance) => {
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send(errorBody('route', `Not found: ${request.method} ${request.url.split('?')[0]}`));
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    if (error instanceof ApiError) {
+      reply.code(error.statusCode).headers(error.headers).send(error.body);
+      return;
+    }
+    if (error.validation) {
+      const field = error.validation[0]?.instancePath?.replace(/^\//, '') || error.validationContext || 'request';
+      reply.code(400).send(errorBody(field, error.message));
+      return;
+    }
+    if (error.code?.startsWith('FST_') && error.statusCode && error.statusCode < 500) {
+      const field = error.code.includes('MULTIPART') || error.code.includes('FILE') ? 'image' : 'request';
+      reply.code(error.statusCode === 413 ? 422 : error.statusCode).send(errorBody(field, error.message));
+      return;
+    }
+    request.log.error({ err: error }, 'unexpected error');
+    reply.code(500).send(errorBody('server', 'Internal server error', { request_id: request.id }));
+  });
+});

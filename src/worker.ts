@@ -1,0 +1,62 @@
+import type { Job, PgBoss } from 'pg-boss';
+import type { Config } from './config.ts';
+import type { Db } from './db/database.ts';
+import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
+import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
+import { QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import { deliverWebhook } from './webhooks/deliver.ts';
+
+export interface WorkerDeps {
+  config: Config;
+  db: Db;
+  boss: PgBoss;
+  readers: ReaderChain;
+}
+
+/** Subscribes this process to every queue; pg-boss polls them (and is woken by NOTIFY). */
+export async function startWorker(deps: WorkerDeps): Promise<void> {
+  const { boss, config } = deps;
+  await boss.work<ReadMeterJob>(QUEUES.readMeter, { localConcurrency: config.workerConcurrency }, ([job]) => readMeter(deps, job));
+  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, ([job]) => failAbandonedMeter(deps, job));
+  await boss.work<DeliverWebhookJob>(QUEUES.deliverWebhook, { localConcurrency: 4 }, ([job]) =>
+    deliverWebhook(deps, job.data.deliveryId),
+  );
+  await boss.work(QUEUES.expireStaleMeters, () => expireStaleMeters(deps, config.meterDeadlineSeconds));
+  await boss.schedule(QUEUES.expireStaleMeters, '* * * * *');
+}
+
+/** Steps 6–8 for an async submission: read, record, notify. */
+export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promise<void> {
+  const meter = await loadMeter(deps.db, job.data.meterId);
+  if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
+  try {
+    const result = await deps.readers.read(meter.jpeg, job.signal);
+    await recordReading(deps, meter.ref, result);
+  } catch (error) {
+    if (!(error instanceof ReadFailure)) throw error;
+    // Unreachable models may be back soon: let pg-boss retry, and give up on the last attempt.
+    if (error.code === 'readers_unavailable' && job.retryCount < READ_RETRY_LIMIT) throw error;
+    await recordFailure(deps, meter.ref, { code: error.code, message: error.message });
+  }
+}
+
+/** A read job that kept crashing or whose worker died on every attempt. */
+async function failAbandonedMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promise<void> {
+  const meter = await loadMeter(deps.db, job.data.meterId);
+  if (!meter) return;
+  await recordFailure(deps, meter.ref, {
+    code: 'processing_failed',
+    message: `The meter could not be processed after ${READ_RETRY_LIMIT + 1} attempts`,
+  });
+}
+
+async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef; jpeg: Buffer } | undefined> {
+  const row = await db
+    .selectFrom('meters')
+    .innerJoin('meter_images', 'meter_images.meter_id', 'meters.id')
+    .select(['meters.id', 'meters.account_id', 'meters.reference_id', 'meters.mode', 'meter_images.jpeg'])
+    .where('meters.id', '=', meterId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return { ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode }, jpeg: row.jpeg };
+}
