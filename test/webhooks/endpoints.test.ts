@@ -1,0 +1,78 @@
+import t from 'tap';
+import { loadConfig } from '../../src/config.ts';
+import { createDatabase } from '../../src/db/database.ts';
+import {
+  addWebhookEndpoint,
+  listWebhookEndpoints,
+  rotateWebhookSecret,
+  setWebhookEndpointEnabled,
+} from '../../src/webhooks/endpoints.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+
+const database = await createTestDatabase();
+t.teardown(database.drop);
+const db = createDatabase(database.url);
+t.teardown(() => db.destroy());
+const config = loadConfig({});
+const newAccount = async (name: string) => (await db.insertInto('accounts').values({ name }).returning('id').executeTakeFirstOrThrow()).id;
+const accountId = await newAccount('Waterworks');
+const otherAccountId = await newAccount('Other');
+
+t.test('endpoints on private addresses are refused unless WEBHOOK_ALLOW_PRIVATE=1', async (t) => {
+  for (const url of [
+    'http://127.0.0.1/hook', 'http://10.0.0.5/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/hook',
+    'http://localhost:8080/hook', 'http://[fc00::1]/hook', 'http://[::ffff:10.0.0.5]/hook',
+  ]) {
+    await t.rejects(addWebhookEndpoint(db, config, { accountId, url }), { name: 'WebhookEndpointError', reason: 'invalid', message: /non-public address/ }, url);
+  }
+  const allowed = await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), { accountId: otherAccountId, url: 'http://127.0.0.1:9/hook' });
+  t.match(allowed, { id: /^\d+$/, secret: /^whsec_/ });
+});
+
+t.test('only http and https URLs without credentials, and known events', async (t) => {
+  const invalid = (input: { url: string; events?: string[] }, message: RegExp) =>
+    t.rejects(addWebhookEndpoint(db, config, { accountId, ...input } as Parameters<typeof addWebhookEndpoint>[2]), { reason: 'invalid', message });
+  await invalid({ url: 'ftp://8.8.8.8/hook' }, /http:\/\/ or https:\/\//);
+  await invalid({ url: 'file:///etc/passwd' }, /http:\/\/ or https:\/\//);
+  await invalid({ url: 'not a url' }, /not valid/);
+  await invalid({ url: 'https://user:pass@8.8.8.8/hook' }, /user name or password/);
+  await invalid({ url: 'https://8.8.8.8/hook', events: [] }, /at least one event/);
+  await invalid({ url: 'https://8.8.8.8/hook', events: ['reading.completed', 'meter.exploded'] }, /Unknown events: meter.exploded/);
+});
+
+t.test('an endpoint is added, listed without its secret, disabled, enabled and given a new secret', async (t) => {
+  const added = await addWebhookEndpoint(db, config, { accountId, url: 'https://8.8.8.8/hook', events: ['reading.failed', 'reading.failed'] });
+  t.match(added.secret, /^whsec_/);
+  const defaults = await addWebhookEndpoint(db, config, { accountId, url: 'https://1.1.1.1/hook' });
+
+  const listed = await listWebhookEndpoints(db, accountId);
+  t.same(
+    listed.map(({ id, url, events, enabled }) => ({ id, url, events, enabled })),
+    [
+      { id: added.id, url: 'https://8.8.8.8/hook', events: ['reading.failed'], enabled: true },
+      { id: defaults.id, url: 'https://1.1.1.1/hook', events: ['reading.completed', 'reading.failed'], enabled: true },
+    ],
+  );
+  t.notOk(listed.some((endpoint) => 'secret' in endpoint), 'the secret is shown only when created or rotated');
+
+  await setWebhookEndpointEnabled(db, accountId, added.id, false);
+  t.match((await listWebhookEndpoints(db, accountId))[0], { enabled: false, disabled_reason: 'Disabled by the account' });
+  await setWebhookEndpointEnabled(db, accountId, added.id, true);
+  t.match((await listWebhookEndpoints(db, accountId))[0], { enabled: true, disabled_reason: null });
+
+  const rotated = await rotateWebhookSecret(db, accountId, added.id);
+  t.match(rotated.secret, /^whsec_/);
+  t.not(rotated.secret, added.secret);
+  const stored = await db.selectFrom('webhook_endpoints').select('secret').where('id', '=', added.id).executeTakeFirstOrThrow();
+  t.equal(stored.secret, rotated.secret);
+});
+
+t.test("another account's endpoint, or an id that is no id, is not found", async (t) => {
+  const { id } = await addWebhookEndpoint(db, config, { accountId, url: 'https://8.8.4.4/hook' });
+  const notFound = { name: 'WebhookEndpointError', reason: 'not_found' };
+  await t.rejects(setWebhookEndpointEnabled(db, otherAccountId, id, false), notFound);
+  await t.rejects(rotateWebhookSecret(db, otherAccountId, id), notFound);
+  await t.rejects(rotateWebhookSecret(db, accountId, 'abc'), notFound);
+  await t.rejects(setWebhookEndpointEnabled(db, accountId, '99999999999999999999999', false), notFound);
+  t.notOk((await listWebhookEndpoints(db, otherAccountId)).some((endpoint) => endpoint.id === id));
+});
