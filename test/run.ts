@@ -8,7 +8,7 @@ import { startEmbeddedPostgres } from '../src/db/embedded.ts';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'node_modules', '.bin');
-const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH}` };
+const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH}` };
 
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
 if (!env.DATABASE_URL) {

@@ -1,0 +1,208 @@
+import t from 'tap';
+import sharp from 'sharp';
+import { sql } from 'kysely';
+import { MAX_IMAGE_BYTES } from '../../../src/images.ts';
+import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
+import { createCustomer, startTestService, submitPhoto, waitForMeter } from '../../helpers/service.ts';
+
+const INVALID_KEY = { errors: { authorization: ['Invalid or inactive API key'] } };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+t.test('meter-reading API', async (t) => {
+  const service = await startTestService(t);
+  const photo = await renderMeterPhoto();
+
+  t.test('authentication: every bad Authorization header gets the same 422', async (t) => {
+    const customer = await createCustomer(service.db);
+    const inactive = await createCustomer(service.db, { keyStatus: 'inactive' });
+    const deleted = await createCustomer(service.db);
+    await service.db.updateTable('api_keys').set({ deleted_at: new Date() }).where('id', '=', deleted.keyId).execute();
+    const cases: Array<[string, string | undefined]> = [
+      ['missing header', undefined],
+      ['empty header', ''],
+      ['lowercase bearer', `bearer ${customer.key}`],
+      ['two spaces', `Bearer  ${customer.key}`],
+      ['trailing text', `Bearer ${customer.key} x`],
+      ['no scheme', customer.key],
+      ['malformed key', 'Bearer meterlens_live_XYZ'],
+      ['unknown key', `Bearer meterlens_live_${'0'.repeat(32)}`],
+      ['inactive key', `Bearer ${inactive.key}`],
+      ['deleted key', `Bearer ${deleted.key}`],
+    ];
+    for (const [name, authorization] of cases) {
+      for (const sync of [false, true]) {
+        const response = await submitPhoto(service, { authorization: authorization ?? undefined, image: photo, sync });
+        t.equal(response.status, 422, `${name} (${sync ? 'sync' : 'async'})`);
+        t.same(response.body, INVALID_KEY, name);
+      }
+    }
+    const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+    t.equal(accepted.status, 202, 'the valid key is accepted');
+  });
+
+  t.test('subscription: none, expired and cancelled are refused', async (t) => {
+    for (const subscription of ['none', 'expired', 'cancelled'] as const) {
+      const customer = await createCustomer(service.db, { subscription });
+      const response = await submitPhoto(service, { key: customer.key, image: photo });
+      t.equal(response.status, 422, subscription);
+      t.same(Object.keys(response.body.errors), ['subscription'], subscription);
+      t.match(response.body.errors.subscription[0], subscription === 'none' ? /No subscription/ : new RegExp(subscription, 'i'));
+    }
+  });
+
+  t.test('usage: the monthly limit holds exactly under 20 concurrent submissions', async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 3 });
+    for (let i = 0; i < 2; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => submitPhoto(service, { key: customer.key, image: photo })),
+    );
+    const statuses = responses.map((response) => response.status);
+    t.equal(statuses.filter((status) => status === 202).length, 1, 'exactly one of the 20 is accepted');
+    t.equal(statuses.filter((status) => status === 422).length, 19);
+    for (const response of responses.filter((response) => response.status === 422)) {
+      t.match(response.body, { errors: { usage: [/Monthly request limit of 3 reached/] } });
+    }
+    const usage = await service.db.selectFrom('api_usage').select('request_count').where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+    t.equal(usage.request_count, 3, 'rejected submissions are not counted');
+    const meters = await service.db.selectFrom('meters').select(sql<number>`count(*)::int`.as('count')).where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+    t.equal(meters.count, 3, 'one meter per accepted submission');
+  });
+
+  t.test('usage counts accepted submissions whether they complete or fail', async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 2 });
+    service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+    t.teardown(() => service.model.setBehaviour({}));
+    const failed = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(failed.status, 422);
+    service.model.setBehaviour({});
+    t.equal((await submitPhoto(service, { key: customer.key, image: photo, sync: true })).status, 200);
+    const refused = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.match(refused, { status: 422, body: { errors: { usage: [/limit of 2/] } } });
+  });
+
+  t.test('image: each problem is named, and nothing is accepted', async (t) => {
+    const customer = await createCustomer(service.db);
+    const cases: Array<[string, Parameters<typeof submitPhoto>[1], RegExp]> = [
+      ['no file', { image: null }, /Missing the field "image"/],
+      ['another field name', { image: photo, field: 'photo' }, /Missing the field "image"/],
+      ['empty file', { image: Buffer.alloc(0) }, /empty/],
+      ['not an image', { image: Buffer.from('this is a text file, not a photo') }, /not an image/],
+      ['truncated JPEG', { image: photo.subarray(0, Math.floor(photo.length / 2)) }, /could not be decoded/],
+    ];
+    for (const [name, options, message] of cases) {
+      const response = await submitPhoto(service, { key: customer.key, ...options });
+      t.equal(response.status, 422, name);
+      t.match(response.body, { errors: { image: [message] } }, name);
+      t.same(Object.keys(response.body.errors), ['image'], name);
+    }
+    const json = await fetch(`${service.url}/api/meter-reading`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${customer.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ image: 'x' }),
+    });
+    t.equal(json.status, 422, 'a JSON body is not an upload');
+    t.match(await json.json(), { errors: { image: [/multipart\/form-data/] } });
+    const meters = await service.db.selectFrom('meters').select('id').where('account_id', '=', customer.accountId).execute();
+    t.equal(meters.length, 0, 'no meter was created');
+  });
+
+  t.test('image: one byte over 10 MB is refused every time', async (t) => {
+    const customer = await createCustomer(service.db);
+    const oversized = Buffer.concat([photo, Buffer.alloc(MAX_IMAGE_BYTES + 1 - photo.length, 0xff)]);
+    t.equal(oversized.length, MAX_IMAGE_BYTES + 1);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const response = await submitPhoto(service, { key: customer.key, image: oversized });
+      t.equal(response.status, 422, `attempt ${attempt + 1}`);
+      t.match(response.body, { errors: { image: [/larger than 10 MB \(10485760 bytes\)/] } });
+    }
+  });
+
+  t.test('image: more pixels than the limit is refused before decoding', async (t) => {
+    const small = await startTestService(t, { env: { MAX_IMAGE_PIXELS: '10000' }, worker: false });
+    const customer = await createCustomer(small.db);
+    const big = await sharp({ create: { width: 200, height: 100, channels: 3, background: '#888' } }).png().toBuffer();
+    const response = await submitPhoto(small, { key: customer.key, image: big });
+    t.equal(response.status, 422);
+    t.match(response.body, { errors: { image: [/200×100 pixels .* the limit is 0\.0 MP/] } });
+  });
+
+  t.test('async: 202 with a reference, then the worker reads and records it', async (t) => {
+    const customer = await createCustomer(service.db);
+    const rotated = await sharp(photo).rotate(90).jpeg().withMetadata({ orientation: 8 }).toBuffer();
+    const response = await submitPhoto(service, { key: customer.key, image: rotated });
+    t.equal(response.status, 202);
+    t.match(response.body, { reference_id: UUID, status: 'pending' });
+    t.same(Object.keys(response.body).sort(), ['reference_id', 'status']);
+    const meter = await waitForMeter(service.db, response.body.reference_id);
+    t.equal(meter.status, 'completed');
+    t.equal(meter.mode, 'async');
+    const reading = await service.db.selectFrom('readings').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
+    t.match(reading, { reading: '02390.276', value: '2390.276', confidence: 97, reader: 'openai', escalated: false });
+    const image = await service.db.selectFrom('meter_images').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
+    t.equal(image.original_format, 'jpeg');
+    t.ok(image.width > image.height, 'the stored image was turned upright from its EXIF orientation');
+    const key = await service.db.selectFrom('api_keys').select('last_used_at').where('id', '=', customer.keyId).executeTakeFirstOrThrow();
+    t.ok(key.last_used_at, 'the key records its last use');
+  });
+
+  t.test('sync: 200 with the reading, and no webhook', async (t) => {
+    const customer = await createCustomer(service.db);
+    const response = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(response.status, 200);
+    t.match(response.body, {
+      reference_id: UUID,
+      status: 'completed',
+      reading: '02390.276',
+      value: 2390.276,
+      confidence: 97,
+      escalated: false,
+      model: service.config.openai.model,
+      reading_id: Number,
+    });
+    t.same(Object.keys(response.body).sort(), ['confidence', 'escalated', 'model', 'reading', 'reading_id', 'reference_id', 'status', 'value']);
+    const deliveries = await service.db.selectFrom('webhook_deliveries').select('id').execute();
+    t.equal(deliveries.length, 0);
+  });
+
+  t.test('sync: an unreadable photo is a 422 that names the failed meter', async (t) => {
+    const customer = await createCustomer(service.db);
+    service.model.setBehaviour({ answer: { reading: '', confidence: 5, unobstructed: false } });
+    t.teardown(() => service.model.setBehaviour({}));
+    const response = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(response.status, 422);
+    t.match(response.body, { errors: { image: [String] }, reference_id: UUID, status: 'failed' });
+    const meter = await waitForMeter(service.db, response.body.reference_id);
+    t.match(meter, { status: 'failed', error_code: 'unreadable' });
+  });
+
+  t.test('sync: every model unavailable is a 503 with Retry-After', async (t) => {
+    const customer = await createCustomer(service.db);
+    service.model.setBehaviour({ status: 503 });
+    t.teardown(() => service.model.setBehaviour({}));
+    const response = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(response.status, 503);
+    t.equal(response.headers.get('retry-after'), '30');
+    t.match(response.body, { errors: { reader: [/No reader could be reached/] }, reference_id: UUID, status: 'failed' });
+    t.match(await waitForMeter(service.db, response.body.reference_id), { status: 'failed', error_code: 'readers_unavailable' });
+  });
+
+  t.test('unknown routes and unexpected errors use the envelope', async (t) => {
+    const notFound = await fetch(`${service.url}/api/nothing-here`);
+    t.equal(notFound.status, 404);
+    t.same(await notFound.json(), { errors: { route: ['Not found: GET /api/nothing-here'] } });
+
+    const customer = await createCustomer(service.db);
+    await service.db.schema.alterTable('meter_images').renameTo('meter_images_gone').execute();
+    t.teardown(() => service.db.schema.alterTable('meter_images_gone').renameTo('meter_images').execute());
+    const response = await submitPhoto(service, { key: customer.key, image: photo });
+    t.equal(response.status, 500);
+    t.match(response.body, { errors: { server: ['Internal server error'] }, request_id: UUID });
+    t.notMatch(JSON.stringify(response.body), /meter_images|at .*\.ts/, 'no SQL or stack trace leaks');
+  });
+
+  t.test('health and readiness', async (t) => {
+    t.same(await (await fetch(`${service.url}/healthz`)).json(), { status: 'ok' });
+    const ready = await fetch(`${service.url}/readyz`);
+    t.equal(ready.status, 200);
+  });
+});
