@@ -1,0 +1,105 @@
+import t from 'tap';
+import { loadConfig } from '../../src/config.ts';
+import { ReadFailure } from '../../src/pipeline/read.ts';
+import { createReaderChain } from '../../src/readers/registry.ts';
+import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
+import type { FakeBehaviour } from '../fakes/http-fake.ts';
+import { renderMeterPhoto } from '../fakes/meter-photo.ts';
+import { startFakeOpenAI } from '../fakes/openai-server.ts';
+
+const photo = await renderMeterPhoto();
+
+/** openai first, anthropic second, each a loopback fake of its API. */
+async function twoReaderChain(t: Tape, first: FakeBehaviour, second: FakeBehaviour, env: Record<string, string> = {}) {
+  const openai = await startFakeOpenAI(first);
+  const anthropic = await startFakeAnthropic(second);
+  t.teardown(() => Promise.all([openai.close(), anthropic.close()]));
+  const chain = await createReaderChain(
+    loadConfig({
+      READER_CHAIN: 'openai,anthropic',
+      OPENAI_BASE_URL: openai.url,
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_MODEL: 'gpt-test',
+      ANTHROPIC_BASE_URL: anthropic.url,
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+      ANTHROPIC_MODEL: 'claude-test',
+      READER_RETRIES: '0',
+      READER_TIMEOUT_MS: '2000',
+      ESCALATE_BELOW: '80',
+      ...env,
+    }),
+  );
+  return { chain, openai, anthropic };
+}
+type Tape = Parameters<Parameters<typeof t.test>[1]>[0];
+
+t.test('the first confident reader answers; later ones are not asked', async (t) => {
+  const { chain, anthropic } = await twoReaderChain(t, {}, {});
+  const result = await chain.read(photo);
+  t.match(result, { reading: '02390.276', value: 2390.276, confidence: 97, reader: 'openai', model: 'gpt-test', escalated: false });
+  t.match(result.attempts, [{ reader: 'openai', outcome: 'accepted', confidence: 97 }]);
+  t.equal(anthropic.requests.length, 0);
+});
+
+t.test('a failing first reader falls back to the next, which is marked escalated', async (t) => {
+  const { chain } = await twoReaderChain(t, { status: 500 }, { answer: { reading: '00758.407', confidence: 91, unobstructed: true } });
+  const result = await chain.read(photo);
+  t.match(result, { reading: '00758.407', reader: 'anthropic', model: 'claude-test', escalated: true });
+  t.match(result.attempts, [{ reader: 'openai', outcome: 'unavailable' }, { reader: 'anthropic', outcome: 'accepted' }]);
+});
+
+t.test('a timed-out reader falls back to the next', async (t) => {
+  const { chain } = await twoReaderChain(t, { delayMs: 5000 }, {}, { READER_TIMEOUT_MS: '200' });
+  const result = await chain.read(photo);
+  t.match(result, { reader: 'anthropic', escalated: true });
+  t.match(result.attempts[0], { reader: 'openai', outcome: 'unavailable', error: /timed out|timeout|abort/i });
+});
+
+t.test('an unparseable answer falls back to the next', async (t) => {
+  const { chain } = await twoReaderChain(t, { answer: 'I think it says about two thousand' }, {});
+  const result = await chain.read(photo);
+  t.match(result, { reader: 'anthropic', escalated: true });
+  t.equal(result.attempts[0].outcome, 'unparseable');
+});
+
+t.test('low confidence escalates; if no reader is confident, the most confident answer stands', async (t) => {
+  const escalated = await twoReaderChain(t, { answer: { reading: '02390.276', confidence: 40, unobstructed: true } }, {});
+  t.match(await escalated.chain.read(photo), { reader: 'anthropic', confidence: 97, escalated: true });
+
+  const bothUnsure = await twoReaderChain(
+    t,
+    { answer: { reading: '02390.276', confidence: 60, unobstructed: true } },
+    { answer: { reading: '02390.278', confidence: 45, unobstructed: true } },
+  );
+  const result = await bothUnsure.chain.read(photo);
+  t.match(result, { reading: '02390.276', confidence: 60, reader: 'openai', escalated: false });
+  t.match(result.attempts, [{ outcome: 'low_confidence' }, { outcome: 'low_confidence' }]);
+});
+
+t.test('when no reader can be reached the failure says so; when they looked, it is unreadable', async (t) => {
+  const down = await twoReaderChain(t, { status: 503 }, { status: 529 });
+  await t.rejects(down.chain.read(photo), { name: 'ReadFailure', code: 'readers_unavailable', message: /No reader could be reached/ });
+
+  const blind = await twoReaderChain(t, { answer: { reading: '', confidence: 0, unobstructed: false } }, { status: 500 });
+  const failure = await blind.chain.read(photo).catch((error: unknown) => error);
+  t.ok(failure instanceof ReadFailure);
+  t.match(failure, { code: 'unreadable', attempts: [{ outcome: 'unreadable' }, { outcome: 'unavailable' }] });
+});
+
+t.test('the default chain: no local weights and no API keys means no reader, reported as unavailable', async (t) => {
+  const chain = await createReaderChain(loadConfig({ LOCAL_MODEL_DIR: '/nonexistent' }));
+  t.same(chain.readers, []);
+  await t.rejects(chain.read(photo), { code: 'readers_unavailable', message: /No reader is configured/ });
+});
+
+t.test('the default chain adds each hosted reader whose key is set, in order', async (t) => {
+  const chain = await createReaderChain(
+    loadConfig({ LOCAL_MODEL_DIR: '/nonexistent', OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }),
+  );
+  t.same(chain.readers.map((reader) => reader.name), ['openai', 'anthropic']);
+});
+
+t.test('READER_CHAIN must name known, available readers', async (t) => {
+  await t.rejects(createReaderChain(loadConfig({ READER_CHAIN: 'openai,gemini', OPENAI_API_KEY: 'sk' })), /unknown reader "gemini"/);
+  await t.rejects(createReaderChain(loadConfig({ READER_CHAIN: 'local', LOCAL_MODEL_DIR: '/nonexistent' })), /"local", which is not available/);
+});
