@@ -1,0 +1,35 @@
+import type { PgBoss } from 'pg-boss';
+import type { Tx } from '../db/database.ts';
+import type { WebhookEvent } from '../db/schema.ts';
+import { queueEvent } from '../webhooks/deliver.ts';
+import type { ChainReading } from './read.ts';
+
+export type MeterOutcome =
+  | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string }
+  | { status: 'failed'; meterId: string; accountId: string; referenceId: string; error: { code: string; message: string } };
+
+/**
+ * Step 8, for async meters: inside the transaction that records the outcome, one webhook
+ * delivery per enabled endpoint of the account subscribed to the event, each enqueued to be
+ * attempted at once. Rolled back with the outcome, so no webhook announces an unrecorded result.
+ */
+export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promise<void> {
+  const type: WebhookEvent = outcome.status === 'completed' ? 'reading.completed' : 'reading.failed';
+  await queueEvent(tx, boss, { type, data: eventData(outcome), meterId: outcome.meterId }, (eb) =>
+    eb.and([eb('account_id', '=', outcome.accountId), eb('enabled', '=', true), eb(eb.val(type), '=', eb.fn.any('events'))]),
+  );
+}
+
+function eventData(outcome: MeterOutcome): Record<string, unknown> {
+  if (outcome.status === 'failed') return { reference_id: outcome.referenceId, error: outcome.error };
+  const { reading } = outcome;
+  return {
+    reference_id: outcome.referenceId,
+    reading: reading.reading,
+    value: reading.value,
+    confidence: reading.confidence,
+    escalated: reading.escalated,
+    model: reading.model,
+    reading_id: Number(outcome.readingId),
+  };
+}

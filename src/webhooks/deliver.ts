@@ -1,0 +1,253 @@
+import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { PgBoss } from 'pg-boss';
+import { request } from 'undici';
+import type { Config } from '../config.ts';
+import { bossAdapter, type Db, type Tx } from '../db/database.ts';
+import type { Database, DeliveryStatus, WebhookEvent } from '../db/schema.ts';
+import { enqueueDelivery } from '../queue.ts';
+import { publicOnlyAgent } from './address-guard.ts';
+import { endpointNotFound, parseId, WebhookEndpointError } from './endpoints.ts';
+import { webhookHeaders } from './signature.ts';
+
+/**
+ * Seconds between a failed attempt and the next one; the first attempt is immediate. After the
+ * attempt that follows the last step (the 12th, about 70.7 hours after the first), a delivery
+ * that never got a 2xx answer fails. A longer Retry-After replaces a step, up to the longest step.
+ */
+export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [
+  5,
+  30,
+  2 * 60,
+  10 * 60,
+  30 * 60,
+  60 * 60,
+  3 * 3600,
+  6 * 3600,
+  12 * 3600,
+  24 * 3600,
+  24 * 3600,
+];
+const LONGEST_DELAY_SECONDS = Math.max(...WEBHOOK_RETRY_DELAYS_SECONDS);
+
+/** `webhook.test` is sent by sendTestEvent only; endpoints cannot subscribe to it. */
+export type DeliveryEvent = WebhookEvent | 'webhook.test';
+
+type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => Expression<SqlBool>;
+
+/**
+ * Inside the caller's transaction: one pending delivery per endpoint the filter selects, all
+ * with the same event id and payload text, and the first attempt of each enqueued to run at once.
+ */
+export async function queueEvent(
+  tx: Tx,
+  boss: PgBoss,
+  event: { type: DeliveryEvent; data: Record<string, unknown>; meterId: string | null },
+  endpoints: EndpointFilter,
+): Promise<string[]> {
+  const eventId = `msg_${randomBytes(16).toString('hex')}`;
+  const payload = JSON.stringify({ event: event.type, timestamp: new Date().toISOString(), data: event.data });
+  const deliveries = await tx
+    .insertInto('webhook_deliveries')
+    .columns(['event_id', 'endpoint_id', 'meter_id', 'event_type', 'payload', 'next_attempt_at'])
+    .expression(
+      tx
+        .selectFrom('webhook_endpoints')
+        .select((eb) => [
+          eb.val(eventId).as('event_id'),
+          'id',
+          eb.val(event.meterId).as('meter_id'),
+          eb.val(event.type).as('event_type'),
+          sql<string>`${payload}::json`.as('payload'),
+          sql<Date>`now()`.as('next_attempt_at'),
+        ])
+        .where(endpoints),
+    )
+    .returning('id')
+    .execute();
+  for (const { id } of deliveries) await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id });
+  return deliveries.map(({ id }) => id);
+}
+
+interface AttemptResult {
+  statusCode: number | null;
+  error: string | null;
+  retryAfterSeconds: number | null;
+  durationMs: number;
+}
+
+/**
+ * One attempt of a pending delivery, run as the deliver-webhook job: POST the stored payload,
+ * then record the attempt and what comes next (done, retry at a time, or failed) in one
+ * transaction. Throws only when that cannot be recorded, so pg-boss retries the job.
+ */
+export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Config }, deliveryId: string): Promise<void> {
+  const delivery = await deps.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select(['d.id', 'd.event_id', 'd.status', 'd.attempt_count', 'd.endpoint_id', 'e.url', 'e.secret', 'e.enabled', 'e.disabled_reason'])
+    // The json column's exact text: pg would parse it, and the signature is over these bytes.
+    .select(sql<string>`d.payload::text`.as('payload'))
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!delivery || delivery.status !== 'pending') return;
+
+  if (!delivery.enabled) {
+    await deps.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'failed', next_attempt_at: null, last_error: `Endpoint disabled: ${delivery.disabled_reason ?? 'no reason given'}` })
+      .where('id', '=', delivery.id)
+      .where('status', '=', 'pending')
+      .execute();
+    return;
+  }
+
+  const attempt = delivery.attempt_count + 1;
+  const startedAt = new Date();
+  const result = await post(delivery, startedAt, deps.config);
+  const next = nextStep(attempt, result);
+
+  await deps.db.transaction().execute(async (tx) => {
+    // Conditional on the attempt count, so a duplicate run of the same attempt records nothing.
+    const updated = await tx
+      .updateTable('webhook_deliveries')
+      .set({
+        status: next.status,
+        attempt_count: attempt,
+        last_status_code: result.statusCode,
+        last_error: result.error,
+        next_attempt_at: next.retryAt ?? null,
+        delivered_at: next.status === 'delivered' ? new Date() : null,
+      })
+      .where('id', '=', delivery.id)
+      .where('status', '=', 'pending')
+      .where('attempt_count', '=', delivery.attempt_count)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) return;
+    await tx
+      .insertInto('webhook_attempts')
+      .values({
+        delivery_id: delivery.id,
+        attempt,
+        started_at: startedAt,
+        duration_ms: result.durationMs,
+        status_code: result.statusCode,
+        error: result.error,
+      })
+      .execute();
+    if (next.disableEndpoint) {
+      await tx
+        .updateTable('webhook_endpoints')
+        .set({ enabled: false, disabled_reason: `The receiver answered 410 Gone on ${startedAt.toISOString()}` })
+        .where('id', '=', delivery.endpoint_id)
+        .execute();
+    }
+    if (next.retryAt) await enqueueDelivery(deps.boss, bossAdapter(tx), { deliveryId: delivery.id }, next.retryAt);
+  });
+}
+
+async function post(
+  delivery: { event_id: string; url: string; secret: string; payload: string },
+  startedAt: Date,
+  config: Config,
+): Promise<AttemptResult> {
+  const started = performance.now();
+  const timing = () => ({ durationMs: Math.round(performance.now() - started) });
+  const headers = webhookHeaders(delivery.secret, delivery.event_id, Math.floor(startedAt.getTime() / 1000), delivery.payload);
+  const signal = AbortSignal.timeout(config.webhookTimeoutMs);
+  try {
+    const response = await request(delivery.url, {
+      method: 'POST',
+      headers,
+      body: delivery.payload,
+      signal,
+      dispatcher: config.webhookAllowPrivate ? undefined : publicOnlyAgent,
+    });
+    await response.body.dump({ limit: 64 * 1024, signal });
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
+    return {
+      statusCode: response.statusCode,
+      error: ok ? null : `The receiver answered HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim(),
+      retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
+      ...timing(),
+    };
+  } catch (error) {
+    const message = signal.aborted ? `No answer within ${config.webhookTimeoutMs} ms` : (error as Error).message;
+    return { statusCode: null, error: message, retryAfterSeconds: null, ...timing() };
+  }
+}
+
+function nextStep(
+  attempt: number,
+  result: AttemptResult,
+): { status: DeliveryStatus; retryAt?: Date; disableEndpoint?: boolean } {
+  if (result.error === null) return { status: 'delivered' };
+  if (result.statusCode === 410) return { status: 'failed', disableEndpoint: true };
+  const step = WEBHOOK_RETRY_DELAYS_SECONDS[attempt - 1];
+  if (step === undefined) return { status: 'failed' };
+  const delaySeconds = Math.max(step, Math.min(result.retryAfterSeconds ?? 0, LONGEST_DELAY_SECONDS));
+  return { status: 'pending', retryAt: new Date(Date.now() + delaySeconds * 1000) };
+}
+
+/** Retry-After is either delay-seconds or an HTTP-date. */
+function parseRetryAfter(header: string | string[] | undefined): number | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, (date - Date.now()) / 1000);
+}
+
+/**
+ * The dashboard's "redeliver": a delivered or failed delivery becomes pending and is attempted at
+ * once with the same webhook-id. It continues its retry schedule where it stopped, so a delivery
+ * that used up its retries gets this one attempt.
+ */
+export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliveryId: string): Promise<void> {
+  const notFound = () => new WebhookEndpointError('not_found', 'Webhook delivery not found');
+  await db.transaction().execute(async (tx) => {
+    const delivery = await tx
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .select(['d.id', 'd.status', 'e.enabled'])
+      .where('d.id', '=', parseId(deliveryId, notFound))
+      .where('e.account_id', '=', accountId)
+      .forUpdate('d')
+      .executeTakeFirst();
+    if (!delivery) throw notFound();
+    if (delivery.status === 'pending') throw new WebhookEndpointError('invalid', 'This delivery is already scheduled');
+    assertEnabled(delivery.enabled);
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_attempt_at: new Date(), delivered_at: null })
+      .where('id', '=', delivery.id)
+      .execute();
+    await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: delivery.id });
+  });
+}
+
+/** Sends a `webhook.test` event to one endpoint, so its owner can check the receiver. */
+export async function sendTestEvent(db: Db, boss: PgBoss, accountId: string, endpointId: string): Promise<{ deliveryId: string }> {
+  return db.transaction().execute(async (tx) => {
+    const endpoint = await tx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'enabled'])
+      .where('id', '=', parseId(endpointId, endpointNotFound))
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (!endpoint) throw endpointNotFound();
+    assertEnabled(endpoint.enabled);
+    const [deliveryId] = await queueEvent(
+      tx,
+      boss,
+      { type: 'webhook.test', data: { endpoint_id: Number(endpoint.id) }, meterId: null },
+      (eb) => eb('id', '=', endpoint.id),
+    );
+    return { deliveryId };
+  });
+}
+
+function assertEnabled(enabled: boolean): void {
+  if (!enabled) throw new WebhookEndpointError('invalid', 'The endpoint is disabled: enable it first');
+}
