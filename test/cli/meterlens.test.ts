@@ -1,0 +1,193 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import t from 'tap';
+import { createDatabase } from '../../src/db/database.ts';
+import { API_KEY_PATTERN, hashApiKey } from '../../src/pipeline/authenticate.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+
+const root = path.join(import.meta.dirname, '..', '..');
+const database = await createTestDatabase();
+const db = createDatabase(database.url, 2);
+const scratch = await mkdtemp(path.join(tmpdir(), 'meterlens-cli-'));
+t.teardown(async () => {
+  await db.destroy();
+  await database.drop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs bin/meterlens.js as an operator would, against the test database, with no reader configured. */
+async function meterlens(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, DATA_DIR: scratch, ...env };
+  for (const name of ['READER_CHAIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']) delete childEnv[name];
+  // An empty model directory: the local reader has no weights, so the chain is empty.
+  childEnv.LOCAL_MODEL_DIR = scratch;
+  const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args], { env: childEnv, cwd: root });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, stdout, stderr };
+}
+
+/** `--json` output is exactly one JSON object. */
+async function json(args: string[], env?: Record<string, string>): Promise<Record<string, any>> {
+  const run = await meterlens([...args, '--json'], env);
+  if (run.code !== 0) throw new Error(`meterlens ${args.join(' ')} exited with ${run.code}: ${run.stderr}`);
+  const lines = run.stdout.trimEnd().split('\n');
+  if (lines.length !== 1) throw new Error(`expected one line of JSON, got:\n${run.stdout}`);
+  return JSON.parse(lines[0]);
+}
+
+t.test('help lists every command', async (t) => {
+  for (const args of [[], ['help']]) {
+    const run = await meterlens(args);
+    t.equal(run.code, 0);
+    for (const command of [
+      'serve', 'web', 'worker', 'migrate', 'plans create', 'plans list', 'accounts create', 'subscriptions set',
+      'subscriptions cancel', 'keys create', 'keys list', 'keys enable', 'keys disable', 'keys delete',
+      'webhooks add', 'webhooks list', 'read', 'eval',
+    ]) {
+      t.match(run.stdout, `meterlens ${command}`, command);
+    }
+  }
+});
+
+t.test('plans create and list', async (t) => {
+  t.match(await json(['plans', 'create', '--code', 'gold', '--name', 'Gold', '--limit', '5000']), {
+    code: 'gold',
+    name: 'Gold',
+    monthlyRequestLimit: 5000,
+  });
+  const { plans } = await json(['plans', 'list']);
+  t.same(plans.map((plan: { code: string }) => plan.code), ['trial', 'starter', 'gold', 'pro', 'scale']);
+  const human = await meterlens(['plans', 'list']);
+  t.match(human.stdout, /^CODE +NAME +REQUESTS\/MONTH\n/);
+  t.match(human.stdout, /\ngold +Gold +5000\n/);
+});
+
+t.test('accounts create with a plan starts an active subscription; subscriptions set and cancel', async (t) => {
+  const account = await json(['accounts', 'create', '--name', 'Acme Water', '--plan', 'gold']);
+  t.type(account.id, 'number', 'ids print as numbers');
+  t.match(account, { name: 'Acme Water', subscription: { accountId: account.id, planCode: 'gold', state: 'active' } });
+  const row = await db.selectFrom('subscriptions').selectAll().where('account_id', '=', account.id).executeTakeFirstOrThrow();
+  t.equal(row.status, 'active');
+  t.ok(row.period_end.getTime() > Date.now());
+
+  const expired = await json(['subscriptions', 'set', '--account', String(account.id), '--plan', 'pro', '--until', '2020-01-01']);
+  t.match(expired, { planCode: 'pro', status: 'active', state: 'expired', periodEnd: '2020-01-01T00:00:00.000Z' });
+  const expiredRow = await db.selectFrom('subscriptions').selectAll().where('account_id', '=', account.id).executeTakeFirstOrThrow();
+  t.ok(expiredRow.period_end.getTime() < Date.now() && expiredRow.period_start < expiredRow.period_end);
+
+  t.match(await json(['subscriptions', 'set', '--account', String(account.id), '--plan', 'pro', '--months', '2']), { state: 'active' });
+  t.match(await json(['subscriptions', 'cancel', '--account', String(account.id)]), { status: 'cancelled', state: 'cancelled' });
+  const cancelledRow = await db.selectFrom('subscriptions').select('status').where('account_id', '=', account.id).executeTakeFirstOrThrow();
+  t.equal(cancelledRow.status, 'cancelled');
+
+  const human = await meterlens(['accounts', 'create', '--name', 'Beta']);
+  t.match(human, { code: 0, stdout: /^created account \d+ "Beta"\n$/ });
+});
+
+t.test('keys create, list, disable, enable, delete', async (t) => {
+  const { id: accountId } = await json(['accounts', 'create', '--name', 'Keyholder', '--plan', 'trial']);
+  const created = await json(['keys', 'create', '--account', String(accountId), '--project', 'Farm']);
+  t.same(Object.keys(created).sort(), ['id', 'key']);
+  t.type(created.id, 'number');
+  t.match(created.key, API_KEY_PATTERN);
+  const row = await db.selectFrom('api_keys').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
+  t.equal(row.key_sha256, hashApiKey(created.key), 'the database holds the hash');
+  t.notOk(JSON.stringify(row).includes(created.key.slice(-32)), 'and not the key');
+
+  const inactive = await json(['keys', 'create', '--account', String(accountId), '--project', 'Spare', '--inactive']);
+  const list = await meterlens(['keys', 'list', '--account', String(accountId), '--json']);
+  t.notOk(list.stdout.includes(created.key) || list.stdout.includes(row.key_sha256), 'listing shows neither key nor hash');
+  const { keys } = JSON.parse(list.stdout);
+  t.match(keys, [
+    { id: created.id, projectName: 'Farm', status: 'active', displayPrefix: created.key.slice(0, 19), displaySuffix: created.key.slice(-4) },
+    { id: inactive.id, projectName: 'Spare', status: 'inactive' },
+  ]);
+  t.notOk('keySha256' in keys[0] || 'key' in keys[0]);
+  const human = await meterlens(['keys', 'list', '--account', String(accountId)]);
+  t.match(human.stdout, `${created.key.slice(0, 19)}…${created.key.slice(-4)}`);
+
+  const status = async (id: number) =>
+    (await db.selectFrom('api_keys').select(['status', 'deleted_at']).where('id', '=', String(id)).executeTakeFirstOrThrow());
+  t.match(await json(['keys', 'disable', String(created.id)]), { id: created.id, status: 'inactive' });
+  t.equal((await status(created.id)).status, 'inactive');
+  t.match(await json(['keys', 'enable', String(created.id)]), { status: 'active' });
+  t.equal((await status(created.id)).status, 'active');
+  t.same(await json(['keys', 'delete', String(created.id)]), { id: created.id, deleted: true });
+  t.ok((await status(created.id)).deleted_at, 'soft-deleted');
+  t.same((await json(['keys', 'list', '--account', String(accountId)])).keys.map((key: { id: number }) => key.id), [inactive.id]);
+
+  const again = await meterlens(['keys', 'delete', String(created.id)]);
+  t.match(again, { code: 1, stdout: '', stderr: /no API key with id/ }, 'a missing key exits with 1');
+});
+
+t.test('webhooks add and list', async (t) => {
+  const { id: accountId } = await json(['accounts', 'create', '--name', 'Hooked']);
+  const env = { WEBHOOK_ALLOW_PRIVATE: '1' };
+  const added = await json(['webhooks', 'add', '--account', String(accountId), '--url', 'http://127.0.0.1:9/hook', '--events', 'reading.failed'], env);
+  t.type(added.id, 'number');
+  t.match(added.secret, /^whsec_/);
+  const { endpoints } = await json(['webhooks', 'list', '--account', String(accountId)]);
+  t.match(endpoints, [{ id: added.id, url: 'http://127.0.0.1:9/hook', events: ['reading.failed'], enabled: true }]);
+  t.notOk(JSON.stringify(endpoints).includes(added.secret), 'the secret is shown once only');
+});
+
+t.test('bad arguments exit with 2 and a message on stderr', async (t) => {
+  const cases = [
+    ['bogus'],
+    ['plans'],
+    ['plans', 'create', '--code', 'x', '--name', 'X'],
+    ['plans', 'create', '--code', 'x', '--name', 'X', '--limit', 'many'],
+    ['plans', 'list', '--verbose'],
+    ['accounts', 'create'],
+    ['subscriptions', 'set', '--account', '1', '--plan', 'pro'],
+    ['subscriptions', 'set', '--account', '1', '--plan', 'pro', '--months', '1', '--until', '2030-01-01'],
+    ['subscriptions', 'set', '--account', '1', '--plan', 'pro', '--until', 'someday'],
+    ['keys', 'create', '--account', 'abc', '--project', 'P'],
+    ['keys', 'enable'],
+    ['keys', 'delete', '1', '2'],
+    ['read'],
+  ];
+  for (const args of cases) {
+    const run = await meterlens([...args, '--json']);
+    t.match(run, { code: 2, stdout: '', stderr: /^meterlens: \S/ }, args.join(' '));
+  }
+});
+
+t.test('read --json prints one line per file, in order, without a database', async (t) => {
+  const photo = (digits: string) =>
+    sharp(
+      Buffer.from(
+        `<svg xmlns="http://www.w3.org/2000/svg" width="480" height="160"><rect width="480" height="160" fill="#eee"/>` +
+          `<text x="30" y="110" font-family="monospace" font-size="96">${digits}</text></svg>`,
+      ),
+    );
+  const first = path.join(scratch, 'first.png');
+  const second = path.join(scratch, 'second.jpg');
+  const notAnImage = path.join(scratch, 'notes.txt');
+  await photo('00417').png().toFile(first);
+  await photo('12345').jpeg().toFile(second);
+  await writeFile(notAnImage, 'not a photo');
+
+  const run = await meterlens(['read', first, notAnImage, second, '--json'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+  t.equal(run.code, 1, 'some file failed');
+  const lines = run.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+  t.match(lines, [
+    { file: first, error: { code: 'readers_unavailable', message: /No reader is configured/ } },
+    { file: notAnImage, error: { code: 'invalid_image' } },
+    { file: second, error: { code: 'readers_unavailable' } },
+  ]);
+  t.equal(lines.length, 3);
+});
