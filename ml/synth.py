@@ -1,0 +1,58 @@
+"""Synthetic counter strips composed from the single-wheel crops in digits/meterdigits.tar."""
+import random
+import tarfile
+from collections import defaultdict
+
+import numpy as np
+from PIL import Image
+
+from common import CACHE, DATASETS
+
+
+def rolled_reading(digits, fraction):
+    """What a meter reader writes for wheels `digits` when the last wheel is `fraction` of the way to the next digit.
+
+    The last wheel drags every wheel to its left that sits on a 9 chain (carry): they all roll together.
+    A rolling wheel reads its lower digit until the upper one is mostly in view (fraction > 0.5).
+    Returns (reading, rolling) where rolling[i] says wheel i is mid-roll.
+    """
+    rolling = [False] * len(digits)
+    for i in range(len(digits) - 1, -1, -1):
+        rolling[i] = fraction > 0
+        if digits[i] != 9:
+            break
+    shown = [(d + 1) % 10 if roll and fraction > 0.5 else d for d, roll in zip(digits, rolling)]
+    return ''.join(str(d) for d in shown), rolling
+
+
+def load_digit_crops():
+    """{(digit, tenths): [HxWx3 uint8 arrays]} from the tar, extracted once under the cache folder."""
+    root = CACHE / 'digits' / 'datasets' / 'meterdigits'
+    if not root.exists():
+        with tarfile.open(DATASETS / 'digits' / 'meterdigits.tar') as archive:
+            archive.extractall(CACHE / 'digits')
+    crops = defaultdict(list)
+    for folder in root.iterdir():
+        digit, tenths = (int(part) for part in folder.name.split('.'))
+        for file in folder.iterdir():
+            crops[(digit, tenths)].append(np.asarray(Image.open(file).convert('RGB')))
+    return crops
+
+
+def synthetic_strip(crops, rng):
+    """(PIL image, reading) for a random 4-8 wheel strip with a possibly rolling last wheel."""
+    count = 5 if rng.random() < 0.6 else rng.randint(4, 8)
+    digits = [rng.randint(0, 9) for _ in range(count)]
+    tenths = 0 if rng.random() < 0.5 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
+    reading, rolling = rolled_reading(digits, tenths / 10)
+    gap = rng.randint(0, 4)
+    tiles = [random.Random(rng.random()).choice(crops[(d, tenths if roll else 0)]) for d, roll in zip(digits, rolling)]
+    background = np.median(np.concatenate([t.reshape(-1, 3) for t in tiles]), axis=0).astype(np.uint8)
+    pad_x, pad_y = rng.randint(0, 10), rng.randint(0, 8)
+    width = count * 20 + (count - 1) * gap + 2 * pad_x
+    strip = np.empty((32 + 2 * pad_y, width, 3), np.uint8)
+    strip[:] = background
+    for i, tile in enumerate(tiles):
+        x = pad_x + i * (20 + gap)
+        strip[pad_y:pad_y + 32, x:x + 20] = tile
+    return Image.fromarray(strip), reading

@@ -1,0 +1,257 @@
+"""Trains the counter-strip reader (CRNN + CTC, with an upside-down head) and exports models/reader.onnx.
+
+Input: the counter window rectified to HEIGHT x WIDTH RGB in [-0.5, 0.5] (src/readers/local/geometry.ts
+crops it with MARGIN_X / MARGIN_Y around the localised window). Outputs: per-step class probabilities over
+blank + ALPHABET, and the probability that the strip is upside down.
+"""
+import argparse
+import math
+import random
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from PIL import Image, ImageFilter
+
+from common import ALPHABET, CACHE, DATASETS, MODELS, configure_threads, require_datasets, seed_everything, split_rows
+from synth import load_digit_crops, synthetic_strip
+
+HEIGHT, WIDTH = 32, 160
+# Margins the service adds around the localised window, as fractions of its width and height per side.
+MARGIN_X, MARGIN_Y = 0.05, 0.15
+SYNTHETIC_SHARE = 0.25
+UPSIDE_DOWN_SHARE = 0.3
+
+
+def conv_bn_relu(cin, cout, kernel=3, padding=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, kernel, 1, padding, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class StripReader(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            conv_bn_relu(3, 32), nn.MaxPool2d(2),  # 16 x 80
+            conv_bn_relu(32, 64), nn.MaxPool2d(2),  # 8 x 40
+            conv_bn_relu(64, 128), conv_bn_relu(128, 128), nn.MaxPool2d((2, 1)),  # 4 x 40
+            conv_bn_relu(128, 160), conv_bn_relu(160, 160), nn.MaxPool2d((2, 1)),  # 2 x 40
+            conv_bn_relu(160, 192, (2, 1), 0),  # 1 x 40
+        )
+        self.sequence = nn.GRU(192, 96, bidirectional=True, batch_first=True)
+        self.classes = nn.Linear(192, len(ALPHABET) + 1)
+        self.upside_down = nn.Linear(192, 1)
+
+    def forward(self, x):
+        columns = self.features(x).squeeze(2).permute(0, 2, 1)  # N x T x C
+        sequence, _ = self.sequence(columns)
+        return self.classes(sequence), self.upside_down(columns.mean(1)).squeeze(1)
+
+
+class Exported(nn.Module):
+    """What ships: probabilities instead of logits, so the service needs no softmax of its own."""
+
+    def __init__(self, reader):
+        super().__init__()
+        self.reader = reader
+
+    def forward(self, x):
+        logits, upside_down = self.reader(x)
+        return logits.softmax(2), torch.sigmoid(upside_down)
+
+
+def load_window(row):
+    """A generous crop around the labelled window (so jitter has context) and the quad in that crop's frame."""
+    image = Image.open(DATASETS / row['dataset'] / row['file']).convert('RGB')
+    quad = np.array(row['quad'])
+    width = np.linalg.norm(quad[1] - quad[0])
+    height = np.linalg.norm(quad[3] - quad[0])
+    pad = 0.5 * max(width, height)
+    left, top = np.maximum(quad.min(0) - pad, 0).astype(int)
+    right, bottom = np.minimum(quad.max(0) + pad, image.size).astype(int)
+    crop = image.crop((left, top, right, bottom))
+    quad = quad - [left, top]
+    scale = min(1.0, 480 / crop.width)
+    if scale < 1:
+        crop = crop.resize((round(crop.width * scale), round(crop.height * scale)), Image.BILINEAR)
+        quad = quad * scale
+    return crop, quad
+
+
+def rectify(image, quad, margin_x, margin_y):
+    """Warps the quad (TL, TR, BR, BL) grown by the margins to a WIDTH x HEIGHT strip."""
+    tl, tr, br, bl = (np.asarray(p, float) for p in quad)
+    across = ((tr - tl) + (br - bl)) / 2
+    down = ((bl - tl) + (br - tr)) / 2
+    grow = lambda point, sx, sy: point + sx * margin_x * across + sy * margin_y * down
+    corners = [grow(tl, -1, -1), grow(bl, -1, 1), grow(br, 1, 1), grow(tr, 1, -1)]  # PIL order: TL, BL, BR, TR
+    return image.transform((WIDTH, HEIGHT), Image.QUAD, data=tuple(np.concatenate(corners)), resample=Image.BILINEAR)
+
+
+def jittered_quad(quad, rng):
+    quad = np.asarray(quad, float)
+    width = np.linalg.norm(quad[1] - quad[0])
+    height = np.linalg.norm(quad[3] - quad[0])
+    noise = np.stack([rng.uniform(-0.03, 0.03, 4) * width, rng.uniform(-0.12, 0.12, 4) * height], 1)
+    shift = np.array([rng.uniform(-0.03, 0.03) * width, rng.uniform(-0.08, 0.08) * height])
+    angle = math.radians(rng.uniform(-4, 4))
+    rotation = np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
+    centre = quad.mean(0)
+    return (quad - centre) @ rotation.T + centre + noise + shift
+
+
+def photometric(strip, rng):
+    if rng.random() < 0.3:
+        strip = strip.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.2)))
+    x = np.asarray(strip, np.float32) / 255
+    x = x * rng.uniform(0.6, 1.4) * rng.uniform(0.85, 1.15, 3) + rng.uniform(-0.15, 0.15)
+    if rng.random() < 0.1:
+        x = x.mean(2, keepdims=True).repeat(3, 2)
+    x = x + rng.normal(0, rng.uniform(0, 0.04), x.shape)
+    return np.clip(x, 0, 1)
+
+
+def to_tensor(array):
+    return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1), np.float32) - 0.5)
+
+
+def encode(reading):
+    return [ALPHABET.index(c) + 1 for c in reading]
+
+
+def greedy_decode(probabilities):
+    best = probabilities.argmax(1).tolist()
+    out, previous = [], 0
+    for index in best:
+        if index != previous and index != 0:
+            out.append(ALPHABET[index - 1])
+        previous = index
+    return ''.join(out)
+
+
+def make_batch(windows, crops, size, rng):
+    images, targets, lengths, upside_down = [], [], [], []
+    for _ in range(size):
+        if rng.random() < SYNTHETIC_SHARE:
+            strip, reading = synthetic_strip(crops, rng)
+            strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
+        else:
+            image, quad, reading = windows[rng.randrange(len(windows))]
+            strip = rectify(image, jittered_quad(quad, rng),
+                            MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2))
+        flipped = rng.random() < UPSIDE_DOWN_SHARE
+        if flipped:
+            strip = strip.rotate(180)
+        images.append(to_tensor(photometric(strip, rng)))
+        upside_down.append(float(flipped))
+        label = [] if flipped else encode(reading)
+        targets += label
+        lengths.append(len(label))
+    return torch.stack(images), torch.tensor(targets, dtype=torch.long), torch.tensor(lengths), torch.tensor(upside_down)
+
+
+def evaluate(model, windows):
+    """Exact-read rate and upside-down accuracy on validation windows cut at the labelled quad."""
+    model.eval()
+    exact = orientation = 0
+    with torch.no_grad():
+        for start in range(0, len(windows), 64):
+            chunk = windows[start:start + 64]
+            strips = [rectify(image, quad, MARGIN_X, MARGIN_Y) for image, quad, _ in chunk]
+            upright = torch.stack([to_tensor(np.asarray(s, np.float32) / 255) for s in strips])
+            flipped = torch.flip(upright, (2, 3))
+            logits, up_score = model(upright)
+            _, flip_score = model(flipped)
+            for i, (_, _, reading) in enumerate(chunk):
+                exact += greedy_decode(logits[i].softmax(1)) == reading
+                orientation += (up_score[i] < flip_score[i]).item()
+    model.train()
+    return exact / len(windows), orientation / len(windows)
+
+
+def usable_windows(rows):
+    """Toloka boxes are axis-aligned: a box taller than wide is a sideways counter whose direction is unknown."""
+    windows = []
+    for row in rows:
+        (x1, y1), (x2, _), (_, y3) = row['quad'][0], row['quad'][1], row['quad'][2]
+        if row['dataset'] == 'toloka' and (x2 - x1) < (y3 - y1):
+            continue
+        image, quad = load_window(row)
+        windows.append((image, quad, row['reading']))
+    return windows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--minutes', type=float, default=40)
+    parser.add_argument('--batch', type=int, default=32)
+    parser.add_argument('--seed', type=int, default=1)
+    args = parser.parse_args()
+    require_datasets()
+    configure_threads()
+    seed_everything(args.seed)
+    rng = np.random.default_rng(args.seed)
+    py_rng = random.Random(args.seed)
+
+    train_rows, validation = [], {}
+    for dataset in ('toloka', 'bdci2020'):
+        train, validation_rows = split_rows(dataset)
+        train_rows += train
+        validation[dataset] = usable_windows(validation_rows)
+    windows = usable_windows(train_rows)
+    crops = load_digit_crops()
+    print(f'{len(windows)} training windows, {sum(len(v) for v in crops.values())} digit crops', flush=True)
+
+    class BatchRandom:
+        """numpy's Generator for numbers plus the stdlib's randrange/randint/choice the helpers use."""
+        random = staticmethod(py_rng.random)
+        randrange = staticmethod(py_rng.randrange)
+        randint = staticmethod(py_rng.randint)
+        choice = staticmethod(py_rng.choice)
+        uniform = staticmethod(rng.uniform)
+        normal = staticmethod(rng.normal)
+
+    model = StripReader()
+    print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-3, weight_decay=1e-4)
+    ctc = nn.CTCLoss(zero_infinity=True)
+    deadline = time.time() + args.minutes * 60
+    started = time.time()
+    step = 0
+    while time.time() < deadline:
+        progress = (time.time() - started) / (deadline - started)
+        for group in optimiser.param_groups:
+            group['lr'] = 1.5e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+        images, targets, lengths, upside_down = make_batch(windows, crops, args.batch, BatchRandom)
+        logits, up_logit = model(images)
+        log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
+        keep = lengths > 0
+        steps = torch.full((int(keep.sum()),), log_probs.shape[0], dtype=torch.long)
+        loss = ctc(log_probs[:, keep], targets, steps, lengths[keep])
+        loss = loss + 0.5 * F.binary_cross_entropy_with_logits(up_logit, upside_down)
+        optimiser.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        optimiser.step()
+        step += 1
+        if step % 100 == 0:
+            rate = step * args.batch / (time.time() - started)
+            print(f'step {step} loss {loss.item():.3f} {rate:.1f} img/s', flush=True)
+        if step % 1000 == 0:
+            for dataset, val in validation.items():
+                print(f'  {dataset} validation exact/orientation: {evaluate(model, val)}', flush=True)
+    for dataset, val in validation.items():
+        print(f'final {dataset} validation exact/orientation: {evaluate(model, val)} after {step} steps', flush=True)
+
+    model.eval()
+    MODELS.mkdir(exist_ok=True)
+    torch.onnx.export(Exported(model), torch.zeros(1, 3, HEIGHT, WIDTH), MODELS / 'reader.onnx',
+                      input_names=['strip'], output_names=['probabilities', 'upside_down'],
+                      dynamic_axes={'strip': {0: 'batch'}, 'probabilities': {0: 'batch'}, 'upside_down': {0: 'batch'}},
+                      opset_version=13)
+    print('exported', MODELS / 'reader.onnx')
+
+
+if __name__ == '__main__':
+    main()
