@@ -1,0 +1,134 @@
+/** Scoring of meter readings against labels, as `meterlens eval` reports it. */
+
+export interface ScoredCase {
+  file: string;
+  /** Every reading that counts as correct: the label first, then its alternatives (mid-roll wheels). */
+  accepted: string[];
+  /** Undefined when the reader gave no reading. */
+  predicted?: string;
+  /** 0–100; 0 when the reader gave no reading. */
+  confidence: number;
+  latencyMs: number;
+  error?: string;
+}
+
+export const CONFIDENCE_THRESHOLDS = [50, 80, 90, 95];
+
+export interface SelectiveAccuracy {
+  threshold: number;
+  /** Share of photos read with at least this confidence. */
+  coverage: number;
+  /** Exact-match rate among them; undefined when none. */
+  accuracy: number | undefined;
+}
+
+export interface EvalSummary {
+  photos: number;
+  exact: number;
+  lastDigitWithinOne: number;
+  wholeUnitExact: number;
+  digitAccuracy: number;
+  selective: SelectiveAccuracy[];
+  latencyMs: { p50: number; p95: number };
+  worst: ScoredCase[];
+}
+
+/** Readings compare as numbers: labels may drop leading and trailing zeros (`454.0` is `00454.000`). */
+export function sameReading(predicted: string, label: string): boolean {
+  return Number(predicted) === Number(label);
+}
+
+export function isExact(c: ScoredCase): boolean {
+  return c.predicted !== undefined && c.accepted.some((label) => sameReading(c.predicted!, label));
+}
+
+/** Off by at most one unit of the last wheel (the finer of the two readings' last decimal places). */
+export function isWithinOneOfLastDigit(c: ScoredCase): boolean {
+  const predicted = c.predicted;
+  if (predicted === undefined) return false;
+  return c.accepted.some((label) => {
+    const unit = 10 ** -Math.max(fractionDigits(predicted), fractionDigits(label));
+    return Math.abs(Number(predicted) - Number(label)) <= unit * (1 + 1e-9);
+  });
+}
+
+export function isWholeUnitExact(c: ScoredCase): boolean {
+  const predicted = c.predicted;
+  return predicted !== undefined && c.accepted.some((label) => wholeUnits(predicted) === wholeUnits(label));
+}
+
+/**
+ * Digits right, aligned at the decimal point, out of the label's digits; both sides are padded with the zeros
+ * they dropped to the wider of the two layouts. The label or alternative that matches best is used.
+ */
+export function digitMatches(c: ScoredCase): { matched: number; total: number } {
+  let best = { matched: 0, total: alignedDigits(c.accepted[0]!, c.predicted ?? '').label.length };
+  if (c.predicted === undefined) return best;
+  for (const label of c.accepted) {
+    const aligned = alignedDigits(label, c.predicted);
+    let matched = 0;
+    for (let i = 0; i < aligned.label.length; i++) if (aligned.label[i] === aligned.predicted[i]) matched++;
+    if (matched / aligned.label.length > best.matched / best.total) best = { matched, total: aligned.label.length };
+  }
+  return best;
+}
+
+export function summarise(cases: ScoredCase[], worstCount = 10): EvalSummary {
+  const share = (test: (c: ScoredCase) => boolean) => ratio(cases.filter(test).length, cases.length);
+  let matched = 0, total = 0;
+  for (const c of cases) {
+    const digits = digitMatches(c);
+    matched += digits.matched;
+    total += digits.total;
+  }
+  const selective = CONFIDENCE_THRESHOLDS.map((threshold) => {
+    const covered = cases.filter((c) => c.predicted !== undefined && c.confidence >= threshold);
+    return {
+      threshold,
+      coverage: ratio(covered.length, cases.length),
+      accuracy: covered.length ? ratio(covered.filter(isExact).length, covered.length) : undefined,
+    };
+  });
+  const latencies = cases.map((c) => c.latencyMs).sort((a, b) => a - b);
+  const worst = cases.filter((c) => !isExact(c)).sort((a, b) => b.confidence - a.confidence).slice(0, worstCount);
+  return {
+    photos: cases.length,
+    exact: share(isExact),
+    lastDigitWithinOne: share(isWithinOneOfLastDigit),
+    wholeUnitExact: share(isWholeUnitExact),
+    digitAccuracy: ratio(matched, total),
+    selective,
+    latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
+    worst,
+  };
+}
+
+/** Nearest-rank percentile of ascending values; 0 for none. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function ratio(part: number, whole: number): number {
+  return whole === 0 ? 0 : part / whole;
+}
+
+function fractionDigits(reading: string): number {
+  const point = reading.indexOf('.');
+  return point < 0 ? 0 : reading.length - point - 1;
+}
+
+function wholeUnits(reading: string): string {
+  return String(Math.trunc(Number(reading)));
+}
+
+function alignedDigits(label: string, predicted: string): { label: string; predicted: string } {
+  const [labelWhole = '', labelFraction = ''] = label.split('.');
+  const [predictedWhole = '', predictedFraction = ''] = predicted.split('.');
+  const wholeWidth = Math.max(labelWhole.length, predictedWhole.length);
+  const fractionWidth = Math.max(labelFraction.length, predictedFraction.length);
+  return {
+    label: labelWhole.padStart(wholeWidth, '0') + labelFraction.padEnd(fractionWidth, '0'),
+    predicted: predictedWhole.padStart(wholeWidth, '0') + predictedFraction.padEnd(fractionWidth, '0'),
+  };
+}

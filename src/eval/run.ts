@@ -1,0 +1,45 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ReaderError, type MeterReader } from '../readers/reader.ts';
+import type { LabelledPhoto } from './dataset.ts';
+import type { EvalSummary, ScoredCase } from './metrics.ts';
+
+const PER_PHOTO_TIMEOUT_MS = 60_000;
+
+/** Reads the photos one at a time (so latency is the reader's own), recording what it answered. */
+export async function readPhotos(reader: MeterReader, dir: string, photos: LabelledPhoto[]): Promise<ScoredCase[]> {
+  const cases: ScoredCase[] = [];
+  for (const photo of photos) {
+    const image = await readFile(path.join(dir, photo.file));
+    const started = performance.now();
+    try {
+      const reading = await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS));
+      cases.push({ file: photo.file, accepted: photo.accepted, predicted: reading.reading, confidence: reading.confidence, latencyMs: performance.now() - started });
+    } catch (error) {
+      if (!(error instanceof ReaderError)) throw error;
+      cases.push({ file: photo.file, accepted: photo.accepted, confidence: 0, latencyMs: performance.now() - started, error: `${error.kind}: ${error.message}` });
+    }
+  }
+  return cases;
+}
+
+export function formatSummary(title: string, summary: EvalSummary): string {
+  const percent = (value: number | undefined) => (value === undefined ? '   n/a' : `${(100 * value).toFixed(1).padStart(5)}%`);
+  const lines = [
+    `${title}: ${summary.photos} photos`,
+    `  exact reading               ${percent(summary.exact)}`,
+    `  last digit within ±1        ${percent(summary.lastDigitWithinOne)}`,
+    `  whole units exact           ${percent(summary.wholeUnitExact)}`,
+    `  per-digit accuracy          ${percent(summary.digitAccuracy)}`,
+    '  selective accuracy (exact among readings at or above the confidence, share of photos covered)',
+    ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
+    `  latency per photo           p50 ${summary.latencyMs.p50.toFixed(0)} ms, p95 ${summary.latencyMs.p95.toFixed(0)} ms`,
+  ];
+  if (summary.worst.length) {
+    lines.push('  worst misreads (most confident first)');
+    for (const c of summary.worst) {
+      lines.push(`    ${c.file}: read ${c.predicted ?? `nothing (${c.error})`} at ${c.confidence}, expected ${c.accepted.join(' | ')}`);
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,77 @@
+import t from 'tap';
+import {
+  digitMatches, isExact, isWholeUnitExact, isWithinOneOfLastDigit, percentile, sameReading, summarise, type ScoredCase,
+} from '../../src/eval/metrics.ts';
+
+const scored = (accepted: string[], predicted: string | undefined, confidence = 90, latencyMs = 10): ScoredCase =>
+  ({ file: `${accepted[0]}-${predicted}.jpg`, accepted, predicted, confidence, latencyMs });
+
+t.test('readings compare as numbers, so labels may drop leading and trailing zeros', async (t) => {
+  t.ok(sameReading('00454.000', '454.0'));
+  t.ok(sameReading('00000.700', '0.7'));
+  t.ok(sameReading('01348', '1348'));
+  t.notOk(sameReading('00454.001', '454.0'));
+});
+
+t.test('a reading matching any alternative is exact', async (t) => {
+  t.ok(isExact(scored(['00720', '00721'], '00721')));
+  t.notOk(isExact(scored(['00720', '00721'], '00722')));
+  t.notOk(isExact(scored(['00720'], undefined)));
+});
+
+t.test('last digit within one unit of the finer reading, across a carry', async (t) => {
+  t.ok(isWithinOneOfLastDigit(scored(['758.407'], '00758.408')));
+  t.ok(isWithinOneOfLastDigit(scored(['99.999'], '00100.000')));
+  t.notOk(isWithinOneOfLastDigit(scored(['758.407'], '00758.409')));
+  t.ok(isWithinOneOfLastDigit(scored(['454.0'], '00453.999')), 'a dropped trailing zero does not widen the tolerance');
+  t.notOk(isWithinOneOfLastDigit(scored(['454.0'], '00454.002')));
+  t.ok(isWithinOneOfLastDigit(scored(['01348'], '01349')));
+  t.notOk(isWithinOneOfLastDigit(scored(['01348'], undefined)));
+});
+
+t.test('whole units compare the integer part only', async (t) => {
+  t.ok(isWholeUnitExact(scored(['13.116'], '00013.999')));
+  t.notOk(isWholeUnitExact(scored(['13.116'], '00014.116')));
+});
+
+t.test('digits align at the decimal point, padded with the zeros either side dropped', async (t) => {
+  t.same(digitMatches(scored(['13.116'], '00013.116')), { matched: 8, total: 8 });
+  t.same(digitMatches(scored(['13.1'], '00018.100')), { matched: 7, total: 8 });
+  t.same(digitMatches(scored(['00720', '00721'], '00821')), { matched: 4, total: 5 }, 'best alternative');
+  t.same(digitMatches(scored(['01348'], undefined)), { matched: 0, total: 5 });
+});
+
+t.test('summary: rates, selective accuracy by confidence, latency percentiles, confident misreads first', async (t) => {
+  const cases = [
+    scored(['1.0'], '00001.000', 99, 10),
+    scored(['2.0'], '00002.000', 85, 20),
+    scored(['3.0'], '00003.001', 95, 30),
+    scored(['4.0'], '00005.000', 40, 40),
+    { ...scored(['5.0'], undefined, 0, 50), error: 'unreadable: no counter' },
+  ];
+  const summary = summarise(cases, 2);
+  t.equal(summary.photos, 5);
+  t.equal(summary.exact, 0.4);
+  t.equal(summary.lastDigitWithinOne, 0.6);
+  t.equal(summary.wholeUnitExact, 0.6);
+  t.same(summary.selective, [
+    { threshold: 50, coverage: 0.6, accuracy: 2 / 3 },
+    { threshold: 80, coverage: 0.6, accuracy: 2 / 3 },
+    { threshold: 90, coverage: 0.4, accuracy: 0.5 },
+    { threshold: 95, coverage: 0.4, accuracy: 0.5 },
+  ]);
+  t.same(summary.latencyMs, { p50: 30, p95: 50 });
+  t.same(summary.worst.map((c) => c.accepted[0]), ['3.0', '4.0']);
+});
+
+t.test('selective accuracy is undefined where no reading is that confident', async (t) => {
+  t.equal(summarise([scored(['1'], '00001', 10)]).selective[3]!.accuracy, undefined);
+  t.equal(summarise([]).exact, 0);
+});
+
+t.test('nearest-rank percentiles', async (t) => {
+  t.equal(percentile([], 50), 0);
+  t.equal(percentile([5], 95), 5);
+  t.equal(percentile([1, 2, 3, 4], 50), 2);
+  t.equal(percentile([1, 2, 3, 4], 95), 4);
+});
