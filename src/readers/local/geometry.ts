@@ -1,0 +1,158 @@
+export type Point = [number, number];
+
+/** A rotated rectangle: centre, unit vector along the counter (left to right), half extents. */
+export interface Window {
+  centre: Point;
+  across: Point;
+  halfWidth: number;
+  halfHeight: number;
+}
+
+const MASK_THRESHOLD = 0.5;
+
+/**
+ * The counter window in mask cells: the connected region (4-neighbour) of cells above the threshold with the
+ * most probability mass, fitted with a rectangle along its principal axis. Undefined when no cell is above it.
+ * The direction along the counter is only known up to 180°; `across` points rightwards (or down when vertical).
+ */
+export function windowFromMask(probabilities: Float32Array, width: number, height: number): Window | undefined {
+  const region = strongestRegion(probabilities, width, height);
+  if (region.length === 0) return undefined;
+  let mass = 0, meanX = 0, meanY = 0;
+  for (const cell of region) {
+    const p = probabilities[cell]!;
+    mass += p;
+    meanX += p * ((cell % width) + 0.5);
+    meanY += p * (Math.floor(cell / width) + 0.5);
+  }
+  meanX /= mass;
+  meanY /= mass;
+  let xx = 0, xy = 0, yy = 0;
+  for (const cell of region) {
+    const p = probabilities[cell]!;
+    const dx = (cell % width) + 0.5 - meanX;
+    const dy = Math.floor(cell / width) + 0.5 - meanY;
+    xx += p * dx * dx;
+    xy += p * dx * dy;
+    yy += p * dy * dy;
+  }
+  const angle = 0.5 * Math.atan2(2 * xy, xx - yy);
+  let across: Point = [Math.cos(angle), Math.sin(angle)];
+  if (across[0] < -1e-9 || (Math.abs(across[0]) <= 1e-9 && across[1] < 0)) across = [-across[0], -across[1]];
+  const down: Point = [-across[1], across[0]];
+  let minU = Infinity, maxU = -Infinity, minV = Infinity, maxV = -Infinity;
+  for (const cell of region) {
+    const dx = (cell % width) + 0.5 - meanX;
+    const dy = Math.floor(cell / width) + 0.5 - meanY;
+    const u = dx * across[0] + dy * across[1];
+    const v = dx * down[0] + dy * down[1];
+    minU = Math.min(minU, u); maxU = Math.max(maxU, u);
+    minV = Math.min(minV, v); maxV = Math.max(maxV, v);
+  }
+  // Cell centres span one cell less than the cells themselves.
+  const centreU = (minU + maxU) / 2, centreV = (minV + maxV) / 2;
+  return {
+    centre: [meanX + centreU * across[0] + centreV * down[0], meanY + centreU * across[1] + centreV * down[1]],
+    across,
+    halfWidth: (maxU - minU + 1) / 2,
+    halfHeight: (maxV - minV + 1) / 2,
+  };
+}
+
+function strongestRegion(probabilities: Float32Array, width: number, height: number): number[] {
+  const seen = new Uint8Array(width * height);
+  let best: number[] = [];
+  let bestMass = 0;
+  for (let start = 0; start < width * height; start++) {
+    if (seen[start] || probabilities[start]! < MASK_THRESHOLD) continue;
+    const region = [start];
+    seen[start] = 1;
+    let mass = 0;
+    for (let i = 0; i < region.length; i++) {
+      const cell = region[i]!;
+      mass += probabilities[cell]!;
+      const x = cell % width, y = Math.floor(cell / width);
+      for (const [nx, ny] of [[x - 1, y], [x + 1, y], [x, y - 1], [x, y + 1]] as const) {
+        if (nx < 0 || ny < 0 || nx >= width || ny >= height) continue;
+        const next = ny * width + nx;
+        if (seen[next] || probabilities[next]! < MASK_THRESHOLD) continue;
+        seen[next] = 1;
+        region.push(next);
+      }
+    }
+    if (mass > bestMass) {
+      bestMass = mass;
+      best = region;
+    }
+  }
+  return best;
+}
+
+export function scaleWindow(window: Window, factor: number): Window {
+  return {
+    centre: [window.centre[0] * factor, window.centre[1] * factor],
+    across: window.across,
+    halfWidth: window.halfWidth * factor,
+    halfHeight: window.halfHeight * factor,
+  };
+}
+
+/** Turns the window half a turn: same rectangle, reading direction reversed. */
+export function turnWindow(window: Window): Window {
+  return { ...window, across: [-window.across[0], -window.across[1]] };
+}
+
+/** Corners clockwise from the top-left as the counter reads (top-left, top-right, bottom-right, bottom-left). */
+export function windowCorners(window: Window): Point[] {
+  const [cx, cy] = window.centre;
+  const [ax, ay] = window.across;
+  const [dx, dy] = [-ay, ax];
+  const corner = (su: number, sv: number): Point => [
+    cx + su * window.halfWidth * ax + sv * window.halfHeight * dx,
+    cy + su * window.halfWidth * ay + sv * window.halfHeight * dy,
+  ];
+  return [corner(-1, -1), corner(1, -1), corner(1, 1), corner(-1, 1)];
+}
+
+export interface RgbImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/**
+ * Samples the window grown by the margins into a `width` x `height` strip, bilinearly, as planar RGB floats in
+ * [-0.5, 0.5] (the reader's input layout), written into `out` at `offset`. Outside the photo reads as black.
+ */
+export function rectifyInto(
+  image: RgbImage, window: Window, marginX: number, marginY: number,
+  width: number, height: number, out: Float32Array, offset: number,
+): void {
+  const halfWidth = window.halfWidth * (1 + 2 * marginX);
+  const halfHeight = window.halfHeight * (1 + 2 * marginY);
+  const [ax, ay] = window.across;
+  const [dx, dy] = [-ay, ax];
+  const plane = width * height;
+  for (let row = 0; row < height; row++) {
+    const v = ((row + 0.5) / height * 2 - 1) * halfHeight;
+    for (let column = 0; column < width; column++) {
+      const u = ((column + 0.5) / width * 2 - 1) * halfWidth;
+      const x = window.centre[0] + u * ax + v * dx - 0.5;
+      const y = window.centre[1] + u * ay + v * dy - 0.5;
+      const x0 = Math.floor(x), y0 = Math.floor(y);
+      const fx = x - x0, fy = y - y0;
+      const target = offset + row * width + column;
+      for (let channel = 0; channel < 3; channel++) {
+        const value =
+          pixel(image, x0, y0, channel) * (1 - fx) * (1 - fy) + pixel(image, x0 + 1, y0, channel) * fx * (1 - fy) +
+          pixel(image, x0, y0 + 1, channel) * (1 - fx) * fy + pixel(image, x0 + 1, y0 + 1, channel) * fx * fy;
+        out[target + channel * plane] = value / 255 - 0.5;
+      }
+    }
+  }
+}
+
+function pixel(image: RgbImage, x: number, y: number, channel: number): number {
+  if (x < 0 || y < 0 || x >= image.width || y >= image.height) return 0;
+  return image.data[(y * image.width + x) * 3 + channel]!;
+}

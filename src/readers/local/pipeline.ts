@@ -1,0 +1,100 @@
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import sharp from 'sharp';
+import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
+import { decodeCtc, formatReading } from './decode.ts';
+import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowFromMask, type RgbImage, type Window } from './geometry.ts';
+import {
+  ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILE,
+  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_WIDTH, WORKING_LONG_SIDE,
+} from './spec.ts';
+
+export const MODEL_FILES = [LOCALISER_FILE, READER_FILE];
+
+/** The two-stage model: find the counter window, then read the strip cut out of it. Runs on the calling thread. */
+export interface MeterModel {
+  read(image: Buffer): Promise<MeterReading>;
+}
+
+export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
+  const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+  const [localiser, reader] = await Promise.all([
+    ort.InferenceSession.create(path.join(modelDir, LOCALISER_FILE), options),
+    ort.InferenceSession.create(path.join(modelDir, READER_FILE), options),
+  ]);
+  return { read: (image) => readMeter(localiser, reader, image) };
+}
+
+async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceSession, image: Buffer): Promise<MeterReading> {
+  const { photo, toNormalised } = await decodePhoto(image);
+  const found = await localise(localiser, photo);
+  if (!found) throw new ReaderError('unreadable', 'no counter window found in the photo');
+
+  // The localiser cannot tell left from right: read the strip both ways round and trust the orientation head.
+  const windows = [found, turnWindow(found)];
+  const strips = new Float32Array(2 * 3 * STRIP_HEIGHT * STRIP_WIDTH);
+  windows.forEach((window, i) =>
+    rectifyInto(photo, window, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_WIDTH, STRIP_HEIGHT, strips, i * 3 * STRIP_HEIGHT * STRIP_WIDTH));
+  const output = await reader.run({ strip: new ort.Tensor('float32', strips, [2, 3, STRIP_HEIGHT, STRIP_WIDTH]) });
+  const probabilities = output.probabilities!.data as Float32Array;
+  const upsideDown = output.upside_down!.data as Float32Array;
+  const [, steps, classes] = output.probabilities!.dims as number[];
+
+  const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
+  const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
+  const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
+  if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
+  const perStrip = steps! * classes!;
+  const strip = decodeCtc(probabilities.subarray(chosen * perStrip, (chosen + 1) * perStrip), steps!, classes!);
+  const formatted = formatReading(strip, orientationProbability);
+  const window = scaleWindow(windows[chosen]!, toNormalised);
+  const raw = { text: strip.text, upsideDown: Array.from(upsideDown), orientationProbability };
+  if (strip.text === '') throw new ReaderError('unreadable', 'the local model found no digits in the counter window');
+  if (!formatted) throw new ReaderError('unparseable', `the local model read "${strip.text}", which is not a number`);
+  return {
+    reading: formatted.reading,
+    value: formatted.value,
+    confidence: clampConfidence(formatted.confidence),
+    model: MODEL_NAME,
+    raw,
+    digitConfidences: formatted.digitConfidences,
+    counterBox: windowCorners(window).map(([x, y]) => [Math.round(x), Math.round(y)]),
+  };
+}
+
+/** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
+async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toNormalised: number }> {
+  try {
+    const upright = sharp(image, { failOn: 'error' }).rotate();
+    const { data, info } = await upright
+      .resize(WORKING_LONG_SIDE, WORKING_LONG_SIDE, { fit: 'inside', withoutEnlargement: true })
+      .removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    // A quarter-turn EXIF orientation swaps width and height but not the long side.
+    const metadata = await sharp(image).metadata();
+    const toNormalised = Math.max(metadata.width, metadata.height) / Math.max(info.width, info.height);
+    return { photo: { data, width: info.width, height: info.height }, toNormalised };
+  } catch (error) {
+    throw new ReaderError('unreadable', 'the photo could not be decoded', { cause: error });
+  }
+}
+
+async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window | undefined> {
+  const { data, info } = await sharp(photo.data, { raw: { width: photo.width, height: photo.height, channels: 3 } })
+    .resize(LOCALISER_INPUT, LOCALISER_INPUT, { fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
+  const plane = LOCALISER_INPUT * LOCALISER_INPUT;
+  const input = new Float32Array(3 * plane).fill(-0.5);
+  for (let y = 0; y < info.height; y++) {
+    for (let x = 0; x < info.width; x++) {
+      const source = (y * info.width + x) * 3;
+      const target = y * LOCALISER_INPUT + x;
+      for (let channel = 0; channel < 3; channel++) input[channel * plane + target] = data[source + channel]! / 255 - 0.5;
+    }
+  }
+  const output = await localiser.run({ image: new ort.Tensor('float32', input, [1, 3, LOCALISER_INPUT, LOCALISER_INPUT]) });
+  const logits = output.mask_logits!.data as Float32Array;
+  const cells = LOCALISER_INPUT / LOCALISER_STRIDE;
+  const probabilities = logits.map((logit) => 1 / (1 + Math.exp(-logit)));
+  const window = windowFromMask(probabilities, cells, cells);
+  if (!window) return undefined;
+  return scaleWindow(window, (LOCALISER_STRIDE * Math.max(photo.width, photo.height)) / LOCALISER_INPUT);
+}

@@ -1,0 +1,25 @@
+/**
+ * Shapes and constants the shipped ONNX models were trained with (ml/train_localiser.py, ml/train_reader.py).
+ * Changing one here without retraining breaks the reader.
+ */
+
+/** Long side of the photo the localiser sees, on a black square canvas, top-left aligned. */
+export const LOCALISER_INPUT = 256;
+/** The localiser's mask has one cell per STRIDE x STRIDE input pixels. */
+export const LOCALISER_STRIDE = 4;
+
+export const STRIP_HEIGHT = 32;
+export const STRIP_WIDTH = 160;
+/** Margins added around the localised window before rectifying, as fractions of its width and height per side. */
+export const STRIP_MARGIN_X = 0.05;
+export const STRIP_MARGIN_Y = 0.15;
+
+/** Photos are read at the scale the training photos had (long side ≤ 1024 px). */
+export const WORKING_LONG_SIDE = 1024;
+
+/** CTC classes after the blank (index 0). */
+export const ALPHABET = '0123456789.';
+
+export const LOCALISER_FILE = 'localiser.onnx';
+export const READER_FILE = 'reader.onnx';
+export const MODEL_NAME = 'local-crnn-v1';

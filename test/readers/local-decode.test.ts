@@ -1,0 +1,58 @@
+import t from 'tap';
+import { decodeCtc, formatReading } from '../../src/readers/local/decode.ts';
+import { ALPHABET } from '../../src/readers/local/spec.ts';
+
+const CLASSES = ALPHABET.length + 1;
+
+/** Per-step probabilities where each step puts `p` on one symbol ('-' = blank) and spreads the rest. */
+function steps(path: string, p = 0.9): Float32Array {
+  const out = new Float32Array(path.length * CLASSES).fill((1 - p) / (CLASSES - 1));
+  [...path].forEach((symbol, step) => {
+    out[step * CLASSES + (symbol === '-' ? 0 : ALPHABET.indexOf(symbol) + 1)] = p;
+  });
+  return out;
+}
+
+t.test('CTC: repeats collapse, a blank separates a repeated digit, leading zeros stay', async (t) => {
+  t.equal(decodeCtc(steps('-00-0--11-3-.-44'), 16, CLASSES).text, '0013.4');
+  t.equal(decodeCtc(steps('0-0-7-5-8-.-4-0-7'), 17, CLASSES).text, '00758.407');
+  t.equal(decodeCtc(steps('----'), 4, CLASSES).text, '');
+});
+
+t.test('CTC: a digit is as sure as the best step of its run; the point is kept apart', async (t) => {
+  const probabilities = steps('1-2.3');
+  probabilities[0 * CLASSES + 2] = 0.6; // the '1' run: one step at 0.6 ...
+  const decoded = decodeCtc(probabilities, 5, CLASSES);
+  t.equal(decoded.text, '12.3');
+  t.same(decoded.digitProbabilities.map((p) => Number(p.toFixed(2))), [0.6, 0.9, 0.9]);
+  t.equal(decoded.pointProbability?.toFixed(2), '0.90');
+  const longer = steps('11-2');
+  longer[1 * CLASSES + 2] = 0.95; // ... a longer run takes its peak
+  t.equal(decodeCtc(longer, 4, CLASSES).digitProbabilities[0]!.toFixed(2), '0.95');
+});
+
+t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the dial shows them', async (t) => {
+  const reading = formatReading({ text: '00758.407', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.98 }, 1);
+  t.equal(reading?.reading, '00758.407');
+  t.equal(reading?.value, 758.407);
+  t.equal(reading?.digitConfidences.length, 8);
+  const whole = formatReading({ text: '01348', digitProbabilities: [0.99, 0.99, 0.99, 0.99, 0.99] }, 1);
+  t.same([whole?.reading, whole?.value], ['01348', 1348]);
+});
+
+t.test('confidence: the weakest digit (or point) times the orientation belief', async (t) => {
+  const digits = [0.99, 0.5, 0.99, 0.99, 0.99];
+  t.equal(formatReading({ text: '00123', digitProbabilities: digits }, 1)?.confidence, 50);
+  t.equal(formatReading({ text: '00123', digitProbabilities: Array(5).fill(0.9) }, 0.5)?.confidence, 45);
+  const weakPoint = formatReading({ text: '00123.456', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.3 }, 1);
+  t.equal(weakPoint?.confidence, 30);
+  t.same(formatReading({ text: '00123', digitProbabilities: digits }, 1)?.digitConfidences, [99, 50, 99, 99, 99]);
+});
+
+t.test('layouts never trained on are capped; text that is not a number is refused', async (t) => {
+  t.equal(formatReading({ text: '0123', digitProbabilities: Array(4).fill(1) }, 1)?.confidence, 40);
+  t.equal(formatReading({ text: '00123.45', digitProbabilities: Array(7).fill(1), pointProbability: 1 }, 1)?.confidence, 40);
+  t.equal(formatReading({ text: '00.1.2', digitProbabilities: Array(4).fill(1) }, 1), undefined);
+  t.equal(formatReading({ text: '.', digitProbabilities: [] }, 1), undefined);
+  t.equal(formatReading({ text: '', digitProbabilities: [] }, 1), undefined);
+});

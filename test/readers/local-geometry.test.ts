@@ -1,0 +1,73 @@
+import t from 'tap';
+import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowFromMask, type RgbImage } from '../../src/readers/local/geometry.ts';
+
+/** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
+function rectangleMask(width: number, height: number, cx: number, cy: number, angle: number, hw: number, hh: number): Float32Array {
+  const mask = new Float32Array(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const dx = x + 0.5 - cx, dy = y + 0.5 - cy;
+      const u = dx * Math.cos(angle) + dy * Math.sin(angle);
+      const v = -dx * Math.sin(angle) + dy * Math.cos(angle);
+      if (Math.abs(u) <= hw && Math.abs(v) <= hh) mask[y * width + x] = 1;
+    }
+  }
+  return mask;
+}
+
+t.test('an axis-aligned window: centre, extent, reading direction to the right', async (t) => {
+  const window = windowFromMask(rectangleMask(64, 64, 32, 20, 0, 12, 3), 64, 64)!;
+  t.same(window.centre, [32, 20]);
+  t.same(window.across, [1, 0]);
+  t.same([window.halfWidth, window.halfHeight], [12, 3]);
+  t.same(windowCorners(window), [[20, 17], [44, 17], [44, 23], [20, 23]], 'clockwise from top-left');
+});
+
+t.test('a tilted window is fitted along its long axis', async (t) => {
+  const angle = (20 * Math.PI) / 180;
+  const window = windowFromMask(rectangleMask(64, 64, 30, 34, angle, 16, 4), 64, 64)!;
+  t.ok(Math.abs(Math.atan2(window.across[1], window.across[0]) - angle) < 0.05);
+  t.ok(Math.abs(window.centre[0] - 30) < 1 && Math.abs(window.centre[1] - 34) < 1);
+  t.ok(Math.abs(window.halfWidth - 16) < 1.5 && Math.abs(window.halfHeight - 4) < 1.5);
+});
+
+t.test('a vertical window reads downwards until the reader says otherwise', async (t) => {
+  const window = windowFromMask(rectangleMask(64, 64, 20, 32, Math.PI / 2, 14, 3), 64, 64)!;
+  t.same(window.across.map(Math.round), [0, 1]);
+  t.same(turnWindow(window).across.map(Math.round), [-0, -1]);
+});
+
+t.test('the strongest region wins over specks; an empty mask finds nothing', async (t) => {
+  const mask = rectangleMask(32, 32, 16, 16, 0, 8, 2);
+  mask[0] = 0.9;
+  const window = windowFromMask(mask, 32, 32)!;
+  t.same(window.centre, [16, 16]);
+  t.equal(windowFromMask(new Float32Array(32 * 32).fill(0.2), 32, 32), undefined);
+});
+
+t.test('scaling moves the window into another pixel frame', async (t) => {
+  const window = scaleWindow({ centre: [10, 5], across: [1, 0], halfWidth: 4, halfHeight: 1 }, 2.5);
+  t.same(window, { centre: [25, 12.5], across: [1, 0], halfWidth: 10, halfHeight: 2.5 });
+});
+
+t.test('rectifying samples the window into a planar strip, turned half a turn when asked', async (t) => {
+  // 8 x 2 photo: red grows left to right, green is 255 on the top row; blue 0.
+  const data = new Uint8Array(8 * 2 * 3);
+  for (let y = 0; y < 2; y++) for (let x = 0; x < 8; x++) data.set([x * 30, y === 0 ? 255 : 0, 0], (y * 8 + x) * 3);
+  const photo: RgbImage = { data, width: 8, height: 2 };
+  const window = { centre: [4, 1] as [number, number], across: [1, 0] as [number, number], halfWidth: 4, halfHeight: 1 };
+  const strip = new Float32Array(3 * 8 * 2);
+  rectifyInto(photo, window, 0, 0, 8, 2, strip, 0);
+  const red = (row: number, column: number) => Math.round((strip[row * 8 + column]! + 0.5) * 255);
+  const green = (row: number, column: number) => Math.round((strip[16 + row * 8 + column]! + 0.5) * 255);
+  t.same([red(0, 0), red(0, 7), green(0, 3), green(1, 3)], [0, 210, 255, 0]);
+  rectifyInto(photo, turnWindow(window), 0, 0, 8, 2, strip, 0);
+  t.same([red(0, 0), red(0, 7), green(0, 3), green(1, 3)], [210, 0, 0, 255]);
+});
+
+t.test('outside the photo reads as black', async (t) => {
+  const photo: RgbImage = { data: new Uint8Array(4 * 4 * 3).fill(255), width: 4, height: 4 };
+  const strip = new Float32Array(3 * 4 * 1);
+  rectifyInto(photo, { centre: [2, 2], across: [1, 0], halfWidth: 2, halfHeight: 0.5 }, 1, 0, 4, 1, strip, 0);
+  t.same(Array.from(strip.subarray(0, 4)), [-0.5, 0.5, 0.5, -0.5]);
+});
