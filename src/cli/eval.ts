@@ -1,0 +1,96 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config.ts';
+import { loadFileList, loadLabelledPhotos } from '../eval/dataset.ts';
+import { summarise, type EvalSummary } from '../eval/metrics.ts';
+import { formatSummary, readPhotos } from '../eval/run.ts';
+import { createLocalReader } from '../readers/local.ts';
+import type { MeterReader } from '../readers/reader.ts';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
+const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
+/** The datasets the local model was validated on, each with the photo list no training run saw. */
+const VALIDATION_SETS = ['toloka', 'bdci2020'];
+
+const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--json] [--worst N]
+       meterlens eval --validation [--json]
+
+  --dataset DIR   folder with labels.csv (file,reading[,alternatives]) and the photos it names
+  --files LIST    only the photos named in LIST (one path a line, as in labels.csv)
+  --validation    the local model's validation split: ../shared/datasets/{${VALIDATION_SETS.join(',')}} with ml/splits/*-val.txt
+  --json          machine-readable output
+  --worst N       misreads to list per dataset (default 10)`;
+
+interface Target { name: string; dir: string; only?: Set<string> }
+
+/** `meterlens eval`: scores the local reader on labelled photos. Returns the exit code. */
+export async function evalCommand(args: string[]): Promise<number> {
+  return evalReader(args, 'local', () => createLocalReader(loadConfig()));
+}
+
+/** Scores the reader `create` makes (timed: its load time is reported) on the datasets `args` name. */
+export async function evalReader(
+  args: string[], readerName: string, create: () => Promise<MeterReader | undefined>,
+): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        dataset: { type: 'string' },
+        files: { type: 'string' },
+        validation: { type: 'boolean', default: false },
+        json: { type: 'boolean', default: false },
+        worst: { type: 'string', default: '10' },
+      },
+    }));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const worst = Number(values.worst);
+  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined)) {
+    console.error(USAGE);
+    return 2;
+  }
+
+  let targets: Target[];
+  if (values.validation) {
+    if (!existsSync(SHARED_DATASETS)) {
+      console.log(`skipped: no datasets at ${SHARED_DATASETS} (the validation photos are not part of the repository)`);
+      return 0;
+    }
+    targets = await Promise.all(VALIDATION_SETS.map(async (name) => ({
+      name,
+      dir: path.join(SHARED_DATASETS, name),
+      only: await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${name}-val.txt`)),
+    })));
+  } else {
+    const dir = path.resolve(values.dataset!);
+    targets = [{ name: path.basename(dir), dir, only: values.files ? await loadFileList(values.files) : undefined }];
+  }
+
+  const loadStarted = performance.now();
+  const reader = await create();
+  const modelLoadMs = performance.now() - loadStarted;
+  if (!reader) {
+    console.error(`the ${readerName} reader is not available (no model weights?)`);
+    return 1;
+  }
+
+  const results: Array<{ name: string; dir: string; summary: EvalSummary }> = [];
+  for (const target of targets) {
+    const photos = await loadLabelledPhotos(target.dir, target.only);
+    const summary = summarise(await readPhotos(reader, target.dir, photos), worst);
+    results.push({ name: target.name, dir: target.dir, summary });
+    if (!values.json) console.log(formatSummary(`${readerName} on ${target.name}`, summary) + '\n');
+  }
+  if (values.json) console.log(JSON.stringify({ reader: readerName, modelLoadMs, datasets: results }, null, 2));
+  else console.log(`${readerName} model load: ${modelLoadMs.toFixed(0)} ms`);
+  return 0;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
+  process.exitCode = await evalCommand(process.argv.slice(2));
+}
