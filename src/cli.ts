@@ -95,20 +95,10 @@ function reportError(error: unknown, command?: Command): number {
   return fail(error instanceof Error ? error.message : String(error), EXIT_FAILURE);
 }
 
-// src/cli/eval.ts is optional: the CLI works without it, so it is imported by a computed name.
-const EVAL_MODULE = new URL('./cli/eval.ts', import.meta.url).href;
-
+/** eval brings the local model and the dataset code; it is loaded only when asked for. */
 async function runEval(args: string[]): Promise<number> {
-  let evalModule: { evalCommand(args: string[]): Promise<number | void> };
-  try {
-    evalModule = await import(EVAL_MODULE);
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && (error as Error).message.includes('eval.ts')) {
-      throw new Error('eval is not part of this build (src/cli/eval.ts is missing)');
-    }
-    throw error;
-  }
-  return (await evalModule.evalCommand(args)) ?? 0;
+  const { evalCommand } = await import('./cli/eval.ts');
+  return evalCommand(args);
 }
 
 function usage(): string {
