@@ -29,10 +29,14 @@ export interface Config {
   workerConcurrency: number;
   /** How long a read job may run before pg-boss treats its worker as dead and retries it. */
   readJobExpireSeconds: number;
+  /** First delay before a read job is retried (exponential backoff after that). */
+  readRetryDelaySeconds: number;
   /** A meter still pending or processing after this long is failed as `expired`. */
   meterDeadlineSeconds: number;
   /** How often pg-boss looks for jobs whose worker died (expired or missed heartbeats). */
   queueSuperviseSeconds: number;
+  /** How often workers look for retries and delayed jobs (new jobs wake them at once by NOTIFY). */
+  queuePollSeconds: number;
 
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
@@ -71,8 +75,10 @@ export function loadConfig(env: Env = process.env): Config {
 
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),
     readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 300),
+    readRetryDelaySeconds: integer(env, 'READ_RETRY_DELAY_SECONDS', 5),
     meterDeadlineSeconds: integer(env, 'METER_DEADLINE_SECONDS', 3600),
     queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 15),
+    queuePollSeconds: integer(env, 'QUEUE_POLL_SECONDS', 2),
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),

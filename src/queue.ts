@@ -43,7 +43,7 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
     {
       notify: true,
       retryLimit: READ_RETRY_LIMIT,
-      retryDelay: 5,
+      retryDelay: config.readRetryDelaySeconds,
       retryBackoff: true,
       expireInSeconds: config.readJobExpireSeconds,
     },

@@ -16,9 +16,13 @@ export interface WorkerDeps {
 /** Subscribes this process to every queue; pg-boss polls them (and is woken by NOTIFY). */
 export async function startWorker(deps: WorkerDeps): Promise<void> {
   const { boss, config } = deps;
-  await boss.work<ReadMeterJob>(QUEUES.readMeter, { localConcurrency: config.workerConcurrency }, ([job]) => readMeter(deps, job));
-  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, ([job]) => failAbandonedMeter(deps, job));
-  await boss.work<DeliverWebhookJob>(QUEUES.deliverWebhook, { localConcurrency: 4 }, ([job]) =>
+  // NOTIFY wakes workers for new jobs only; retries and scheduled webhook attempts are found by polling.
+  const polling = { pollingIntervalSeconds: config.queuePollSeconds, notifyPollingIntervalSeconds: config.queuePollSeconds };
+  await boss.work<ReadMeterJob>(QUEUES.readMeter, { ...polling, localConcurrency: config.workerConcurrency }, ([job]) =>
+    readMeter(deps, job),
+  );
+  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));
+  await boss.work<DeliverWebhookJob>(QUEUES.deliverWebhook, { ...polling, localConcurrency: 4 }, ([job]) =>
     deliverWebhook(deps, job.data.deliveryId),
   );
   await boss.work(QUEUES.expireStaleMeters, () => expireStaleMeters(deps, config.meterDeadlineSeconds));

@@ -15,7 +15,8 @@ if (!env.DATABASE_URL) {
   embedded = await startEmbeddedPostgres({
     dataDir: path.join(root, '.tap'),
     port: Number(env.TEST_EMBEDDED_PG_PORT ?? 5489),
-    role: 'owner',
+    // A guest stops the server only if it started it, so concurrent runs can share one.
+    role: 'guest',
     log: (message) => console.log(`# ${message}`),
   });
   env.DATABASE_URL = embedded.url;

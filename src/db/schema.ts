@@ -133,7 +133,8 @@ export interface WebhookDeliveriesTable {
   event_id: string;
   endpoint_id: IdRef;
   meter_id: IdRef | null;
-  event_type: WebhookEvent;
+  /** `webhook.test` is sent only by "send test event". */
+  event_type: WebhookEvent | 'webhook.test';
   /** json column: the exact text that is signed and sent. */
   payload: ColumnType<unknown, string, never>;
   status: Generated<DeliveryStatus>;

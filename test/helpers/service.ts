@@ -9,7 +9,7 @@ import { createPlan } from '../../src/accounts/plans.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDatabase, type Db } from '../../src/db/database.ts';
 import type { ReaderChain } from '../../src/pipeline/read.ts';
-import { createBoss } from '../../src/queue.ts';
+import { createBoss, ensureQueues } from '../../src/queue.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
 import { startWorker } from '../../src/worker.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
@@ -30,7 +30,7 @@ export interface TestService {
 }
 
 /**
- * The real app, queue and worker on a fresh database, reading through the real OpenAI reader
+ * The real app, queue and (unless `worker: false`) worker on a fresh database, reading through the real OpenAI reader
  * against a loopback fake of the OpenAI API. Everything is closed in teardown.
  */
 export async function startTestService(
@@ -52,11 +52,11 @@ export async function startTestService(
     ...options.env,
   });
   const db = createDatabase(database.url);
-  const worker = options.worker ?? true;
-  const boss = createBoss(database.url, config, { supervise: worker });
+  const boss = createBoss(database.url, config, { supervise: true });
   await boss.start();
+  await ensureQueues(boss, config);
   const readers = await createReaderChain(config);
-  if (worker) await startWorker({ config, db, boss, readers });
+  if (options.worker ?? true) await startWorker({ config, db, boss, readers });
   const app = await buildApp({ config, db, boss, readers }, { logger: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   t.teardown(async () => {
@@ -123,12 +123,21 @@ export async function submitPhoto(
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
-/** Polls until the meter has finished (completed or failed), or gives up after `timeoutMs`. */
-export async function waitForMeter(db: Db, referenceId: string, timeoutMs = 30_000) {
+/** Polls `read` until `done` holds for its value, or returns the last value after `timeoutMs`. */
+export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const meter = await db.selectFrom('meters').selectAll().where('reference_id', '=', referenceId).executeTakeFirstOrThrow();
-    if (meter.status === 'completed' || meter.status === 'failed' || Date.now() > deadline) return meter;
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Polls until the meter has finished (completed or failed), or gives up after `timeoutMs`. */
+export function waitForMeter(db: Db, referenceId: string, timeoutMs = 30_000) {
+  return waitFor(
+    () => db.selectFrom('meters').selectAll().where('reference_id', '=', referenceId).executeTakeFirstOrThrow(),
+    (meter) => meter.status === 'completed' || meter.status === 'failed',
+    timeoutMs,
+  );
 }

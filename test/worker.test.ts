@@ -1,0 +1,158 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import t from 'tap';
+import { bossAdapter } from '../src/db/database.ts';
+import { expireStaleMeters } from '../src/pipeline/record.ts';
+import { enqueueRead, QUEUES } from '../src/queue.ts';
+import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
+import { startWorker } from '../src/worker.ts';
+import { renderMeterPhoto } from './fakes/meter-photo.ts';
+import { startWebhookReceiver } from './fakes/webhook-receiver.ts';
+import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type TestService } from './helpers/service.ts';
+
+const root = path.join(import.meta.dirname, '..');
+const photo = await renderMeterPhoto();
+
+async function readJobs(service: TestService, referenceId: string) {
+  const meter = await service.db.selectFrom('meters').select('id').where('reference_id', '=', referenceId).executeTakeFirstOrThrow();
+  const jobs = await sql<{ state: string; retry_count: number }>`
+    SELECT state, retry_count FROM pgboss.job WHERE name = ${QUEUES.readMeter} AND data->>'meterId' = ${meter.id}`.execute(service.db);
+  return jobs.rows;
+}
+
+t.test('the meter row and its job are committed together or not at all', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const customer = await createCustomer(service.db);
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  t.match(await readJobs(service, accepted.body.reference_id), [{ state: 'created' }], 'commit: row and job');
+
+  const account = await service.db.selectFrom('meters').select(['account_id', 'api_key_id']).limit(1).executeTakeFirstOrThrow();
+  const rolledBack = service.db.transaction().execute(async (tx) => {
+    const meter = await tx.insertInto('meters').values({ ...account, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null }).returning('id').executeTakeFirstOrThrow();
+    await enqueueRead(service.boss, bossAdapter(tx), { meterId: meter.id });
+    throw new Error('the submission fails after its job was enqueued');
+  });
+  await t.rejects(rolledBack, /fails after its job/);
+  const meters = await service.db.selectFrom('meters').select('id').execute();
+  t.equal(meters.length, 1, 'rollback: no meter row');
+  const jobs = await sql<{ count: number }>`SELECT count(*)::int AS count FROM pgboss.job WHERE name = ${QUEUES.readMeter}`.execute(service.db);
+  t.equal(jobs.rows[0].count, 1, 'rollback: no job');
+});
+
+t.test('a worker killed mid-read: its job is retried and the meter completes', async (t) => {
+  const service = await startTestService(t, {
+    worker: false,
+    env: { READ_JOB_EXPIRE_SECONDS: '2' },
+    model: { delayMs: 120_000 },
+  });
+  const doomed = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'worker'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: service.databaseUrl,
+      READER_CHAIN: 'openai',
+      OPENAI_BASE_URL: service.model.url,
+      OPENAI_API_KEY: 'sk-test',
+      READER_TIMEOUT_MS: '120000',
+      READER_RETRIES: '0',
+    },
+    stdio: 'ignore',
+  });
+  t.teardown(() => doomed.kill('SIGKILL'));
+  const customer = await createCustomer(service.db);
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  while (service.model.requests.length === 0) await sleep(50);
+  t.equal((await waitForMeter(service.db, accepted.body.reference_id, 0)).status, 'processing', 'the doomed worker took the job');
+
+  doomed.kill('SIGKILL');
+  service.model.setBehaviour({});
+  await startWorker(service);
+  const meter = await waitForMeter(service.db, accepted.body.reference_id);
+  t.equal(meter.status, 'completed');
+  // pg-boss marks the job completed just after the handler has recorded the reading.
+  const [job] = await waitFor(() => readJobs(service, accepted.body.reference_id), ([row]) => row.state !== 'active');
+  t.match(job, { state: 'completed' });
+  t.ok(job.retry_count >= 1, 'it took a retry');
+});
+
+t.test('models unreachable: the read is retried, then the meter fails and the client is told', async (t) => {
+  const service = await startTestService(t, { env: { READ_RETRY_DELAY_SECONDS: '1' }, model: { status: 503 } });
+  const receiver = await startWebhookReceiver();
+  t.teardown(receiver.close);
+  const customer = await createCustomer(service.db);
+  await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hooks` });
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  const meter = await waitForMeter(service.db, accepted.body.reference_id, 60_000);
+  t.match(meter, { status: 'failed', error_code: 'readers_unavailable' });
+  t.equal(service.model.requests.length, 3, 'one request per attempt: the first and two retries');
+  const [webhook] = await receiver.waitFor(1);
+  t.match(JSON.parse(webhook.body), {
+    event: 'reading.failed',
+    data: { reference_id: accepted.body.reference_id, error: { code: 'readers_unavailable', message: String } },
+  });
+});
+
+t.test('a meter left pending past its deadline is failed as expired, and the client is told', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const receiver = await startWebhookReceiver();
+  t.teardown(receiver.close);
+  const customer = await createCustomer(service.db);
+  await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: receiver.url });
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  await sleep(1100);
+  t.equal(await expireStaleMeters(service, 1), 1);
+  t.equal(await expireStaleMeters(service, 1), 0, 'a meter expires once');
+  t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'failed', error_code: 'expired' });
+
+  await startWorker(service);
+  const [webhook] = await receiver.waitFor(1);
+  t.match(JSON.parse(webhook.body), { event: 'reading.failed', data: { error: { code: 'expired' } } });
+  await sleep(300);
+  t.equal(service.model.requests.length, 0, 'the worker does not read a meter that has already failed');
+});
+
+t.test('reading.completed reaches the client signed per Standard Webhooks', async (t) => {
+  const service = await startTestService(t);
+  const receiver = await startWebhookReceiver();
+  t.teardown(receiver.close);
+  const customer = await createCustomer(service.db);
+  const endpoint = await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/meterlens` });
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  const [webhook] = await receiver.waitFor(1);
+
+  const verified = new Webhook(endpoint.secret).verify(webhook.body, webhook.headers as Record<string, string>);
+  const reading = await service.db.selectFrom('readings').innerJoin('meters', 'meters.id', 'readings.meter_id').select('readings.id').where('meters.reference_id', '=', accepted.body.reference_id).executeTakeFirstOrThrow();
+  t.same(verified, {
+    event: 'reading.completed',
+    timestamp: (verified as { timestamp: string }).timestamp,
+    data: {
+      reference_id: accepted.body.reference_id,
+      reading: '02390.276',
+      value: 2390.276,
+      confidence: 97,
+      escalated: false,
+      model: service.config.openai.model,
+      reading_id: Number(reading.id),
+    },
+  });
+  t.match(webhook.headers['webhook-id'], /^msg_/);
+  const delivery = await waitFor(
+    () => service.db.selectFrom('webhook_deliveries').selectAll().executeTakeFirstOrThrow(),
+    (row) => row.status !== 'pending',
+  );
+  t.match(delivery, { status: 'delivered', attempt_count: 1, last_status_code: 204, event_id: webhook.headers['webhook-id'] });
+});
+
+t.test('sync submissions send no webhook', async (t) => {
+  const service = await startTestService(t);
+  const receiver = await startWebhookReceiver();
+  t.teardown(receiver.close);
+  const customer = await createCustomer(service.db);
+  await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: receiver.url });
+  t.equal((await submitPhoto(service, { key: customer.key, image: photo, sync: true })).status, 200);
+  await sleep(300);
+  t.equal(receiver.received.length, 0);
+});
