@@ -1,0 +1,380 @@
+/**
+ * `npm run bench`: starts the real service (`meterlens serve`) against a fresh database, with a fake
+ * OpenAI reader that answers after a fixed 100 ms, and prints one table per measurement, each beside
+ * a baseline measured in the same run. bench/README.md explains the numbers.
+ *
+ *   node bench/service.ts [--requests N] [--warmup N]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, open, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import sharp from 'sharp';
+import { Agent, request } from 'undici';
+import { createAccount } from '../src/accounts/accounts.ts';
+import { createApiKey } from '../src/accounts/api-keys.ts';
+import { createPlan } from '../src/accounts/plans.ts';
+import { loadConfig } from '../src/config.ts';
+import { createDatabase } from '../src/db/database.ts';
+import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
+import { renderMeterPhoto } from '../test/fakes/meter-photo.ts';
+import { startFakeOpenAI } from '../test/fakes/openai-server.ts';
+import { startWebhookReceiver } from '../test/fakes/webhook-receiver.ts';
+
+const READER_DELAY_MS = 100;
+const ASYNC_CONCURRENCIES = [1, 4, 16];
+const SYNC_CONCURRENCIES = [1, 4];
+const WEBHOOK_CONCURRENCIES = [1, 4];
+
+const root = path.join(import.meta.dirname, '..');
+const resultsDir = path.join(import.meta.dirname, 'results');
+
+interface Options {
+  /** Measured requests per async-ack and healthz row; sync and webhook rows use a quarter. */
+  requests: number;
+  /** Requests sent before each row and left out of it (connections, JIT, pools). */
+  warmup: number;
+}
+
+interface Stats {
+  concurrency: number;
+  requests: number;
+  p50Ms: number;
+  p99Ms: number;
+  requestsPerSecond: number;
+  samplesMs: number[];
+}
+
+type Cleanup = () => Promise<unknown>;
+
+const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '400' }, warmup: { type: 'string', default: '20' } } });
+const options: Options = { requests: integerOption(args.requests, '--requests', 1), warmup: integerOption(args.warmup, '--warmup', 0) };
+
+const cleanups: Cleanup[] = [];
+const cleanUp = async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((error) => console.error(`cleanup: ${error}`));
+};
+process.once('SIGINT', () => void cleanUp().then(() => process.exit(130)));
+try {
+  await benchmark(options);
+} catch (error) {
+  console.error(error);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}
+
+async function benchmark(options: Options): Promise<void> {
+  const databaseUrl = await freshDatabase();
+  const openai = await startFakeOpenAI({ delayMs: READER_DELAY_MS });
+  cleanups.push(() => openai.close());
+  // The fake keeps every request body (a base64 photo each); nothing here reads them.
+  const forgetRequests = setInterval(() => (openai.requests.length = 0), 1000);
+  cleanups.push(async () => clearInterval(forgetRequests));
+  const receiver = await startWebhookReceiver();
+  cleanups.push(() => receiver.close());
+
+  const baseUrl = await startService(databaseUrl, openai.url);
+  const apiKey = await createBenchAccount(databaseUrl, `${receiver.url}/webhook`);
+  const webhooks = webhookArrivals(receiver);
+  const client = new Agent({ connections: 64 });
+  cleanups.push(() => client.close());
+
+  const photo = await benchPhoto();
+  const upload = multipart(photo);
+  const get = (pathname: string) => () => timed(() => send(client, 'GET', `${baseUrl}${pathname}`));
+  const post = (pathname: string) => send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${apiKey}`, ...upload });
+  const small = Math.max(1, Math.round(options.requests / 4));
+  console.log(`# ${os.cpus().length} CPUs, node ${process.version}, photo ${(photo.length / 1024).toFixed(0)} KB, ` +
+    `fake reader ${READER_DELAY_MS} ms, ${options.warmup} warm-up requests per row left out\n`);
+
+  const syncRows = [];
+  for (const concurrency of SYNC_CONCURRENCIES) {
+    syncRows.push(await measure(() => timed(() => post('/api/meter-reading/sync')), concurrency, small, options.warmup));
+  }
+  printTable(`Sync reading: time to the 200 with the reading, against the fake reader's fixed ${READER_DELAY_MS} ms`, [
+    ['concurrency', 'p50 ms', 'p99 ms', 'req/s', 'p50 over reader ms', 'p99 over reader ms', 'p50 ×', 'p99 ×'],
+    ...syncRows.map((sync) => [
+      sync.concurrency, ms(sync.p50Ms), ms(sync.p99Ms), rate(sync), ms(sync.p50Ms - READER_DELAY_MS), ms(sync.p99Ms - READER_DELAY_MS),
+      ratio(sync.p50Ms, READER_DELAY_MS), ratio(sync.p99Ms, READER_DELAY_MS),
+    ]),
+  ]);
+
+  const submitAndAwaitWebhook = async () => {
+    const sentAt = Date.now(); // the receiver stamps arrivals with Date.now() too
+    const { reference_id } = JSON.parse(await post('/api/meter-reading'));
+    return (await webhooks.arrivalOf(reference_id)) - sentAt;
+  };
+  const webhookRows = [];
+  for (const concurrency of WEBHOOK_CONCURRENCIES) {
+    const webhook = await measure(submitAndAwaitWebhook, concurrency, small, options.warmup);
+    webhookRows.push({ webhook, sync: syncRows.find((sync) => sync.concurrency === concurrency)! });
+  }
+  printTable('Async submission to the signed reading.completed webhook, against sync latency at the same concurrency', [
+    ['concurrency', 'p50 ms', 'p99 ms', 'p50 over reader ms', 'sync p50 ms', 'sync p99 ms', 'p50 × sync', 'p99 × sync'],
+    ...webhookRows.map(({ webhook, sync }) => [
+      webhook.concurrency, ms(webhook.p50Ms), ms(webhook.p99Ms), ms(webhook.p50Ms - READER_DELAY_MS), ms(sync.p50Ms), ms(sync.p99Ms),
+      ratio(webhook.p50Ms, sync.p50Ms), ratio(webhook.p99Ms, sync.p99Ms),
+    ]),
+  ]);
+
+  // Last, because the acks leave a backlog of reads behind that would delay every webhook measured after
+  // them, and the worker drains a backlog slowly (bench/README.md, "Caveats").
+  const asyncRows = [];
+  for (const concurrency of ASYNC_CONCURRENCIES) {
+    const healthz = await measure(get('/healthz'), concurrency, options.requests, options.warmup);
+    const ack = await measure(() => timed(() => post('/api/meter-reading')), concurrency, options.requests, options.warmup);
+    asyncRows.push({ concurrency, ack, healthz });
+  }
+  printTable('Async submission: time to the 202 ack, against GET /healthz at the same concurrency', [
+    ['concurrency', 'ack p50 ms', 'ack p99 ms', 'ack req/s', 'healthz p50 ms', 'healthz p99 ms', 'healthz req/s', 'p50 ×', 'p99 ×', 'req/s ×'],
+    ...asyncRows.map(({ concurrency, ack, healthz }) => [
+      concurrency, ms(ack.p50Ms), ms(ack.p99Ms), rate(ack), ms(healthz.p50Ms), ms(healthz.p99Ms), rate(healthz),
+      ratio(ack.p50Ms, healthz.p50Ms), ratio(ack.p99Ms, healthz.p99Ms), ratio(ack.requestsPerSecond, healthz.requestsPerSecond),
+    ]),
+  ]);
+
+  await mkdir(resultsDir, { recursive: true });
+  const resultsFile = path.join(resultsDir, 'latest.json');
+  const results = {
+    date: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+    options: { ...options, readerDelayMs: READER_DELAY_MS, photoBytes: photo.length },
+    async: asyncRows,
+    sync: syncRows,
+    webhook: webhookRows.map(({ webhook }) => webhook),
+  };
+  await writeFile(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`raw numbers: ${path.relative(process.cwd(), resultsFile)}`);
+}
+
+/**
+ * Runs `operation` `warmup` times, then `requests` times, `concurrency` at a time; each call
+ * resolves to its own latency in ms. Throughput is measured requests over the measured wall time.
+ */
+async function measure(operation: () => Promise<number>, concurrency: number, requests: number, warmup: number): Promise<Stats> {
+  const run = async (count: number) => {
+    const samples: number[] = [];
+    let started = 0;
+    const client = async () => {
+      while (started < count) {
+        started++;
+        samples.push(await operation());
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, client));
+    return samples;
+  };
+  await run(warmup);
+  const startedAt = performance.now();
+  const samples = await run(requests);
+  const seconds = (performance.now() - startedAt) / 1000;
+  return {
+    concurrency,
+    requests,
+    p50Ms: percentile(samples, 50),
+    p99Ms: percentile(samples, 99),
+    requestsPerSecond: requests / seconds,
+    samplesMs: samples.map((sample) => Math.round(sample * 100) / 100),
+  };
+}
+
+/** Nearest-rank percentile. */
+function percentile(samples: number[], rank: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((rank / 100) * sorted.length) - 1)];
+}
+
+async function timed(call: () => Promise<unknown>): Promise<number> {
+  const startedAt = performance.now();
+  await call();
+  return performance.now() - startedAt;
+}
+
+/** One request; anything but a 2xx fails the run, so a broken service cannot pass for a fast one. */
+async function send(client: Agent, method: 'GET' | 'POST', url: string, upload?: { authorization: string; body: Buffer; contentType: string }): Promise<string> {
+  const response = await request(url, {
+    method,
+    dispatcher: client,
+    headers: upload && { authorization: upload.authorization, 'content-type': upload.contentType },
+    body: upload?.body,
+  });
+  const text = await response.body.text();
+  if (response.statusCode >= 300) throw new Error(`${method} ${url} answered ${response.statusCode}: ${text}`);
+  return text;
+}
+
+/** The multipart body is built once, so the client spends no time encoding it per request. */
+function multipart(photo: Buffer): { body: Buffer; contentType: string } {
+  const boundary = `meterlens-bench-${randomBytes(8).toString('hex')}`;
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="meter.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`),
+    photo,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/** The synthetic meter photo at 1600 px wide: about 50 KB, the size of a phone photo after the app shrinks it. */
+async function benchPhoto(): Promise<Buffer> {
+  return sharp(await renderMeterPhoto()).resize({ width: 1600 }).jpeg({ quality: 90 }).toBuffer();
+}
+
+/** Indexes reading.completed webhooks by reference_id as they arrive. */
+function webhookArrivals(receiver: Awaited<ReturnType<typeof startWebhookReceiver>>) {
+  const arrivedAt = new Map<string, number>();
+  let indexed = 0;
+  const index = () => {
+    for (; indexed < receiver.received.length; indexed++) {
+      const webhook = receiver.received[indexed];
+      const payload = JSON.parse(webhook.body);
+      if (payload.event === 'reading.completed') arrivedAt.set(payload.data.reference_id, webhook.receivedAt);
+      else throw new Error(`unexpected webhook: ${webhook.body}`);
+    }
+  };
+  const nextWebhook = (timeoutMs: number) =>
+    Promise.race([
+      receiver.waitFor(receiver.received.length + 1),
+      sleep(timeoutMs, undefined, { ref: false }).then(() => {
+        throw new Error(`no webhook for ${timeoutMs / 1000} s; ${arrivedAt.size} arrived so far`);
+      }),
+    ]);
+  return {
+    async arrivalOf(referenceId: string): Promise<number> {
+      for (index(); !arrivedAt.has(referenceId); index()) await nextWebhook(30_000);
+      return arrivedAt.get(referenceId)!;
+    },
+  };
+}
+
+/** A database of our own, on DATABASE_URL's server or on an embedded PostgreSQL under .bench/. */
+async function freshDatabase(): Promise<string> {
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    const embedded = await startEmbeddedPostgres({
+      dataDir: path.join(root, '.bench'),
+      port: Number(process.env.BENCH_EMBEDDED_PG_PORT ?? 5490),
+      role: 'guest',
+      log: (message) => console.log(`# ${message}`),
+    });
+    cleanups.push(() => embedded.stop());
+    adminUrl = embedded.url;
+  }
+  const name = `meterlens_bench_${randomBytes(6).toString('hex')}`;
+  await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
+  cleanups.push(() => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function adminQuery(adminUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** `meterlens serve` as a child process, its output in bench/results/service.log; resolves once /readyz answers. */
+async function startService(databaseUrl: string, openaiUrl: string): Promise<string> {
+  const port = await freePort();
+  await mkdir(resultsDir, { recursive: true });
+  const logFile = path.join(resultsDir, 'service.log');
+  const log = await open(logFile, 'w');
+  const child = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], {
+    cwd: root,
+    stdio: ['ignore', log.fd, log.fd],
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      READER_CHAIN: 'openai',
+      OPENAI_BASE_URL: openaiUrl,
+      OPENAI_API_KEY: 'bench',
+      WEBHOOK_ALLOW_PRIVATE: '1',
+      LOG_LEVEL: 'warn',
+    },
+  });
+  cleanups.push(async () => {
+    await stopChild(child);
+    await log.close();
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let waited = 0; waited < 60_000; waited += 200) {
+    if (child.exitCode !== null) break;
+    const ready = await fetch(`${baseUrl}/readyz`).then((response) => response.ok, () => false);
+    if (ready) return baseUrl;
+    await sleep(200);
+  }
+  throw new Error(`the service did not become ready; see ${path.relative(process.cwd(), logFile)}`);
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  return port;
+}
+
+/** An account on a plan too big to run out, its API key, and a webhook endpoint on the receiver. */
+async function createBenchAccount(databaseUrl: string, webhookUrl: string): Promise<string> {
+  const db = createDatabase(databaseUrl, 1);
+  try {
+    await createPlan(db, { code: 'bench', name: 'Benchmark', monthlyRequestLimit: 1_000_000_000 });
+    const account = await createAccount(db, { name: 'Benchmark', planCode: 'bench' });
+    const { key } = await createApiKey(db, { accountId: account.id, projectName: 'bench' });
+    await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), { accountId: account.id, url: webhookUrl, events: ['reading.completed'] });
+    return key;
+  } finally {
+    await db.destroy();
+  }
+}
+
+function printTable(title: string, rows: Array<Array<string | number>>): void {
+  const cells = rows.map((row) => row.map(String));
+  const widths = cells[0].map((_, column) => Math.max(...cells.map((row) => row[column].length)));
+  const line = (row: string[]) => `| ${row.map((cell, column) => cell.padStart(widths[column])).join(' | ')} |`;
+  console.log(`${title}\n\n${line(cells[0])}\n|${widths.map((width) => `${'-'.repeat(width + 1)}:`).join('|')}|`);
+  for (const row of cells.slice(1)) console.log(line(row));
+  console.log();
+}
+
+function ms(value: number): string {
+  return value.toFixed(1);
+}
+
+function rate(stats: Stats): string {
+  return stats.requestsPerSecond.toFixed(0);
+}
+
+function ratio(value: number, baseline: number): string {
+  return `${(value / baseline).toFixed(2)}×`;
+}
+
+function integerOption(raw: string, name: string, minimum: number): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < minimum) {
+    console.error(`${name} must be an integer of at least ${minimum}, got "${raw}"`);
+    process.exit(2);
+  }
+  return value;
+}
