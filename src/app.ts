@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
 import errorEnvelope from './plugins/app/error-envelope.ts';
+import gracefulClose from './plugins/app/graceful-close.ts';
 import multipart from './plugins/external/multipart.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import healthRoutes from './routes/health.ts';
@@ -31,6 +32,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
   });
   app.decorate('deps', deps);
   await app.register(errorEnvelope);
+  await app.register(gracefulClose);
   await app.register(multipart);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });

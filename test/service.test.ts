@@ -1,0 +1,89 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { renderMeterPhoto } from './fakes/meter-photo.ts';
+import { startFakeOpenAI } from './fakes/openai-server.ts';
+
+const root = path.join(import.meta.dirname, '..');
+
+/**
+ * `npm start` as a user runs it: no DATABASE_URL, so an embedded PostgreSQL under DATA_DIR.
+ */
+t.test('the all-in-one service on its embedded database', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'meterlens-serve-'));
+  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user, who must reach its data
+  const model = await startFakeOpenAI({ delayMs: 1500 });
+  const port = 20_000 + (process.pid % 20_000);
+  const env = {
+    ...process.env,
+    DATABASE_URL: '',
+    DATA_DIR: dataDir,
+    EMBEDDED_PG_PORT: String(port + 1),
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    READER_CHAIN: 'openai',
+    OPENAI_BASE_URL: model.url,
+    OPENAI_API_KEY: 'sk-test',
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const postmasterPid = path.join(dataDir, 'postgres', 'postmaster.pid');
+  const started: ChildProcess[] = [];
+  t.teardown(async () => {
+    for (const child of started) child.kill('SIGKILL');
+    await model.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const serve = () => {
+    const child = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    started.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    return { child, output: () => output };
+  };
+  const ready = async (child: ChildProcess) => {
+    for (let i = 0; i < 300 && child.exitCode === null; i++) {
+      const response = await fetch(`${url}/readyz`).catch(() => undefined);
+      if (response?.status === 200) return true;
+      await sleep(100);
+    }
+    return false;
+  };
+  const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const first = serve();
+  t.ok(await ready(first.child), 'first start: ready');
+  t.match(first.output(), /initialising PostgreSQL/);
+  t.match(first.output(), /listening on http:\/\/localhost:\d+/, 'prints its URL');
+
+  first.child.kill('SIGKILL');
+  await exited(first.child);
+  t.ok(existsSync(postmasterPid), 'SIGKILL leaves the postmaster running');
+
+  const second = serve();
+  t.ok(await ready(second.child), 'started again after SIGKILL');
+  t.match(second.output(), /reusing PostgreSQL already running/);
+
+  const cli = async (...args: string[]) =>
+    JSON.parse((await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], { cwd: root, env })).stdout);
+  const account = await cli('accounts', 'create', '--name', 'Embedded', '--plan', 'starter');
+  const { key } = await cli('keys', 'create', '--account', String(account.id), '--project', 'smoke');
+
+  const form = new FormData();
+  form.append('image', new Blob([await renderMeterPhoto()]), 'meter.jpg');
+  const inFlight = fetch(`${url}/api/meter-reading/sync`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  while (model.requests.length === 0) await sleep(20);
+  const exitCode = exited(second.child);
+  second.child.kill('SIGTERM');
+  const response = await inFlight;
+  t.equal(response.status, 200, 'SIGTERM lets the request in flight finish');
+  t.match(await response.json(), { status: 'completed', reading: '02390.276' });
+  t.equal(await exitCode, 0, 'then exits cleanly');
+  t.match(second.output(), /stopped/);
+  t.notOk(existsSync(postmasterPid), 'and stops its PostgreSQL');
+});
