@@ -65,12 +65,12 @@ export function loadConfig(env: Env = process.env): Config {
     openai: {
       apiKey: env.OPENAI_API_KEY || undefined,
       baseUrl: env.OPENAI_BASE_URL || undefined,
-      model: env.OPENAI_MODEL ?? 'gpt-4.1-mini',
+      model: env.OPENAI_MODEL ?? 'gpt-5.4-mini',
     },
     anthropic: {
       apiKey: env.ANTHROPIC_API_KEY || undefined,
       baseUrl: env.ANTHROPIC_BASE_URL || undefined,
-      model: env.ANTHROPIC_MODEL ?? 'claude-sonnet-4-5',
+      model: env.ANTHROPIC_MODEL ?? 'claude-sonnet-5-5',
     },
 
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),

@@ -10,7 +10,7 @@ export interface MeterReading {
   value: number;
   /** Integer 0–100. */
   confidence: number;
-  /** The model that produced the answer, e.g. `gpt-4.1-mini` or `local-crnn-v1`. */
+  /** The model that produced the answer, e.g. `gpt-5.4-mini` or the local model's version. */
   model: string;
   /** The model's own answer, stored with the reading for operators. */
   raw: unknown;
