@@ -40,6 +40,11 @@ export interface Config {
 
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
+
+  /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
+  signup: 'open' | 'closed';
+  /** Plan a self-signed-up account gets for its first month. */
+  defaultPlan: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -82,6 +87,9 @@ export function loadConfig(env: Env = process.env): Config {
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+
+    signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
+    defaultPlan: env.DEFAULT_PLAN ?? 'trial',
   };
 }
 
