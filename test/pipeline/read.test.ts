@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { ReadFailure } from '../../src/pipeline/read.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
@@ -10,7 +10,7 @@ import { startFakeOpenAI } from '../fakes/openai-server.ts';
 const photo = await renderMeterPhoto();
 
 /** openai first, anthropic second, each a loopback fake of its API. */
-async function twoReaderChain(t: Tape, first: FakeBehaviour, second: FakeBehaviour, env: Record<string, string> = {}) {
+async function twoReaderChain(t: Test, first: FakeBehaviour, second: FakeBehaviour, env: Record<string, string> = {}) {
   const openai = await startFakeOpenAI(first);
   const anthropic = await startFakeAnthropic(second);
   t.teardown(() => Promise.all([openai.close(), anthropic.close()]));
@@ -31,7 +31,6 @@ async function twoReaderChain(t: Tape, first: FakeBehaviour, second: FakeBehavio
   );
   return { chain, openai, anthropic };
 }
-type Tape = Parameters<Parameters<typeof t.test>[1]>[0];
 
 t.test('the first confident reader answers; later ones are not asked', async (t) => {
   const { chain, anthropic } = await twoReaderChain(t, {}, {});
