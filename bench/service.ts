@@ -61,11 +61,16 @@ const cleanups: Cleanup[] = [];
 const cleanUp = async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((error) => console.error(`cleanup: ${error}`));
 };
-process.once('SIGINT', () => void cleanUp().then(() => process.exit(130)));
+let interrupted = false;
+process.once('SIGINT', () => {
+  interrupted = true;
+  void cleanUp().then(() => process.exit(130));
+});
 try {
   await benchmark(options);
 } catch (error) {
-  console.error(error);
+  // Interrupted, the requests in flight fail as their connections are closed: not worth a stack trace.
+  if (!interrupted) console.error(error);
   process.exitCode = 1;
 } finally {
   await cleanUp();
