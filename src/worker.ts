@@ -1,4 +1,4 @@
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
@@ -18,15 +18,37 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
   const { boss, config } = deps;
   // NOTIFY wakes workers for new jobs only; retries and scheduled webhook attempts are found by polling.
   const polling = { pollingIntervalSeconds: config.queuePollSeconds, notifyPollingIntervalSeconds: config.queuePollSeconds };
-  await boss.work<ReadMeterJob>(QUEUES.readMeter, { ...polling, localConcurrency: config.workerConcurrency }, ([job]) =>
-    readMeter(deps, job),
-  );
-  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));
-  await boss.work<DeliverWebhookJob>(QUEUES.deliverWebhook, { ...polling, localConcurrency: 4 }, ([job]) =>
+  await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, polling, (job) => readMeter(deps, job));
+  await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, 4, polling, (job) =>
     deliverWebhook(deps, job.data.deliveryId),
   );
+  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));
   await boss.work(QUEUES.expireStaleMeters, () => expireStaleMeters(deps, config.meterDeadlineSeconds));
   await boss.schedule(QUEUES.expireStaleMeters, '* * * * *');
+}
+
+/**
+ * `concurrency` workers, each taking one job at a time. pg-boss waits a polling interval after
+ * every job unless NOTIFY woke it, so a backlog would drain at one job per worker per interval;
+ * each worker here wakes itself after a job and fetches again at once while there is work.
+ */
+async function workContinuously<T extends object>(
+  boss: PgBoss,
+  queue: string,
+  concurrency: number,
+  options: WorkOptions,
+  handle: (job: Job<T>) => Promise<void>,
+): Promise<void> {
+  for (let i = 0; i < concurrency; i++) {
+    let workerId: string | undefined;
+    workerId = await boss.work<T>(queue, options, async ([job]) => {
+      try {
+        await handle(job);
+      } finally {
+        if (workerId) boss.notifyWorker(workerId);
+      }
+    });
+  }
 }
 
 /** Steps 6–8 for an async submission: read, record, notify. */

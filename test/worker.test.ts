@@ -156,3 +156,14 @@ t.test('sync submissions send no webhook', async (t) => {
   await sleep(300);
   t.equal(receiver.received.length, 0);
 });
+
+t.test('a backlog is read job after job, without waiting for the next poll', async (t) => {
+  const service = await startTestService(t, { worker: false, env: { QUEUE_POLL_SECONDS: '60', WORKER_CONCURRENCY: '2' } });
+  const customer = await createCustomer(service.db);
+  for (let i = 0; i < 10; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
+  await startWorker(service);
+  const countCompleted = async () =>
+    (await service.db.selectFrom('meters').select('id').where('status', '=', 'completed').execute()).length;
+  // Two workers that paused for a 60 s poll after each job would have read 2 meters by now.
+  t.equal(await waitFor(countCompleted, (completed) => completed === 10, 30_000), 10);
+});
