@@ -167,3 +167,18 @@ t.test('a backlog is read job after job, without waiting for the next poll', asy
   // Two workers that paused for a 60 s poll after each job would have read 2 meters by now.
   t.equal(await waitFor(countCompleted, (completed) => completed === 10, 30_000), 10);
 });
+
+t.test('a read that outlives its job on every attempt is dead-lettered, and its meter failed', async (t) => {
+  const service = await startTestService(t, {
+    env: { READ_JOB_EXPIRE_SECONDS: '1', READ_RETRY_DELAY_SECONDS: '1', READER_TIMEOUT_MS: '60000' },
+    model: { delayMs: 60_000 },
+  });
+  const customer = await createCustomer(service.db);
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  const meter = await waitFor(
+    () => waitForMeter(service.db, accepted.body.reference_id, 0),
+    (row) => row.status === 'failed',
+    60_000,
+  );
+  t.match(meter, { status: 'failed', error_code: 'processing_failed', error_message: /after 3 attempts/ });
+});
