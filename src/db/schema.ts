@@ -13,6 +13,9 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  users: UsersTable;
+  sessions: SessionsTable;
+  login_attempts: LoginAttemptsTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -155,4 +158,30 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   status_code: number | null;
   error: string | null;
+}
+
+export interface UsersTable {
+  id: Id;
+  account_id: IdRef;
+  email: string;
+  password_hash: string;
+  created_at: CreatedAt;
+  last_login_at: Date | null;
+}
+
+export interface SessionsTable {
+  id: Id;
+  token_sha256: string;
+  user_id: IdRef;
+  csrf_token: string;
+  created_at: CreatedAt;
+  expires_at: Date;
+  last_seen_at: Generated<Date>;
+}
+
+export interface LoginAttemptsTable {
+  id: Id;
+  email: string;
+  ip: string;
+  attempted_at: CreatedAt;
 }

@@ -1,0 +1,46 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+
+export const USAGE_CHART_DAYS = 30;
+
+export interface AccountUsage {
+  /** Accepted submissions this calendar month (UTC): the count the API's limit applies to. */
+  monthCount: number;
+  plan: { name: string; monthlyRequestLimit: number; status: string; periodEnd: Date } | undefined;
+  /** Submissions per UTC day, oldest first, the last USAGE_CHART_DAYS days including today. */
+  daily: Array<{ day: string; count: number }>;
+}
+
+export async function accountUsage(db: Db, accountId: string): Promise<AccountUsage> {
+  const [month, plan, daily] = await Promise.all([
+    db
+      .selectFrom('api_usage')
+      .select('request_count')
+      .where('account_id', '=', accountId)
+      .where('month', '=', sql<Date>`date_trunc('month', now() AT TIME ZONE 'UTC')::date`)
+      .executeTakeFirst(),
+    db
+      .selectFrom('subscriptions as s')
+      .innerJoin('plans as p', 'p.code', 's.plan_code')
+      .select(['p.name', 'p.monthly_request_limit as monthlyRequestLimit', 's.status', 's.period_end as periodEnd'])
+      .where('s.account_id', '=', accountId)
+      .executeTakeFirst(),
+    sql<{ day: string; count: number }>`
+      SELECT days.day::date::text AS day, count(m.id)::int AS count
+      FROM generate_series(
+             (now() AT TIME ZONE 'UTC')::date - ${USAGE_CHART_DAYS - 1}::int,
+             (now() AT TIME ZONE 'UTC')::date,
+             interval '1 day') AS days (day)
+      LEFT JOIN meters m
+        ON m.account_id = ${accountId}
+       AND m.created_at >= days.day AT TIME ZONE 'UTC'
+       AND m.created_at < (days.day + interval '1 day') AT TIME ZONE 'UTC'
+      GROUP BY days.day
+      ORDER BY days.day`.execute(db),
+  ]);
+  return {
+    monthCount: month?.request_count ?? 0,
+    plan: plan && { ...plan, status: plan.status === 'active' && plan.periodEnd.getTime() <= Date.now() ? 'expired' : plan.status },
+    daily: daily.rows,
+  };
+}

@@ -1,0 +1,39 @@
+import type { FastifyReply } from 'fastify';
+import fp from 'fastify-plugin';
+
+declare module 'fastify' {
+  interface FastifyReply {
+    /**
+     * Renders src/views/<template>.eta inside the layout, with what every page needs. `section`
+     * (the highlighted navigation link) defaults to the template's name.
+     */
+    page(template: string, data?: Record<string, unknown>): FastifyReply;
+  }
+}
+
+/** What templates use to show values; dates are shown in UTC, like the usage counts. */
+export const format = {
+  dateTime(date: Date | null | undefined): string {
+    return date ? `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC` : '—';
+  },
+  date(date: Date | null | undefined): string {
+    return date ? date.toISOString().slice(0, 10) : '—';
+  },
+  number(value: number): string {
+    return value.toLocaleString('en-GB');
+  },
+};
+
+export default fp(async (app) => {
+  const signupOpen = app.deps.config.signup === 'open';
+  app.decorateReply('page', function (this: FastifyReply, template: string, data: Record<string, unknown> = {}) {
+    const request = this.request;
+    this.header('cache-control', 'no-store');
+    return this.view(template, { user: request.user, csrfToken: request.csrfToken(this), signupOpen, format, error: null, section: template, ...data });
+  });
+});
+
+/** The services' messages start in lower case (they also go to the CLI); a form shows them as sentences. */
+export function sentence(message: string): string {
+  return message.charAt(0).toUpperCase() + message.slice(1);
+}

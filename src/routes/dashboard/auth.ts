@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import { InvalidInputError } from '../../accounts/errors.ts';
+import { sentence } from '../../plugins/app/page.ts';
+import { LoginThrottledError, MIN_PASSWORD_LENGTH, signUp, verifyLogin } from '../../accounts/users.ts';
+
+interface LoginForm {
+  email?: string;
+  password?: string;
+}
+
+interface SignupForm extends LoginForm {
+  organisation?: string;
+}
+
+/** Sign-up, sign-in and sign-out: the only dashboard pages open without a session. */
+export default async function authRoutes(app: FastifyInstance): Promise<void> {
+  const { db, config } = app.deps;
+
+  app.get('/login', async (request, reply) => {
+    if (request.user) return reply.redirect('/dashboard', 303);
+    return reply.page('login', { title: 'Sign in', email: '' });
+  });
+
+  app.post<{ Body: LoginForm }>('/login', async (request, reply) => {
+    const email = request.body.email ?? '';
+    let userId: string | undefined;
+    try {
+      userId = await verifyLogin(db, { email, password: request.body.password ?? '', ip: request.ip });
+    } catch (error) {
+      if (!(error instanceof LoginThrottledError)) throw error;
+      return reply.code(429).page('login', { title: 'Sign in', email, error: error.message });
+    }
+    if (!userId) return reply.code(401).page('login', { title: 'Sign in', email, error: 'The email or the password is wrong.' });
+    await reply.signIn(userId);
+    return reply.redirect('/dashboard', 303);
+  });
+
+  app.post('/logout', async (_request, reply) => {
+    await reply.signOut();
+    return reply.redirect('/dashboard/login', 303);
+  });
+
+  if (config.signup === 'closed') return;
+
+  const signupPage = { title: 'Sign up', minPasswordLength: MIN_PASSWORD_LENGTH };
+
+  app.get('/signup', async (request, reply) => {
+    if (request.user) return reply.redirect('/dashboard', 303);
+    return reply.page('signup', { ...signupPage, email: '', organisation: '' });
+  });
+
+  app.post<{ Body: SignupForm }>('/signup', async (request, reply) => {
+    const { email = '', organisation = '', password = '' } = request.body;
+    let userId: string;
+    try {
+      ({ userId } = await signUp(db, { accountName: organisation, email, password, planCode: config.defaultPlan }));
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      return reply.code(400).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
+    }
+    await reply.signIn(userId);
+    return reply.redirect('/dashboard/keys', 303);
+  });
+}

@@ -1,0 +1,70 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidInputError, NotFoundError } from '../../accounts/errors.ts';
+import csrf, { CsrfError } from '../../plugins/app/csrf.ts';
+import page from '../../plugins/app/page.ts';
+import securityHeaders from '../../plugins/app/security-headers.ts';
+import session from '../../plugins/app/session.ts';
+import cookie from '../../plugins/external/cookie.ts';
+import formbody from '../../plugins/external/formbody.ts';
+import staticAssets from '../../plugins/external/static.ts';
+import view from '../../plugins/external/view.ts';
+import { WebhookEndpointError } from '../../webhooks/endpoints.ts';
+import authRoutes from './auth.ts';
+import keyRoutes from './keys.ts';
+import readingRoutes from './readings.ts';
+import usageRoutes from './usage.ts';
+import webhookRoutes from './webhooks.ts';
+
+/**
+ * The dashboard, registered under /dashboard. Its cookies, form parsing, sessions, CSRF checks
+ * and HTML error pages stay inside this context: the API under /api is untouched by them.
+ */
+export default async function dashboard(app: FastifyInstance): Promise<void> {
+  await app.register(cookie);
+  await app.register(formbody);
+  await app.register(view);
+  await app.register(staticAssets);
+  await app.register(securityHeaders);
+  await app.register(session);
+  await app.register(csrf);
+  await app.register(page);
+
+  app.setNotFoundHandler((_request, reply) => errorPage(reply, 404, 'There is nothing here, or it belongs to another account.'));
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = errorStatus(error);
+    if (status === 500) {
+      request.log.error({ err: error }, 'unexpected error');
+      return errorPage(reply, 500, `Something went wrong on our side. Quote this reference if it happens again: ${request.id}`);
+    }
+    return errorPage(reply, status, error.message);
+  });
+
+  await app.register(authRoutes);
+  await app.register(async (signedIn) => {
+    signedIn.addHook('onRequest', requireUser);
+    signedIn.get('/', async (_request, reply) => reply.redirect('/dashboard/usage', 303));
+    await signedIn.register(keyRoutes);
+    await signedIn.register(webhookRoutes);
+    await signedIn.register(usageRoutes);
+    await signedIn.register(readingRoutes);
+  });
+}
+
+async function requireUser(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (!request.user) return reply.redirect('/dashboard/login', 303);
+}
+
+function errorStatus(error: FastifyError): number {
+  if (error instanceof CsrfError) return 403;
+  if (error instanceof NotFoundError) return 404;
+  if (error instanceof InvalidInputError) return 400;
+  if (error instanceof WebhookEndpointError) return error.reason === 'not_found' ? 404 : 400;
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return error.statusCode;
+  return 500;
+}
+
+const ERROR_TITLES: Record<number, string> = { 400: 'That did not work', 403: 'Not allowed', 404: 'Not found', 500: 'Server error' };
+
+function errorPage(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).page('error', { title: ERROR_TITLES[status] ?? 'Error', message });
+}

@@ -1,0 +1,82 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
+import type { WebhookEvent } from '../../db/schema.ts';
+import { sentence } from '../../plugins/app/page.ts';
+import { accountId } from '../../plugins/app/session.ts';
+import { redeliver, sendTestEvent } from '../../webhooks/deliver.ts';
+import {
+  addWebhookEndpoint,
+  listWebhookEndpoints,
+  rotateWebhookSecret,
+  setWebhookEndpointEnabled,
+  WEBHOOK_EVENTS,
+  WebhookEndpointError,
+} from '../../webhooks/endpoints.ts';
+
+type EndpointParams = { Params: { id: string } };
+
+/**
+ * /dashboard/webhooks: endpoints, their signing secrets (shown only in the response to an explicit
+ * POST), test events and recent deliveries with redelivery.
+ */
+export default async function webhookRoutes(app: FastifyInstance): Promise<void> {
+  const { db, boss, config } = app.deps;
+
+  const listPage = async (request: FastifyRequest, reply: FastifyReply, data: Record<string, unknown> = {}) =>
+    reply.page('webhooks', {
+      title: 'Webhooks',
+      endpoints: await listWebhookEndpoints(db, accountId(request)),
+      events: WEBHOOK_EVENTS,
+      form: { url: '', events: WEBHOOK_EVENTS },
+      ...data,
+    });
+
+  const endpointPage = async (request: FastifyRequest, reply: FastifyReply, id: string, secret?: { value: string; reason: string }) => {
+    const endpoint = await webhookEndpoint(db, accountId(request), id);
+    return reply.page('webhook', { title: 'Webhook endpoint', section: 'webhooks', endpoint, secret, deliveries: await recentDeliveries(db, endpoint.id) });
+  };
+  const backTo = (reply: FastifyReply, id: string) => reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}`, 303);
+
+  app.get('/webhooks', async (request, reply) => listPage(request, reply));
+
+  app.post<{ Body: { url?: string; events?: string | string[] } }>('/webhooks', async (request, reply) => {
+    const url = request.body.url?.trim() ?? '';
+    const events = [request.body.events ?? []].flat() as WebhookEvent[];
+    try {
+      const { id, secret } = await addWebhookEndpoint(db, config, { accountId: accountId(request), url, events });
+      return endpointPage(request, reply, id, { value: secret, reason: 'created' });
+    } catch (error) {
+      if (!(error instanceof WebhookEndpointError) || error.reason !== 'invalid') throw error;
+      return listPage(request, reply.code(400), { error: sentence(error.message), form: { url, events } });
+    }
+  });
+
+  app.get<EndpointParams>('/webhooks/:id', async (request, reply) => endpointPage(request, reply, request.params.id));
+
+  app.post<EndpointParams>('/webhooks/:id/secret', async (request, reply) => {
+    const secret = await webhookSecret(db, accountId(request), request.params.id);
+    return endpointPage(request, reply, request.params.id, { value: secret, reason: 'shown' });
+  });
+
+  app.post<EndpointParams>('/webhooks/:id/rotate-secret', async (request, reply) => {
+    const { secret } = await rotateWebhookSecret(db, accountId(request), request.params.id);
+    return endpointPage(request, reply, request.params.id, { value: secret, reason: 'rotated' });
+  });
+
+  for (const [action, enabled] of [['enable', true], ['disable', false]] as const) {
+    app.post<EndpointParams>(`/webhooks/:id/${action}`, async (request, reply) => {
+      await setWebhookEndpointEnabled(db, accountId(request), request.params.id, enabled);
+      return backTo(reply, request.params.id);
+    });
+  }
+
+  app.post<EndpointParams>('/webhooks/:id/test', async (request, reply) => {
+    await sendTestEvent(db, boss, accountId(request), request.params.id);
+    return backTo(reply, request.params.id);
+  });
+
+  app.post<{ Params: { id: string; deliveryId: string } }>('/webhooks/:id/deliveries/:deliveryId/redeliver', async (request, reply) => {
+    await redeliver(db, boss, accountId(request), request.params.deliveryId);
+    return backTo(reply, request.params.id);
+  });
+}
