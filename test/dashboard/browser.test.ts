@@ -1,0 +1,143 @@
+/**
+ * The dashboard in a real browser (Debian's chromium driven by playwright-core), as a new client
+ * uses it: sign up, create a key, use it, see the reading and the usage, add a webhook endpoint
+ * and watch a test event arrive. Screenshots of every page go to test/screenshots/.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import t from 'tap';
+import { renderMeterPhoto } from '../fakes/meter-photo.ts';
+import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
+import { startTestService, submitPhoto } from '../helpers/service.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = path.join(import.meta.dirname, '..', 'screenshots');
+const PHONE = { width: 390, height: 844 };
+
+t.test(
+  'the dashboard in chromium',
+  { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)` },
+  async (t) => {
+    const service = await startTestService(t);
+    const receiver = await startWebhookReceiver();
+    t.teardown(() => receiver.close());
+    await mkdir(SCREENSHOTS, { recursive: true });
+    const browser: Browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    t.teardown(() => browser.close());
+    const context = await browser.newContext({ baseURL: service.url, viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
+    const page = await context.newPage();
+    const problems = watchForProblems(page);
+    const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+
+    await page.goto('/');
+    t.equal(new URL(page.url()).pathname, '/dashboard/login', '/ leads to sign-in');
+    await page.keyboard.press('Tab');
+    t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content', 'the first Tab reaches the skip link');
+    await shot('login');
+
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await page.getByLabel('Organisation').fill('Acme Water');
+    await page.getByLabel('Email').fill('ops@acme.example');
+    await page.getByLabel('Password').fill('correct horse battery');
+    await shot('signup');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL('**/dashboard/keys');
+
+    await page.getByLabel('Project name').fill('field app');
+    await page.getByLabel('Active', { exact: true }).check();
+    await page.getByRole('button', { name: 'Create API Key' }).click();
+    const key = (await page.locator('#secret-value').textContent()) ?? '';
+    t.match(key, /^meterlens_live_[0-9a-f]{32}$/, 'the key is shown');
+    await page.getByRole('button', { name: 'Copy' }).click();
+    t.equal(await page.evaluate(() => navigator.clipboard.readText()), key, 'Copy puts the key on the clipboard');
+    await shot('keys-created');
+    await page.getByRole('link', { name: 'API Keys' }).click();
+    t.equal(await page.getByText(key).count(), 0, 'the key is not shown again');
+    t.equal(await page.getByRole('cell', { name: 'field app' }).count(), 1, 'but it is listed');
+    await shot('keys');
+
+    const photo = await renderMeterPhoto();
+    const reading = await submitPhoto(service, { key, image: photo, sync: true });
+    t.equal(reading.status, 200, 'the key reads a meter');
+    // The hosted fake gives no counter box; the local reader does. Draw one to see the overlay.
+    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${reading.body.reading_id}`.execute(service.db);
+
+    await page.getByRole('link', { name: 'Readings' }).click();
+    await page.getByRole('link', { name: reading.body.reference_id }).waitFor();
+    t.equal(await page.getByRole('cell', { name: '02390.276' }).count(), 1, 'the reading is listed');
+    await shot('readings');
+    await page.getByRole('link', { name: reading.body.reference_id }).click();
+    const image = page.getByRole('img', { name: 'The submitted meter photo, turned upright' });
+    await image.waitFor();
+    t.ok(await image.evaluate((element: HTMLImageElement) => element.complete && element.naturalWidth > 0), 'the photo loads');
+    t.equal(await page.locator('polygon.counter-box').count(), 1, 'the counter box is drawn');
+    await shot('reading');
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    t.match(await page.locator('main').textContent(), /1 of 100 requests/, 'usage counts the reading');
+    await shot('usage');
+
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}/meterlens`);
+    await page.getByLabel('reading.failed').uncheck();
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    t.match(await page.locator('#secret-value').textContent(), /^whsec_/, 'the signing secret is shown');
+    await shot('webhook-added');
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await receiver.waitFor(1);
+    t.equal(JSON.parse(receiver.received[0].body).event, 'webhook.test', 'the receiver got the test event');
+    await reloadUntil(page, () => page.locator('tr.delivery .badge-delivered').count().then((count) => count === 1));
+    t.equal((await page.locator('tr.delivery td[data-label="Code"]').textContent())?.trim(), '204', 'the delivery is listed with its status code');
+    await page.locator('tr.delivery summary').click();
+    t.match(await page.locator('tr.delivery pre').textContent(), /"event": "webhook.test"/, 'with its payload');
+    await shot('webhook');
+
+    const phone = await browser.newContext({ baseURL: service.url, viewport: PHONE, storageState: await context.storageState() });
+    const phonePage = await phone.newPage();
+    for (const [name, url] of [['keys', '/dashboard/keys'], ['readings', '/dashboard/readings'], ['usage', '/dashboard/usage'], ['webhooks', '/dashboard/webhooks']]) {
+      await phonePage.goto(url);
+      const overflow = await phonePage.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      t.ok(overflow <= 0, `${name} fits a phone's width`);
+      await shot(`${name}-phone`, phonePage);
+    }
+    await phone.close();
+
+    page.once('dialog', (dialog) => dialog.accept());
+    await page.getByRole('link', { name: 'API Keys' }).click();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No API keys yet').waitFor();
+    t.equal((await submitPhoto(service, { key, image: photo, sync: true })).status, 422, 'the deleted key is refused');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL('**/dashboard/login');
+    t.same(problems, [], 'no console errors, failed requests or CSP violations');
+  },
+);
+
+/** Console errors and failed requests: a broken asset or a CSP violation shows up here. */
+function watchForProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('response', (response) => {
+    if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
+  });
+  return problems;
+}
+
+async function reloadUntil(page: Page, done: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done()) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await page.reload();
+  }
+}
