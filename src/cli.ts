@@ -10,6 +10,7 @@ import { planCommands } from './cli/plans.ts';
 import { readCommand } from './cli/read.ts';
 import { serviceCommands } from './cli/service.ts';
 import { subscriptionCommands } from './cli/subscriptions.ts';
+import { userCommands } from './cli/users.ts';
 import { webhookCommands } from './cli/webhooks.ts';
 import { loadConfig } from './config.ts';
 import { WebhookEndpointError } from './webhooks/endpoints.ts';
@@ -21,6 +22,7 @@ const COMMANDS: Command[] = [
   ...subscriptionCommands,
   ...keyCommands,
   ...webhookCommands,
+  ...userCommands,
   readCommand,
 ];
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
+import { verifyPassword } from '../../src/accounts/users.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../src/pipeline/authenticate.ts';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -55,7 +56,7 @@ t.test('help lists every command', async (t) => {
     for (const command of [
       'serve', 'web', 'worker', 'migrate', 'plans create', 'plans list', 'accounts create', 'subscriptions set',
       'subscriptions cancel', 'keys create', 'keys list', 'keys enable', 'keys disable', 'keys delete',
-      'webhooks add', 'webhooks list', 'read', 'eval',
+      'webhooks add', 'webhooks list', 'users create', 'read', 'eval',
     ]) {
       t.match(run.stdout, `meterlens ${command}`, command);
     }
@@ -142,6 +143,29 @@ t.test('webhooks add and list', async (t) => {
   const { endpoints } = await json(['webhooks', 'list', '--account', String(accountId)]);
   t.match(endpoints, [{ id: added.id, url: 'http://127.0.0.1:9/hook', events: ['reading.failed'], enabled: true }]);
   t.notOk(JSON.stringify(endpoints).includes(added.secret), 'the secret is shown once only');
+});
+
+t.test('users create: a given password, or a generated one printed once; both sign in', async (t) => {
+  const account = await json(['accounts', 'create', '--name', 'Closed Water', '--plan', 'starter']);
+  const given = await json(['users', 'create', '--account', String(account.id), '--email', 'Op@Closed.example', '--password', 'a long passphrase']);
+  t.match(given, { id: Number, accountId: account.id, email: 'Op@Closed.example' });
+  t.notOk('password' in given, 'a given password is not echoed');
+  const generated = await meterlens(['users', 'create', '--account', String(account.id), '--email', 'second@closed.example']);
+  t.equal(generated.code, 0);
+  const password = generated.stdout.trimEnd().split('\n').at(-1)!;
+  t.match(generated.stdout, /shown this once/);
+  t.ok(password.length >= 16, 'a generated password');
+  const hashes = await db.selectFrom('users').select(['email', 'password_hash']).where('account_id', '=', String(account.id)).orderBy('id').execute();
+  t.equal(await verifyPassword('a long passphrase', hashes[0].password_hash), true);
+  t.equal(await verifyPassword(password, hashes[1].password_hash), true);
+
+  const duplicate = await meterlens(['users', 'create', '--account', String(account.id), '--email', 'op@closed.EXAMPLE']);
+  t.match(duplicate, { code: 2, stderr: /already exists/ }, 'emails are unique whatever their case');
+  t.match(await meterlens(['users', 'create', '--account', '999999', '--email', 'x@y.example']), { code: 1, stderr: /no account with id 999999/ });
+  t.match(await meterlens(['users', 'create', '--account', String(account.id), '--email', 'x@y.example', '--password', 'short']), {
+    code: 2,
+    stderr: /at least 10 characters/,
+  });
 });
 
 t.test('bad arguments exit with 2 and a message on stderr', async (t) => {
