@@ -11,6 +11,9 @@ export type Tx = Transaction<Database>;
 
 export function createDatabase(connectionString: string, maxConnections = 10): Db {
   const pool = new pg.Pool({ connectionString, max: maxConnections });
+  // An idle connection the server closes (restart, failover, shutdown) is dropped from the pool;
+  // without a listener its error event would crash the process.
+  pool.on('error', (error) => console.error(`[meterlens] idle database connection closed: ${error.message}`));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
