@@ -92,8 +92,12 @@ export async function verifyLogin(db: Db, input: { email: string; password: stri
   return undefined;
 }
 
-/** The token goes into the cookie and is never stored; the session row keeps its SHA-256. */
+/**
+ * The token goes into the cookie and is never stored; the session row keeps its SHA-256.
+ * The user's expired sessions are removed on the way.
+ */
 export async function createSession(db: Db, userId: string): Promise<{ token: string; expiresAt: Date }> {
+  await db.deleteFrom('sessions').where('user_id', '=', userId).where('expires_at', '<=', sql<Date>`now()`).execute();
   const token = randomBytes(32).toString('base64url');
   const row = await db
     .insertInto('sessions')

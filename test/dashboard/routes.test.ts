@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/users.ts';
+import { buildApp } from '../../src/app.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
@@ -150,6 +151,14 @@ t.test('dashboard routes', async (t) => {
     t.notMatch(login.text, '/dashboard/signup');
     t.equal((await client.get('/dashboard/signup')).status, 404);
     t.equal((await client.post('/dashboard/signup', { organisation: 'x', email: newEmail(), password: PASSWORD })).status, 404);
+  });
+
+  t.test('a DEFAULT_PLAN that is not a plan stops the start, unless sign-up is closed', async (t) => {
+    const { db, boss, readers } = service;
+    const config = { ...service.config, defaultPlan: 'gold' };
+    await t.rejects(buildApp({ config, db, boss, readers }, { logger: false }), /DEFAULT_PLAN "gold" is not a plan/);
+    const closed = await buildApp({ config: { ...config, signup: 'closed' }, db, boss, readers }, { logger: false });
+    await closed.close();
   });
 
   t.test('API keys: create shows the key once; enable, disable and delete act on the API at once', async (t) => {

@@ -16,9 +16,6 @@ export const format = {
   dateTime(date: Date | null | undefined): string {
     return date ? `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC` : '—';
   },
-  date(date: Date | null | undefined): string {
-    return date ? date.toISOString().slice(0, 10) : '—';
-  },
   number(value: number): string {
     return value.toLocaleString('en-GB');
   },

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { InvalidInputError } from '../../accounts/errors.ts';
-import { sentence } from '../../plugins/app/page.ts';
+import { listPlans } from '../../accounts/plans.ts';
 import { LoginThrottledError, MIN_PASSWORD_LENGTH, signUp, verifyLogin } from '../../accounts/users.ts';
+import { sentence } from '../../plugins/app/page.ts';
 
 interface LoginForm {
   email?: string;
@@ -41,6 +42,11 @@ export default async function authRoutes(app: FastifyInstance): Promise<void> {
   });
 
   if (config.signup === 'closed') return;
+  // A typo in DEFAULT_PLAN would otherwise surface only when the first client tries to sign up.
+  const plans = await listPlans(db);
+  if (!plans.some((plan) => plan.code === config.defaultPlan)) {
+    throw new Error(`DEFAULT_PLAN "${config.defaultPlan}" is not a plan (${plans.map((plan) => plan.code).join(', ')}); create it or set SIGNUP=closed`);
+  }
 
   const signupPage = { title: 'Sign up', minPasswordLength: MIN_PASSWORD_LENGTH };
 
