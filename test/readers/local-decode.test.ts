@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeCtc, formatReading } from '../../src/readers/local/decode.ts';
+import { decodeCtc, decodeInLayout, formatReading, readInLayouts } from '../../src/readers/local/decode.ts';
 import { ALPHABET } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
@@ -31,28 +31,47 @@ t.test('CTC: a digit is as sure as the best step of its run; the point is kept a
   t.equal(decodeCtc(longer, 4, CLASSES).digitProbabilities[0]!.toFixed(2), '0.95');
 });
 
+t.test('layout decoding: the best path whose text has the wheels of a trained layout', async (t) => {
+  // The model's own best path reads six digits, the sixth weakly: in the 5-wheel layout it goes.
+  const six = steps('0-0-1-9-3-1', 0.9);
+  six[10 * CLASSES + 2] = 0.5;
+  six[10 * CLASSES + 0] = 0.45;
+  t.equal(decodeCtc(six, 11, CLASSES).text, '001931');
+  t.equal(decodeInLayout(six, 11, CLASSES, 'ddddd').text, '00193');
+  const read = readInLayouts(six, 11, CLASSES);
+  t.equal(read.text, '00193');
+  t.ok(Math.abs(read.layoutFit - 0.45 / 0.5) < 1e-6, 'the fit is what dropping the digit cost');
+});
+
+t.test('layout decoding keeps a repeated digit apart only across a blank, and picks 5 + 3 when the point is read', async (t) => {
+  const path = '0-0-7-5-8-.-4-0-7';
+  const read = readInLayouts(steps(path), path.length, CLASSES);
+  t.equal(read.text, '00758.407');
+  t.equal(read.layoutFit, 1);
+  t.same(read.digitProbabilities.length, 8);
+  t.equal(decodeInLayout(steps('00000'), 5, CLASSES, 'ddddd').text.length, 5, 'forced to five wheels even from one run');
+});
+
 t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the dial shows them', async (t) => {
-  const reading = formatReading({ text: '00758.407', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.98 }, 1);
+  const reading = formatReading({ text: '00758.407', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.98, layoutFit: 1 }, 1);
   t.equal(reading?.reading, '00758.407');
   t.equal(reading?.value, 758.407);
   t.equal(reading?.digitConfidences.length, 8);
-  const whole = formatReading({ text: '01348', digitProbabilities: [0.99, 0.99, 0.99, 0.99, 0.99] }, 1);
+  const whole = formatReading({ text: '01348', digitProbabilities: [0.99, 0.99, 0.99, 0.99, 0.99], layoutFit: 1 }, 1);
   t.same([whole?.reading, whole?.value], ['01348', 1348]);
 });
 
-t.test('confidence: the weakest digit (or point) times the orientation belief', async (t) => {
+t.test('confidence: the weakest digit (or point) times the orientation and layout beliefs', async (t) => {
   const digits = [0.99, 0.5, 0.99, 0.99, 0.99];
-  t.equal(formatReading({ text: '00123', digitProbabilities: digits }, 1)?.confidence, 50);
-  t.equal(formatReading({ text: '00123', digitProbabilities: Array(5).fill(0.9) }, 0.5)?.confidence, 45);
-  const weakPoint = formatReading({ text: '00123.456', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.3 }, 1);
+  t.equal(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.confidence, 50);
+  t.equal(formatReading({ text: '00123', digitProbabilities: Array(5).fill(0.9), layoutFit: 1 }, 0.5)?.confidence, 45);
+  t.equal(formatReading({ text: '00123', digitProbabilities: Array(5).fill(0.9), layoutFit: 0.5 }, 1)?.confidence, 45);
+  const weakPoint = formatReading({ text: '00123.456', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.3, layoutFit: 1 }, 1);
   t.equal(weakPoint?.confidence, 30);
-  t.same(formatReading({ text: '00123', digitProbabilities: digits }, 1)?.digitConfidences, [99, 50, 99, 99, 99]);
+  t.same(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.digitConfidences, [99, 50, 99, 99, 99]);
 });
 
-t.test('layouts never trained on are capped; text that is not a number is refused', async (t) => {
-  t.equal(formatReading({ text: '0123', digitProbabilities: Array(4).fill(1) }, 1)?.confidence, 40);
-  t.equal(formatReading({ text: '00123.45', digitProbabilities: Array(7).fill(1), pointProbability: 1 }, 1)?.confidence, 40);
-  t.equal(formatReading({ text: '00.1.2', digitProbabilities: Array(4).fill(1) }, 1), undefined);
-  t.equal(formatReading({ text: '.', digitProbabilities: [] }, 1), undefined);
-  t.equal(formatReading({ text: '', digitProbabilities: [] }, 1), undefined);
+t.test('text that is not a number is refused', async (t) => {
+  t.equal(formatReading({ text: '00.1.2', digitProbabilities: Array(4).fill(1), layoutFit: 1 }, 1), undefined);
+  t.equal(formatReading({ text: '', digitProbabilities: [], layoutFit: 1 }, 1), undefined);
 });

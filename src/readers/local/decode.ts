@@ -9,44 +9,124 @@ export interface DecodedStrip {
   pointProbability?: number;
 }
 
+export interface LayoutReading extends DecodedStrip {
+  /**
+   * How much forcing the text into the layout cost: the probability of the best path in the layout over the
+   * probability of the best path of all (1 when the model's own reading already has the layout).
+   */
+  layoutFit: number;
+}
+
+/** Wheel layouts the model was trained on: `d` a wheel, `.` the point between whole-unit and fractional wheels. */
+export const LAYOUTS = ['ddddd', 'ddddd.ddd'];
+
+const BLANK = 0;
+const POINT = ALPHABET.indexOf('.') + 1;
+const DIGITS = [...'0123456789'].map((digit) => ALPHABET.indexOf(digit) + 1);
+
 /**
  * Best-path CTC decoding of per-step class probabilities (`steps` x `classes`, blank at index 0):
  * repeated classes collapse, blanks separate them. A character's probability is its peak over its run.
  */
-export function decodeCtc(probabilities: Float32Array, steps: number, classes: number): DecodedStrip {
-  let text = '';
-  const digitProbabilities: number[] = [];
-  let pointProbability: number | undefined;
-  let previous = 0;
-  let runPeak = 0;
-  const closeRun = () => {
-    if (previous === 0) return;
-    const character = ALPHABET[previous - 1]!;
-    text += character;
-    if (character === '.') pointProbability = Math.min(pointProbability ?? 1, runPeak);
-    else digitProbabilities.push(runPeak);
-  };
+export function decodeCtc(probabilities: Float32Array, steps: number, classes: number): DecodedStrip & { logProbability: number } {
+  const path: number[] = [];
+  let logProbability = 0;
   for (let step = 0; step < steps; step++) {
-    const row = probabilities.subarray(step * classes, (step + 1) * classes);
     let best = 0;
-    for (let index = 1; index < classes; index++) if (row[index]! > row[best]!) best = index;
-    if (best === previous) {
-      runPeak = Math.max(runPeak, row[best]!);
-      continue;
-    }
-    closeRun();
-    previous = best;
-    runPeak = row[best]!;
+    for (let index = 1; index < classes; index++) if (probabilities[step * classes + index]! > probabilities[step * classes + best]!) best = index;
+    path.push(best);
+    logProbability += Math.log(probabilities[step * classes + best]!);
   }
-  closeRun();
-  return { text, digitProbabilities, pointProbability };
+  return { ...collapse(path, probabilities, classes), logProbability };
 }
 
-/** Wheel layouts the model was trained on: 5 whole-unit wheels, optionally 3 fractional (red) wheels. */
-const KNOWN_LAYOUT = /^\d{5}(\.\d{3})?$/;
-/** Anything else that still reads as a number: shown, but never trusted above this confidence. */
-const UNUSUAL_LAYOUT_CONFIDENCE_CAP = 40;
-const READING = /^\d+(\.\d+)?$/;
+/**
+ * The most probable CTC path whose text fits `layout` (Viterbi over the layout's slots: each slot is one run of
+ * a character, blanks may come between and around runs and must separate equal neighbours).
+ */
+export function decodeInLayout(
+  probabilities: Float32Array, steps: number, classes: number, layout: string,
+): DecodedStrip & { logProbability: number } {
+  const slots = [...layout].map((kind) => (kind === '.' ? [POINT] : DIGITS));
+  const slotCount = slots.length;
+  // State ids: `j` = blank after j slots (0..slotCount); slotCount + 1 + k * classes + c = slot k showing class c.
+  const stateCount = slotCount + 1 + slotCount * classes;
+  const charState = (slot: number, symbol: number) => slotCount + 1 + slot * classes + symbol;
+  let score = new Float64Array(stateCount).fill(-Infinity);
+  let next = new Float64Array(stateCount);
+  const back = new Int32Array(steps * stateCount).fill(-1);
+  const logAt = (step: number, symbol: number) => Math.log(Math.max(probabilities[step * classes + symbol]!, 1e-30));
+
+  score[0] = logAt(0, BLANK);
+  for (const symbol of slots[0]!) score[charState(0, symbol)] = logAt(0, symbol);
+  for (let step = 1; step < steps; step++) {
+    next.fill(-Infinity);
+    const offset = step * stateCount;
+    for (let blank = 0; blank <= slotCount; blank++) {
+      let best = score[blank]!, from = blank;
+      if (blank > 0) {
+        for (const symbol of slots[blank - 1]!) {
+          if (score[charState(blank - 1, symbol)]! > best) { best = score[charState(blank - 1, symbol)]!; from = charState(blank - 1, symbol); }
+        }
+      }
+      next[blank] = best + logAt(step, BLANK);
+      back[offset + blank] = from;
+    }
+    for (let slot = 0; slot < slotCount; slot++) {
+      for (const symbol of slots[slot]!) {
+        const state = charState(slot, symbol);
+        let best = score[state]!, from = state;
+        if (score[slot]! > best) { best = score[slot]!; from = slot; }
+        if (slot > 0) {
+          for (const previous of slots[slot - 1]!) {
+            if (previous !== symbol && score[charState(slot - 1, previous)]! > best) {
+              best = score[charState(slot - 1, previous)]!;
+              from = charState(slot - 1, previous);
+            }
+          }
+        }
+        next[state] = best + logAt(step, symbol);
+        back[offset + state] = from;
+      }
+    }
+    [score, next] = [next, score];
+  }
+
+  let end = slotCount;
+  for (const symbol of slots[slotCount - 1]!) if (score[charState(slotCount - 1, symbol)]! > score[end]!) end = charState(slotCount - 1, symbol);
+  const logProbability = score[end]!;
+  const path = new Array<number>(steps);
+  for (let step = steps - 1, state = end; step >= 0; step--) {
+    path[step] = state <= slotCount ? BLANK : (state - slotCount - 1) % classes;
+    state = back[step * stateCount + state]!;
+  }
+  return { ...collapse(path, probabilities, classes), logProbability };
+}
+
+/** The model's reading in whichever trained layout it finds most probable. */
+export function readInLayouts(probabilities: Float32Array, steps: number, classes: number): LayoutReading {
+  const free = decodeCtc(probabilities, steps, classes);
+  const candidates = LAYOUTS.map((layout) => decodeInLayout(probabilities, steps, classes, layout));
+  const best = candidates.reduce((a, b) => (b.logProbability > a.logProbability ? b : a));
+  const { logProbability, ...strip } = best;
+  return { ...strip, layoutFit: Math.min(1, Math.exp(logProbability - free.logProbability)) };
+}
+
+function collapse(path: number[], probabilities: Float32Array, classes: number): DecodedStrip {
+  const runs: Array<{ symbol: number; peak: number }> = [];
+  path.forEach((symbol, step) => {
+    if (symbol === BLANK) return;
+    const probability = probabilities[step * classes + symbol]!;
+    if (step > 0 && path[step - 1] === symbol) runs.at(-1)!.peak = Math.max(runs.at(-1)!.peak, probability);
+    else runs.push({ symbol, peak: probability });
+  });
+  const points = runs.filter((run) => run.symbol === POINT).map((run) => run.peak);
+  return {
+    text: runs.map((run) => ALPHABET[run.symbol - 1]).join(''),
+    digitProbabilities: runs.filter((run) => run.symbol !== POINT).map((run) => run.peak),
+    pointProbability: points.length ? Math.min(...points) : undefined,
+  };
+}
 
 export interface FormattedReading {
   reading: string;
@@ -56,20 +136,20 @@ export interface FormattedReading {
   digitConfidences: number[];
 }
 
+const READING = /^\d+(\.\d+)?$/;
+
 /**
- * Turns a decoded strip into the reading as the dial shows it (leading zeros and the decimal point kept)
- * with its confidence: the weakest digit's probability, times how sure the model is of the orientation,
- * capped for layouts it never saw in training. Undefined when the text is not a number (e.g. `..`, ``).
+ * The reading as the dial shows it (leading zeros and the decimal point kept) with its confidence: the weakest
+ * digit's (or point's) probability, times how sure the model is of the orientation and of the layout.
+ * Undefined when the text is not a number.
  */
-export function formatReading(strip: DecodedStrip, orientationProbability: number): FormattedReading | undefined {
+export function formatReading(strip: LayoutReading, orientationProbability: number): FormattedReading | undefined {
   if (!READING.test(strip.text)) return undefined;
   const weakest = Math.min(...strip.digitProbabilities, strip.pointProbability ?? 1);
-  let confidence = 100 * weakest * orientationProbability;
-  if (!KNOWN_LAYOUT.test(strip.text)) confidence = Math.min(confidence, UNUSUAL_LAYOUT_CONFIDENCE_CAP);
   return {
     reading: strip.text,
     value: Number(strip.text),
-    confidence,
+    confidence: 100 * weakest * orientationProbability * strip.layoutFit,
     digitConfidences: strip.digitProbabilities.map((p) => Math.round(100 * p)),
   };
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
-import { decodeCtc, formatReading } from './decode.ts';
+import { decodeCtc, formatReading, readInLayouts } from './decode.ts';
 import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowFromMask, type RgbImage, type Window } from './geometry.ts';
 import {
   ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILE,
@@ -45,11 +45,16 @@ async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceS
   const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
   if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
   const perStrip = steps! * classes!;
-  const strip = decodeCtc(probabilities.subarray(chosen * perStrip, (chosen + 1) * perStrip), steps!, classes!);
+  const stripProbabilities = probabilities.subarray(chosen * perStrip, (chosen + 1) * perStrip);
+  const strip = readInLayouts(stripProbabilities, steps!, classes!);
   const formatted = formatReading(strip, orientationProbability);
   const window = scaleWindow(windows[chosen]!, toNormalised);
-  const raw = { text: strip.text, upsideDown: Array.from(upsideDown), orientationProbability };
-  if (strip.text === '') throw new ReaderError('unreadable', 'the local model found no digits in the counter window');
+  const raw = {
+    freeText: decodeCtc(stripProbabilities, steps!, classes!).text,
+    layoutFit: strip.layoutFit,
+    upsideDown: Array.from(upsideDown),
+    orientationProbability,
+  };
   if (!formatted) throw new ReaderError('unparseable', `the local model read "${strip.text}", which is not a number`);
   return {
     reading: formatted.reading,

@@ -1,0 +1,37 @@
+/** Smoke test on a few real validation photos; skipped where ../shared/datasets is absent (e.g. a fresh clone). */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { loadConfig } from '../../src/config.ts';
+import { loadFileList, loadLabelledPhotos } from '../../src/eval/dataset.ts';
+import { isExact } from '../../src/eval/metrics.ts';
+import { createLocalReader } from '../../src/readers/local.ts';
+import { ReaderError } from '../../src/readers/reader.ts';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
+const DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
+const PHOTOS_PER_DATASET = 4;
+const LAYOUT: Record<string, RegExp> = { toloka: /^\d{5}\.\d{3}$/, bdci2020: /^\d{5}$/ };
+
+t.test('reads real validation photos', { skip: !existsSync(DATASETS) && `no datasets at ${DATASETS}` }, async (t) => {
+  const reader = await createLocalReader(loadConfig({}));
+  if (!reader) return t.skip('no local model weights');
+  let exact = 0, read = 0;
+  for (const dataset of Object.keys(LAYOUT)) {
+    const only = await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${dataset}-val.txt`));
+    const photos = (await loadLabelledPhotos(path.join(DATASETS, dataset), only)).slice(0, PHOTOS_PER_DATASET);
+    for (const photo of photos) {
+      const image = readFileSync(path.join(DATASETS, dataset, photo.file));
+      try {
+        const result = await reader.read(image, AbortSignal.timeout(30_000));
+        read++;
+        t.match(result.reading, LAYOUT[dataset]!, `${dataset}/${photo.file} in the dial's layout`);
+        if (isExact({ file: photo.file, accepted: photo.accepted, predicted: result.reading, confidence: result.confidence, latencyMs: 0 })) exact++;
+      } catch (error) {
+        t.ok(error instanceof ReaderError, `${dataset}/${photo.file}: only a ReaderError may be thrown`);
+      }
+    }
+  }
+  // A smoke test, not the accuracy bar (`npm run eval` measures that): most of these should read exactly.
+  t.ok(exact >= read / 2, `${exact} of ${read} photos read exactly`);
+});

@@ -1,0 +1,89 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import t from 'tap';
+import { loadConfig } from '../../src/config.ts';
+import { createLocalReader } from '../../src/readers/local.ts';
+import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
+import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
+
+const MODEL_DIR = loadConfig({}).localModelDir;
+const weightsShipped = MODEL_FILES.every((file) => existsSync(path.join(MODEL_DIR, file)));
+
+interface Drawn { image: Buffer; counter: { left: number; top: number; width: number; height: number } }
+
+/**
+ * A meter photo drawn from SVG: a dial on a grey wall, the counter window with 5 black and 3 red wheels
+ * (white digits on dark wheels, as many meters print them), at `scale` times 700 x 500 px.
+ */
+async function drawMeter(wholeUnits: string, fraction: string, scale = 1): Promise<Drawn> {
+  const wheelWidth = 34, wheelHeight = 52, left = 350 - (wholeUnits.length + fraction.length) * wheelWidth / 2, top = 200;
+  const wheels = [...wholeUnits + fraction].map((digit, i) => {
+    const x = left + i * wheelWidth;
+    const fill = i < wholeUnits.length ? '#111' : '#b00';
+    return `<rect x="${x + 2}" y="${top + 4}" width="${wheelWidth - 4}" height="${wheelHeight - 8}" fill="${fill}"/>` +
+      `<text x="${x + wheelWidth / 2}" y="${top + 40}" font-family="DejaVu Sans" font-size="34" fill="#f4f4f4" text-anchor="middle">${digit}</text>`;
+  }).join('');
+  const width = (wholeUnits.length + fraction.length) * wheelWidth;
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${700 * scale}" height="${500 * scale}" viewBox="0 0 700 500">
+    <rect width="700" height="500" fill="#8a8f94"/>
+    <circle cx="350" cy="240" r="210" fill="#e9e9e4" stroke="#555" stroke-width="14"/>
+    <text x="350" y="150" font-family="DejaVu Sans" font-size="22" fill="#333" text-anchor="middle">m³  CB-15</text>
+    <rect x="${left - 6}" y="${top - 4}" width="${width + 12}" height="${wheelHeight + 8}" fill="#ccc" stroke="#222" stroke-width="3"/>
+    ${wheels}
+    <circle cx="420" cy="340" r="30" fill="none" stroke="#b00" stroke-width="3"/></svg>`;
+  const image = await sharp(Buffer.from(svg)).jpeg({ quality: 88 }).toBuffer();
+  return { image, counter: { left: (left - 6) * scale, top: (top - 4) * scale, width: (width + 12) * scale, height: (wheelHeight + 8) * scale } };
+}
+
+const signal = () => AbortSignal.timeout(30_000);
+
+t.test('no weights in LOCAL_MODEL_DIR: no local reader', async (t) => {
+  const empty = await mkdtemp(path.join(tmpdir(), 'meterlens-nomodel-'));
+  t.equal(await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: empty })), undefined);
+});
+
+t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DIR}` }, async (t) => {
+  const reader = (await createLocalReader(loadConfig({})))! as MeterReader;
+  t.equal(reader.name, 'local');
+
+  t.test('reads a drawn meter: reading, value, confidences and the counter box in the frame it was sent', async (t) => {
+    for (const scale of [1, 2.2]) {
+      const { image, counter } = await drawMeter('00758', '407', scale);
+      const result = await reader.read(image, signal());
+      t.match(result.reading, /^\d{5}(\.\d{3})?$/);
+      t.equal(result.value, Number(result.reading));
+      t.ok(Number.isInteger(result.confidence) && result.confidence >= 0 && result.confidence <= 100);
+      t.equal(result.model, 'local-crnn-v1');
+      t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
+      t.equal(result.counterBox?.length, 4);
+      const xs = result.counterBox!.map(([x]) => x), ys = result.counterBox!.map(([, y]) => y);
+      const centre = [(Math.min(...xs) + Math.max(...xs)) / 2, (Math.min(...ys) + Math.max(...ys)) / 2];
+      t.ok(Math.abs(centre[0]! - (counter.left + counter.width / 2)) < counter.width / 4, `box centre x at scale ${scale}`);
+      t.ok(Math.abs(centre[1]! - (counter.top + counter.height / 2)) < counter.height, `box centre y at scale ${scale}`);
+    }
+  });
+
+  t.test('bytes that are not an image are unreadable', async (t) => {
+    const error = await reader.read(Buffer.from('not a photo'), signal()).catch((e: unknown) => e);
+    t.ok(error instanceof ReaderError);
+    t.equal((error as ReaderError).kind, 'unreadable');
+  });
+
+  t.test('an aborted read rejects with the abort reason', async (t) => {
+    const { image } = await drawMeter('01348', '');
+    const controller = new AbortController();
+    controller.abort(new Error('caller gave up'));
+    await t.rejects(reader.read(image, controller.signal), /caller gave up/);
+  });
+
+  t.test('concurrent reads each get their own answer', async (t) => {
+    const photos = await Promise.all([drawMeter('00123', '456'), drawMeter('04071', '', 1.5), drawMeter('00950', '018', 0.8)]);
+    const oneByOne = [];
+    for (const { image } of photos) oneByOne.push((await reader.read(image, signal())).reading);
+    const together = await Promise.all(photos.map(({ image }) => reader.read(image, signal())));
+    t.same(together.map((r) => r.reading), oneByOne);
+  });
+});
