@@ -11,6 +11,11 @@ export interface Config {
   logLevel: string;
   /** Public base URL printed at start-up and used in links. */
   publicUrl: string | undefined;
+  /**
+   * Proxies in front of the app whose X-Forwarded-* headers are believed (1 on Heroku-style
+   * platforms); 0 when clients connect directly, so they cannot claim another address.
+   */
+  trustProxyHops: number;
 
   maxImagePixels: number;
   /** Long side of the normalised image handed to readers. */
@@ -58,6 +63,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer(env, 'PORT', 3000),
     logLevel: env.LOG_LEVEL ?? 'info',
     publicUrl: env.PUBLIC_URL || undefined,
+    trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 1),
 
     maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
     normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
