@@ -43,11 +43,16 @@ export async function evalReader(
         validation: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         worst: { type: 'string', default: '10' },
+        help: { type: 'boolean', default: false },
       },
     }));
   } catch (error) {
     console.error(`${(error as Error).message}\n${USAGE}`);
     return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
   }
   const worst = Number(values.worst);
   if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined)) {

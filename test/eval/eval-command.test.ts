@@ -1,0 +1,87 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { evalReader } from '../../src/cli/eval.ts';
+import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
+
+/** Answers from a table keyed by the photo's bytes, so the test controls every reading. */
+function tableReader(answers: Record<string, { reading: string; confidence: number } | 'unreadable'>): MeterReader {
+  return {
+    name: 'table',
+    async read(image) {
+      const answer = answers[image.toString()];
+      if (!answer || answer === 'unreadable') throw new ReaderError('unreadable', 'no counter');
+      return { ...answer, value: Number(answer.reading), model: 'table', raw: null };
+    },
+  };
+}
+
+async function dataset(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-evalcmd-'));
+  await writeFile(path.join(dir, 'labels.csv'), 'file,reading,alternatives\na.jpg,00720,00720|00721\nb.jpg,454.0,\nc.jpg,1,\n');
+  for (const name of ['a', 'b', 'c']) await writeFile(path.join(dir, `${name}.jpg`), name);
+  await writeFile(path.join(dir, 'only-ab.txt'), 'a.jpg\nb.jpg\n');
+  return dir;
+}
+
+async function captureLog(run: () => Promise<number>): Promise<{ code: number; output: string }> {
+  const lines: string[] = [];
+  const original = console.log;
+  console.log = (...parts: unknown[]) => lines.push(parts.join(' '));
+  try {
+    return { code: await run(), output: lines.join('\n') };
+  } finally {
+    console.log = original;
+  }
+}
+
+const reader = tableReader({ a: { reading: '00721', confidence: 97 }, b: { reading: '00454.000', confidence: 85 }, c: 'unreadable' });
+
+t.test('--json: metrics per dataset and the model load time', async (t) => {
+  const dir = await dataset();
+  const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--json'], 'table', async () => reader));
+  t.equal(code, 0);
+  const report = JSON.parse(output);
+  t.equal(report.reader, 'table');
+  t.type(report.modelLoadMs, 'number');
+  const summary = report.datasets[0].summary;
+  t.equal(summary.photos, 3);
+  t.equal(summary.exact, 2 / 3);
+  t.same(summary.selective.map((s: { coverage: number }) => s.coverage), [2 / 3, 2 / 3, 1 / 3, 1 / 3]);
+  t.equal(summary.worst[0].file, 'c.jpg');
+  t.match(summary.worst[0].error, /unreadable/);
+});
+
+t.test('--files limits the photos; the text report names the misreads', async (t) => {
+  const dir = await dataset();
+  const { code, output } = await captureLog(() =>
+    evalReader(['--dataset', dir, '--files', path.join(dir, 'only-ab.txt')], 'table', async () => reader));
+  t.equal(code, 0);
+  t.match(output, /table on .*: 2 photos/);
+  t.match(output, /exact reading\s+100\.0%/);
+  t.match(output, /confidence ≥ 95\s+100\.0%  of  50\.0%/);
+  t.match(output, /table model load: \d+ ms/);
+});
+
+t.test('--help prints the usage and exits 0', async (t) => {
+  const { code, output } = await captureLog(() => evalReader(['--help'], 'table', async () => reader));
+  t.equal(code, 0);
+  t.match(output, /usage: meterlens eval --dataset DIR/);
+});
+
+t.test('bad arguments exit 2 without loading a model; a missing model exits 1', async (t) => {
+  let created = 0;
+  const create = async () => { created++; return reader; };
+  const quiet = async (args: string[], make = create) => {
+    const original = console.error;
+    console.error = () => {};
+    try { return await evalReader(args, 'table', make); } finally { console.error = original; }
+  };
+  t.equal(await quiet([]), 2);
+  t.equal(await quiet(['--dataset', 'x', '--validation']), 2);
+  t.equal(await quiet(['--dataset', 'x', '--worst', 'many']), 2);
+  t.equal(await quiet(['--bogus']), 2);
+  t.equal(created, 0);
+  t.equal(await quiet(['--dataset', await dataset()], async () => undefined), 1);
+});
