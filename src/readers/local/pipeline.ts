@@ -6,7 +6,7 @@ import { decodeCtc, formatReading, readInLayouts } from './decode.ts';
 import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowFromMask, type RgbImage, type Window } from './geometry.ts';
 import {
   ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILE,
-  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_WIDTH, WORKING_LONG_SIDE,
+  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
 export const MODEL_FILES = [LOCALISER_FILE, READER_FILE];
@@ -31,28 +31,31 @@ async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceS
   if (!found) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
   // The localiser cannot tell left from right: read the strip both ways round and trust the orientation head.
+  // Each way is read in a few crops of different height (the mask is coarse across the window) and averaged.
   const windows = [found, turnWindow(found)];
-  const strips = new Float32Array(2 * 3 * STRIP_HEIGHT * STRIP_WIDTH);
-  windows.forEach((window, i) =>
-    rectifyInto(photo, window, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_WIDTH, STRIP_HEIGHT, strips, i * 3 * STRIP_HEIGHT * STRIP_WIDTH));
-  const output = await reader.run({ strip: new ort.Tensor('float32', strips, [2, 3, STRIP_HEIGHT, STRIP_WIDTH]) });
-  const probabilities = output.probabilities!.data as Float32Array;
-  const upsideDown = output.upside_down!.data as Float32Array;
+  const views = STRIP_MARGINS_Y.length;
+  const stripSize = 3 * STRIP_HEIGHT * STRIP_WIDTH;
+  const strips = new Float32Array(windows.length * views * stripSize);
+  windows.forEach((window, w) => STRIP_MARGINS_Y.forEach((marginY, v) =>
+    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, (w * views + v) * stripSize)));
+  const output = await reader.run({ strip: new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]) });
   const [, steps, classes] = output.probabilities!.dims as number[];
+  const perStrip = steps! * classes!;
+  const probabilitiesByWay = windows.map((_, w) => meanOfViews(output.probabilities!.data as Float32Array, w * views, views, perStrip));
+  const upsideDown = windows.map((_, w) => meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!);
 
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
   if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
-  const perStrip = steps! * classes!;
-  const stripProbabilities = probabilities.subarray(chosen * perStrip, (chosen + 1) * perStrip);
+  const stripProbabilities = probabilitiesByWay[chosen]!;
   const strip = readInLayouts(stripProbabilities, steps!, classes!);
   const formatted = formatReading(strip, orientationProbability);
   const window = scaleWindow(windows[chosen]!, toNormalised);
   const raw = {
     freeText: decodeCtc(stripProbabilities, steps!, classes!).text,
     layoutFit: strip.layoutFit,
-    upsideDown: Array.from(upsideDown),
+    upsideDown,
     orientationProbability,
   };
   if (!formatted) throw new ReaderError('unparseable', `the local model read "${strip.text}", which is not a number`);
@@ -102,4 +105,13 @@ async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promi
   const window = windowFromMask(probabilities, cells, cells);
   if (!window) return undefined;
   return scaleWindow(window, (LOCALISER_STRIDE * Math.max(photo.width, photo.height)) / LOCALISER_INPUT);
+}
+
+/** Element-wise mean of `count` consecutive blocks of `size` values, starting at block `first`. */
+function meanOfViews(values: Float32Array, first: number, count: number, size: number): Float32Array {
+  const mean = new Float32Array(size);
+  for (let block = first; block < first + count; block++) {
+    for (let i = 0; i < size; i++) mean[i]! += values[block * size + i]! / count;
+  }
+  return mean;
 }
