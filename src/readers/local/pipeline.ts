@@ -10,6 +10,8 @@ import {
 } from './spec.ts';
 
 export const MODEL_FILES = [LOCALISER_FILE, READER_FILE];
+/** The second look at the window covers this many window widths around it. */
+const REFINE_CONTEXT = 2.5;
 
 /** The two-stage model: find the counter window, then read the strip cut out of it. Runs on the calling thread. */
 export interface MeterModel {
@@ -86,9 +88,28 @@ async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toNormalis
   }
 }
 
+/**
+ * The counter window in the photo's pixels: found in the whole photo, then found again in a crop around it,
+ * where the window covers several times more mask cells (the second look sharpens the rectangle).
+ */
 async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window | undefined> {
+  const whole = { left: 0, top: 0, width: photo.width, height: photo.height };
+  const first = await findWindow(localiser, photo, whole);
+  if (!first) return undefined;
+  const side = Math.round(2 * REFINE_CONTEXT * first.halfWidth);
+  const left = clamp(Math.round(first.centre[0] - side / 2), 0, photo.width - 1);
+  const top = clamp(Math.round(first.centre[1] - side / 2), 0, photo.height - 1);
+  const region = { left, top, width: Math.min(side, photo.width - left), height: Math.min(side, photo.height - top) };
+  if (region.width < LOCALISER_STRIDE * 4 || region.height < LOCALISER_STRIDE * 4) return first;
+  return (await findWindow(localiser, photo, region)) ?? first;
+}
+
+/** Runs the localiser on `region` of the photo (long side scaled to the input) and fits the window there. */
+async function findWindow(
+  localiser: ort.InferenceSession, photo: RgbImage, region: { left: number; top: number; width: number; height: number },
+): Promise<Window | undefined> {
   const { data, info } = await sharp(photo.data, { raw: { width: photo.width, height: photo.height, channels: 3 } })
-    .resize(LOCALISER_INPUT, LOCALISER_INPUT, { fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
+    .extract(region).resize(LOCALISER_INPUT, LOCALISER_INPUT, { fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
   const plane = LOCALISER_INPUT * LOCALISER_INPUT;
   const input = new Float32Array(3 * plane).fill(-0.5);
   for (let y = 0; y < info.height; y++) {
@@ -101,10 +122,14 @@ async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promi
   const output = await localiser.run({ image: new ort.Tensor('float32', input, [1, 3, LOCALISER_INPUT, LOCALISER_INPUT]) });
   const logits = output.mask_logits!.data as Float32Array;
   const cells = LOCALISER_INPUT / LOCALISER_STRIDE;
-  const probabilities = logits.map((logit) => 1 / (1 + Math.exp(-logit)));
-  const window = windowFromMask(probabilities, cells, cells);
+  const window = windowFromMask(logits.map((logit) => 1 / (1 + Math.exp(-logit))), cells, cells);
   if (!window) return undefined;
-  return scaleWindow(window, (LOCALISER_STRIDE * Math.max(photo.width, photo.height)) / LOCALISER_INPUT);
+  const inRegion = scaleWindow(window, (LOCALISER_STRIDE * Math.max(region.width, region.height)) / LOCALISER_INPUT);
+  return { ...inRegion, centre: [inRegion.centre[0] + region.left, inRegion.centre[1] + region.top] };
+}
+
+function clamp(value: number, low: number, high: number): number {
+  return Math.max(low, Math.min(high, value));
 }
 
 /** Element-wise mean of `count` consecutive blocks of `size` values, starting at block `first`. */
