@@ -18,8 +18,8 @@ export interface SelectiveAccuracy {
   threshold: number;
   /** Share of photos read with at least this confidence. */
   coverage: number;
-  /** Exact-match rate among them; undefined when none. */
-  accuracy: number | undefined;
+  /** Exact-match rate among them; null when none. */
+  accuracy: number | null;
 }
 
 export interface EvalSummary {
@@ -86,7 +86,7 @@ export function summarise(cases: ScoredCase[], worstCount = 10): EvalSummary {
     return {
       threshold,
       coverage: ratio(covered.length, cases.length),
-      accuracy: covered.length ? ratio(covered.filter(isExact).length, covered.length) : undefined,
+      accuracy: covered.length ? ratio(covered.filter(isExact).length, covered.length) : null,
     };
   });
   const latencies = cases.map((c) => c.latencyMs).sort((a, b) => a - b);

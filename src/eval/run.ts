@@ -24,7 +24,7 @@ export async function readPhotos(reader: MeterReader, dir: string, photos: Label
 }
 
 export function formatSummary(title: string, summary: EvalSummary): string {
-  const percent = (value: number | undefined) => (value === undefined ? '   n/a' : `${(100 * value).toFixed(1).padStart(5)}%`);
+  const percent = (value: number | null) => (value === null ? '   n/a' : `${(100 * value).toFixed(1).padStart(5)}%`);
   const lines = [
     `${title}: ${summary.photos} photos`,
     `  exact reading               ${percent(summary.exact)}`,

@@ -73,7 +73,7 @@ t.test('--help prints the usage and exits 0', async (t) => {
 t.test('bad arguments exit 2 without loading a model; a missing model exits 1', async (t) => {
   let created = 0;
   const create = async () => { created++; return reader; };
-  const quiet = async (args: string[], make = create) => {
+  const quiet = async (args: string[], make: () => Promise<MeterReader | undefined> = create) => {
     const original = console.error;
     console.error = () => {};
     try { return await evalReader(args, 'table', make); } finally { console.error = original; }

@@ -64,8 +64,8 @@ t.test('summary: rates, selective accuracy by confidence, latency percentiles, c
   t.same(summary.worst.map((c) => c.accepted[0]), ['3.0', '4.0']);
 });
 
-t.test('selective accuracy is undefined where no reading is that confident', async (t) => {
-  t.equal(summarise([scored(['1'], '00001', 10)]).selective[3]!.accuracy, undefined);
+t.test('selective accuracy is null where no reading is that confident', async (t) => {
+  t.equal(summarise([scored(['1'], '00001', 10)]).selective[3]!.accuracy, null);
   t.equal(summarise([]).exact, 0);
 });
 

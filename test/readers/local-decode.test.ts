@@ -61,14 +61,15 @@ t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the di
   t.same([whole?.reading, whole?.value], ['01348', 1348]);
 });
 
-t.test('confidence: the weakest digit (or point) times the orientation and layout beliefs', async (t) => {
-  const digits = [0.99, 0.5, 0.99, 0.99, 0.99];
-  t.equal(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.confidence, 50);
-  t.equal(formatReading({ text: '00123', digitProbabilities: Array(5).fill(0.9), layoutFit: 1 }, 0.5)?.confidence, 45);
-  t.equal(formatReading({ text: '00123', digitProbabilities: Array(5).fill(0.9), layoutFit: 0.5 }, 1)?.confidence, 45);
-  const weakPoint = formatReading({ text: '00123.456', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.3, layoutFit: 1 }, 1);
-  t.equal(weakPoint?.confidence, 30);
-  t.same(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.digitConfidences, [99, 50, 99, 99, 99]);
+t.test('confidence: every digit (and the point) right, times the orientation and layout beliefs', async (t) => {
+  const digits = [1, 0.5, 1, 1, 0.8];
+  const close = (actual: number | undefined, expected: number) => t.ok(Math.abs(actual! - expected) < 1e-9, `${actual} ≈ ${expected}`);
+  close(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.confidence, 40);
+  close(formatReading({ text: '00123', digitProbabilities: Array(5).fill(1), layoutFit: 1 }, 0.5)?.confidence, 50);
+  close(formatReading({ text: '00123', digitProbabilities: Array(5).fill(1), layoutFit: 0.25 }, 1)?.confidence, 25);
+  const weakPoint = formatReading({ text: '00123.456', digitProbabilities: Array(8).fill(1), pointProbability: 0.3, layoutFit: 1 }, 1);
+  close(weakPoint?.confidence, 30);
+  t.same(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.digitConfidences, [100, 50, 100, 100, 80]);
 });
 
 t.test('text that is not a number is refused', async (t) => {

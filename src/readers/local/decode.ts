@@ -139,17 +139,17 @@ export interface FormattedReading {
 const READING = /^\d+(\.\d+)?$/;
 
 /**
- * The reading as the dial shows it (leading zeros and the decimal point kept) with its confidence: the weakest
- * digit's (or point's) probability, times how sure the model is of the orientation and of the layout.
- * Undefined when the text is not a number.
+ * The reading as the dial shows it (leading zeros and the decimal point kept) with its confidence: the chance
+ * that every digit (and the point) is right, taking them as independent, times how sure the model is of the
+ * orientation and of the layout. Undefined when the text is not a number.
  */
 export function formatReading(strip: LayoutReading, orientationProbability: number): FormattedReading | undefined {
   if (!READING.test(strip.text)) return undefined;
-  const weakest = Math.min(...strip.digitProbabilities, strip.pointProbability ?? 1);
+  const allRight = [...strip.digitProbabilities, strip.pointProbability ?? 1].reduce((product, p) => product * p, 1);
   return {
     reading: strip.text,
     value: Number(strip.text),
-    confidence: 100 * weakest * orientationProbability * strip.layoutFit,
+    confidence: 100 * allRight * orientationProbability * strip.layoutFit,
     digitConfidences: strip.digitProbabilities.map((p) => Math.round(100 * p)),
   };
 }
