@@ -19,6 +19,8 @@ from common import CACHE, DATASETS, MODELS, configure_threads, require_datasets,
 INPUT = 256
 STORE = 320
 STRIDE = 4
+# A labelled Toloka box less elongated than this is taken to be loose (a tilted counter) and not trained on.
+LOOSE_BOX_ASPECT = 2.5
 
 
 def conv_bn_relu(cin, cout, stride=1):
@@ -49,6 +51,13 @@ class Localiser(nn.Module):
         return self.head(d)
 
 
+def loose_box(row):
+    """Toloka boxes are axis-aligned: around a tilted counter they are nearly square and mostly not counter."""
+    (x1, y1), (x2, y2) = row['quad'][0], row['quad'][2]
+    sides = sorted((abs(x2 - x1), abs(y2 - y1)))
+    return row['dataset'] == 'toloka' and sides[1] < LOOSE_BOX_ASPECT * sides[0]
+
+
 def load_canvas(row):
     """Photo on a STORE x STORE black canvas (long side STORE) and its filled counter-window mask."""
     image = Image.open(DATASETS / row['dataset'] / row['file']).convert('RGB')
@@ -62,7 +71,7 @@ def load_canvas(row):
 
 
 def load_all(rows, tag):
-    cache_file = CACHE / f'localiser-{tag}-{STORE}.npz'
+    cache_file = CACHE / f'localiser-{tag}-{len(rows)}-{STORE}.npz'
     if cache_file.exists():
         data = np.load(cache_file)
         return data['images'], data['masks']
@@ -129,7 +138,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--minutes', type=float, default=30)
     parser.add_argument('--batch', type=int, default=24)
+    parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--output', default=str(MODELS / 'localiser.onnx'))
     args = parser.parse_args()
     require_datasets()
     configure_threads()
@@ -138,7 +149,7 @@ def main():
     train_rows, validation_rows = [], []
     for dataset in ('toloka', 'bdci2020'):
         train, validation = split_rows(dataset)
-        train_rows += train
+        train_rows += [row for row in train if not loose_box(row)]
         validation_rows += validation
     images, masks = to_tensors(*load_all(train_rows, 'train'))
     val_images, val_masks = to_tensors(*load_all(validation_rows, 'val'))
@@ -150,8 +161,8 @@ def main():
     deadline = time.time() + args.minutes * 60
     started = time.time()
     step = 0
-    while time.time() < deadline:
-        progress = (time.time() - started) / (deadline - started)
+    while (step < args.steps) if args.steps else (time.time() < deadline):
+        progress = step / args.steps if args.steps else (time.time() - started) / (deadline - started)
         for group in optimiser.param_groups:
             group['lr'] = 2e-3 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
         index = torch.randint(0, images.shape[0], (args.batch,), generator=generator)
@@ -170,10 +181,12 @@ def main():
 
     model.eval()
     MODELS.mkdir(exist_ok=True)
-    torch.onnx.export(model, torch.zeros(1, 3, INPUT, INPUT), MODELS / 'localiser.onnx', input_names=['image'],
+    CACHE.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), CACHE / 'localiser.pt')
+    torch.onnx.export(model, torch.zeros(1, 3, INPUT, INPUT), args.output, input_names=['image'],
                       output_names=['mask_logits'], dynamic_axes={'image': {0: 'batch'}, 'mask_logits': {0: 'batch'}},
                       opset_version=13)
-    print('exported', MODELS / 'localiser.onnx')
+    print('exported', args.output)
 
 
 if __name__ == '__main__':

@@ -21,8 +21,10 @@ from synth import load_digit_crops, synthetic_strip
 HEIGHT, WIDTH = 32, 160
 # Margins the service adds around the localised window, as fractions of its width and height per side.
 MARGIN_X, MARGIN_Y = 0.05, 0.15
-SYNTHETIC_SHARE = 0.25
-UPSIDE_DOWN_SHARE = 0.3
+SYNTHETIC_SHARE = 0.15
+UPSIDE_DOWN_SHARE = 0.2
+# Toloka's 8-wheel counters are the harder read: they are drawn this many times as often as a bdci2020 window.
+TOLOKA_WEIGHT = 2.0
 
 
 def conv_bn_relu(cin, cout, kernel=3, padding=1):
@@ -130,14 +132,14 @@ def greedy_decode(probabilities):
     return ''.join(out)
 
 
-def make_batch(windows, crops, size, rng):
+def make_batch(windows, window_weights, crops, size, rng):
     images, targets, lengths, upside_down = [], [], [], []
     for _ in range(size):
         if rng.random() < SYNTHETIC_SHARE:
             strip, reading = synthetic_strip(crops, rng)
             strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
         else:
-            image, quad, reading = windows[rng.randrange(len(windows))]
+            image, quad, reading, _ = windows[rng.pick(window_weights)]
             strip = rectify(image, jittered_quad(quad, rng),
                             MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2))
         flipped = rng.random() < UPSIDE_DOWN_SHARE
@@ -158,12 +160,12 @@ def evaluate(model, windows):
     with torch.no_grad():
         for start in range(0, len(windows), 64):
             chunk = windows[start:start + 64]
-            strips = [rectify(image, quad, MARGIN_X, MARGIN_Y) for image, quad, _ in chunk]
+            strips = [rectify(image, quad, MARGIN_X, MARGIN_Y) for image, quad, *_ in chunk]
             upright = torch.stack([to_tensor(np.asarray(s, np.float32) / 255) for s in strips])
             flipped = torch.flip(upright, (2, 3))
             logits, up_score = model(upright)
             _, flip_score = model(flipped)
-            for i, (_, _, reading) in enumerate(chunk):
+            for i, (_, _, reading, _) in enumerate(chunk):
                 exact += greedy_decode(logits[i].softmax(1)) == reading
                 orientation += (up_score[i] < flip_score[i]).item()
     model.train()
@@ -178,7 +180,7 @@ def usable_windows(rows):
         if row['dataset'] == 'toloka' and (x2 - x1) < (y3 - y1):
             continue
         image, quad = load_window(row)
-        windows.append((image, quad, row['reading']))
+        windows.append((image, quad, row['reading'], row['dataset']))
     return windows
 
 
@@ -186,7 +188,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--minutes', type=float, default=40)
     parser.add_argument('--batch', type=int, default=32)
+    parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--output', default=str(MODELS / 'reader.onnx'))
     args = parser.parse_args()
     require_datasets()
     configure_threads()
@@ -200,15 +204,18 @@ def main():
         train_rows += train
         validation[dataset] = usable_windows(validation_rows)
     windows = usable_windows(train_rows)
+    window_weights = np.array([TOLOKA_WEIGHT if dataset == 'toloka' else 1.0 for *_, dataset in windows])
+    window_weights /= window_weights.sum()
     crops = load_digit_crops()
     print(f'{len(windows)} training windows, {sum(len(v) for v in crops.values())} digit crops', flush=True)
 
     class BatchRandom:
-        """numpy's Generator for numbers plus the stdlib's randrange/randint/choice the helpers use."""
+        """numpy's Generator for numbers and weighted picks, plus the stdlib's randrange/randint/choice the helpers use."""
         random = staticmethod(py_rng.random)
         randrange = staticmethod(py_rng.randrange)
         randint = staticmethod(py_rng.randint)
         choice = staticmethod(py_rng.choice)
+        pick = staticmethod(lambda weights: int(rng.choice(len(weights), p=weights)))
         uniform = staticmethod(rng.uniform)
         normal = staticmethod(rng.normal)
 
@@ -219,11 +226,11 @@ def main():
     deadline = time.time() + args.minutes * 60
     started = time.time()
     step = 0
-    while time.time() < deadline:
-        progress = (time.time() - started) / (deadline - started)
+    while (step < args.steps) if args.steps else (time.time() < deadline):
+        progress = step / args.steps if args.steps else (time.time() - started) / (deadline - started)
         for group in optimiser.param_groups:
             group['lr'] = 1.5e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-        images, targets, lengths, upside_down = make_batch(windows, crops, args.batch, BatchRandom)
+        images, targets, lengths, upside_down = make_batch(windows, window_weights, crops, args.batch, BatchRandom)
         logits, up_logit = model(images)
         log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
         keep = lengths > 0
@@ -245,12 +252,14 @@ def main():
         print(f'final {dataset} validation exact/orientation: {evaluate(model, val)} after {step} steps', flush=True)
 
     model.eval()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), CACHE / 'reader.pt')
     MODELS.mkdir(exist_ok=True)
-    torch.onnx.export(Exported(model), torch.zeros(1, 3, HEIGHT, WIDTH), MODELS / 'reader.onnx',
+    torch.onnx.export(Exported(model), torch.zeros(1, 3, HEIGHT, WIDTH), args.output,
                       input_names=['strip'], output_names=['probabilities', 'upside_down'],
                       dynamic_axes={'strip': {0: 'batch'}, 'probabilities': {0: 'batch'}, 'upside_down': {0: 'batch'}},
                       opset_version=13)
-    print('exported', MODELS / 'reader.onnx')
+    print('exported', args.output)
 
 
 if __name__ == '__main__':
