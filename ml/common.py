@@ -1,8 +1,11 @@
-"""Shared pieces of the Meterlens training code: dataset discovery, the fixed validation split, seeds."""
+"""Shared pieces of the Meterlens training code: dataset discovery, the fixed validation split, seeds,
+the options and step budget every training run has."""
+import argparse
 import csv
 import hashlib
 import os
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +37,30 @@ def configure_threads():
     # Debian's torch with OpenBLAS: one BLAS thread and two torch threads is ~5x faster here than the default.
     os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
     torch.set_num_threads(int(os.environ.get('TORCH_THREADS', '2')))
+
+
+def start_training(minutes, batch, output):
+    """Parses the options both training scripts take, then checks the data, threads and seeds."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--minutes', type=float, default=minutes)
+    parser.add_argument('--batch', type=int, default=batch)
+    parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--output', default=str(output))
+    args = parser.parse_args()
+    require_datasets()
+    configure_threads()
+    seed_everything(args.seed)
+    return args
+
+
+def training_progress(args, started):
+    """Before each step, how far along the run is (0..1); stops after --steps batches, or --minutes from `started`."""
+    deadline = started + args.minutes * 60
+    step = 0
+    while (step < args.steps) if args.steps else (time.time() < deadline):
+        yield step / args.steps if args.steps else min((time.time() - started) / (deadline - started), 1.0)
+        step += 1
 
 
 def in_validation(file_name):

@@ -4,7 +4,6 @@ Input: the whole photo resized so its long side is INPUT px, placed top-left on 
 RGB scaled to [-0.5, 0.5]. Output: logits of "inside the counter window" at 1/4 resolution.
 The service turns the mask into a rotated rectangle (src/readers/local/geometry.ts).
 """
-import argparse
 import math
 import time
 
@@ -14,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from common import CACHE, DATASETS, MODELS, configure_threads, require_datasets, seed_everything, split_rows
+from common import CACHE, DATASETS, MODELS, split_rows, start_training, training_progress
 
 INPUT = 256
 STORE = 320
@@ -135,16 +134,7 @@ def validation_iou(model, images, masks):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--minutes', type=float, default=30)
-    parser.add_argument('--batch', type=int, default=24)
-    parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')
-    parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--output', default=str(MODELS / 'localiser.onnx'))
-    args = parser.parse_args()
-    require_datasets()
-    configure_threads()
-    seed_everything(args.seed)
+    args = start_training(minutes=30, batch=24, output=MODELS / 'localiser.onnx')
 
     train_rows, validation_rows = [], []
     for dataset in ('toloka', 'bdci2020'):
@@ -158,13 +148,11 @@ def main():
     model = Localiser()
     optimiser = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-4)
     generator = torch.Generator().manual_seed(args.seed)
-    deadline = time.time() + args.minutes * 60
     started = time.time()
     step = 0
-    while (step < args.steps) if args.steps else (time.time() < deadline):
-        progress = step / args.steps if args.steps else (time.time() - started) / (deadline - started)
+    for progress in training_progress(args, started):
         for group in optimiser.param_groups:
-            group['lr'] = 2e-3 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+            group['lr'] = 2e-3 * 0.5 * (1 + math.cos(math.pi * progress))
         index = torch.randint(0, images.shape[0], (args.batch,), generator=generator)
         x, target = augment(images[index], masks[index], generator)
         loss = loss_fn(model(x), target)

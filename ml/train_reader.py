@@ -4,7 +4,6 @@ Input: the counter window rectified to HEIGHT x WIDTH RGB in [-0.5, 0.5] (src/re
 crops it with MARGIN_X / MARGIN_Y around the localised window). Outputs: per-step class probabilities over
 blank + ALPHABET, and the probability that the strip is upside down.
 """
-import argparse
 import math
 import random
 import time
@@ -15,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import ALPHABET, CACHE, DATASETS, MODELS, configure_threads, require_datasets, seed_everything, split_rows
+from common import ALPHABET, CACHE, DATASETS, MODELS, split_rows, start_training, training_progress
 from synth import load_digit_crops, synthetic_strip
 
 HEIGHT, WIDTH = 32, 160
@@ -185,16 +184,7 @@ def usable_windows(rows):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--minutes', type=float, default=40)
-    parser.add_argument('--batch', type=int, default=32)
-    parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')
-    parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--output', default=str(MODELS / 'reader.onnx'))
-    args = parser.parse_args()
-    require_datasets()
-    configure_threads()
-    seed_everything(args.seed)
+    args = start_training(minutes=40, batch=32, output=MODELS / 'reader.onnx')
     rng = np.random.default_rng(args.seed)
     py_rng = random.Random(args.seed)
 
@@ -223,13 +213,11 @@ def main():
     print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
     optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-3, weight_decay=1e-4)
     ctc = nn.CTCLoss(zero_infinity=True)
-    deadline = time.time() + args.minutes * 60
     started = time.time()
     step = 0
-    while (step < args.steps) if args.steps else (time.time() < deadline):
-        progress = step / args.steps if args.steps else (time.time() - started) / (deadline - started)
+    for progress in training_progress(args, started):
         for group in optimiser.param_groups:
-            group['lr'] = 1.5e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+            group['lr'] = 1.5e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * progress))
         images, targets, lengths, upside_down = make_batch(windows, window_weights, crops, args.batch, BatchRandom)
         logits, up_logit = model(images)
         log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
