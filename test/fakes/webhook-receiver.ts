@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedWebhook {
@@ -9,16 +9,29 @@ export interface ReceivedWebhook {
   receivedAt: number;
 }
 
-/** A client's webhook endpoint on 127.0.0.1: records every request and answers `status` (204). */
-export async function startWebhookReceiver(status = 204) {
+export type Answer = (response: ServerResponse) => void;
+
+/** An answer with this status and headers; an Answer that never ends leaves the sender waiting. */
+export const status =
+  (code: number, headers: Record<string, string> = {}): Answer =>
+  (response) =>
+    response.writeHead(code, headers).end();
+
+/**
+ * A client's webhook endpoint on 127.0.0.1: records every request and answers `defaultStatus`
+ * (204), unless `answer(path, …)` scripted the next answers for that path.
+ */
+export async function startWebhookReceiver(defaultStatus = 204) {
   const received: ReceivedWebhook[] = [];
+  const scripted = new Map<string, Answer[]>();
   const waiters: Array<() => void> = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      received.push({ path: request.url ?? '/', headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
-      response.writeHead(status).end();
+      const path = request.url ?? '/';
+      received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
+      (scripted.get(path)?.shift() ?? status(defaultStatus))(response);
       for (const wake of waiters.splice(0)) wake();
     });
   });
@@ -27,6 +40,13 @@ export async function startWebhookReceiver(status = 204) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     received,
+    /** The next requests to `path` get these answers, in order. */
+    answer(path: string, ...answers: Answer[]): void {
+      scripted.set(path, answers);
+    },
+    requestsTo(path: string): ReceivedWebhook[] {
+      return received.filter((request) => request.path === path);
+    },
     /** Resolves once `count` webhooks have arrived. */
     async waitFor(count: number): Promise<ReceivedWebhook[]> {
       while (received.length < count) await new Promise<void>((resolve) => waiters.push(resolve));

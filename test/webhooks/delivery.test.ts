@@ -1,5 +1,3 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import t from 'tap';
 import { Webhook } from 'standardwebhooks';
@@ -11,6 +9,7 @@ import type { ChainReading } from '../../src/pipeline/read.ts';
 import { createBoss } from '../../src/queue.ts';
 import { deliverWebhook, redeliver, sendTestEvent, WEBHOOK_RETRY_DELAYS_SECONDS } from '../../src/webhooks/deliver.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';
+import { startWebhookReceiver, status } from '../fakes/webhook-receiver.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
 const database = await createTestDatabase();
@@ -23,33 +22,10 @@ await boss.start();
 t.teardown(() => boss.stop({ graceful: false }));
 const deps = { db, boss, config };
 
-/** A webhook receiver on 127.0.0.1: records every request, answers as told per path (204 unless told). */
-interface Received {
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-const received: Received[] = [];
-const answers = new Map<string, Array<(response: ServerResponse) => void>>();
-const receiver = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    received.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString() });
-    const answer = answers.get(request.url ?? '')?.shift();
-    if (answer) answer(response);
-    else response.writeHead(204).end();
-  });
-});
-await new Promise<void>((listening) => receiver.listen(0, '127.0.0.1', listening));
-t.teardown(() => {
-  receiver.closeAllConnections();
-  receiver.close();
-});
-const receiverUrl = (path: string) => `http://127.0.0.1:${(receiver.address() as AddressInfo).port}${path}`;
-const answer = (path: string, ...responses: Array<(response: ServerResponse) => void>) => answers.set(path, responses);
-const status = (code: number, headers: Record<string, string> = {}) => (response: ServerResponse) => response.writeHead(code, headers).end();
-const requestsTo = (path: string) => received.filter((request) => request.path === path);
+const receiver = await startWebhookReceiver();
+t.teardown(receiver.close);
+const receiverUrl = (path: string) => `${receiver.url}${path}`;
+const { answer, requestsTo } = receiver;
 
 const accountId = (await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()).id;
 const apiKeyId = (
@@ -292,7 +268,7 @@ t.test('a receiver that does not answer in time is recorded as a timeout', async
 
 t.test('without WEBHOOK_ALLOW_PRIVATE, a delivery to a private address is refused and recorded', async (t) => {
   const strict = { ...deps, config: loadConfig({ WEBHOOK_TIMEOUT_MS: '300' }) };
-  const port = (receiver.address() as AddressInfo).port;
+  const { port } = new URL(receiver.url);
   for (const url of [`http://127.0.0.1:${port}/deliver/private`, `http://localhost:${port}/deliver/private`]) {
     const endpoint = await addEndpoint('/deliver/private', { url });
     const outcome = await completedOutcome();

@@ -1,5 +1,3 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.ts';
@@ -8,6 +6,7 @@ import { notify } from '../../src/pipeline/notify.ts';
 import { createBoss, QUEUES, type DeliverWebhookJob } from '../../src/queue.ts';
 import { deliverWebhook } from '../../src/webhooks/deliver.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
+import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
 t.test('a notified event reaches the receiver through the deliver-webhook queue', async (t) => {
@@ -27,21 +26,8 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
     handled();
   });
 
-  let arrive!: (request: { headers: IncomingHttpHeaders; body: string }) => void;
-  const arrived = new Promise<{ headers: IncomingHttpHeaders; body: string }>((resolve) => (arrive = resolve));
-  const receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      response.writeHead(200).end();
-      arrive({ headers: request.headers, body: Buffer.concat(chunks).toString() });
-    });
-  });
-  await new Promise<void>((listening) => receiver.listen(0, '127.0.0.1', listening));
-  t.teardown(() => {
-    receiver.closeAllConnections();
-    receiver.close();
-  });
+  const receiver = await startWebhookReceiver(200);
+  t.teardown(receiver.close);
 
   const accountId = (await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()).id;
   const apiKey = await db
@@ -56,7 +42,7 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
     .executeTakeFirstOrThrow();
   const { secret } = await addWebhookEndpoint(db, config, {
     accountId,
-    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+    url: `${receiver.url}/hook`,
   });
   await db.transaction().execute((tx) =>
     notify(tx, boss, {
@@ -68,7 +54,7 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
     }),
   );
 
-  const request = await arrived;
+  const [request] = await receiver.waitFor(1);
   t.match(new Webhook(secret).verify(request.body, request.headers as Record<string, string>), {
     event: 'reading.failed',
     data: { reference_id: meter.reference_id, error: { code: 'unreadable' } },
