@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { monthlyUsage } from '../pipeline/check-usage.ts';
 
 export const USAGE_CHART_DAYS = 30;
 
@@ -12,13 +13,8 @@ export interface AccountUsage {
 }
 
 export async function accountUsage(db: Db, accountId: string): Promise<AccountUsage> {
-  const [month, plan, daily] = await Promise.all([
-    db
-      .selectFrom('api_usage')
-      .select('request_count')
-      .where('account_id', '=', accountId)
-      .where('month', '=', sql<Date>`date_trunc('month', now() AT TIME ZONE 'UTC')::date`)
-      .executeTakeFirst(),
+  const [monthCount, plan, daily] = await Promise.all([
+    monthlyUsage(db, accountId),
     db
       .selectFrom('subscriptions as s')
       .innerJoin('plans as p', 'p.code', 's.plan_code')
@@ -39,7 +35,7 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
       ORDER BY days.day`.execute(db),
   ]);
   return {
-    monthCount: month?.request_count ?? 0,
+    monthCount,
     plan: plan && { ...plan, status: plan.status === 'active' && plan.periodEnd.getTime() <= Date.now() ? 'expired' : plan.status },
     daily: daily.rows,
   };

@@ -8,18 +8,23 @@ export function usageMonth(now = new Date()): string {
   return `${now.toISOString().slice(0, 7)}-01`;
 }
 
-/**
- * Step 3: a quick look before the upload is read, so a client at its limit is told at once.
- * The count that decides is `reserveUsage`, inside the transaction that accepts the submission.
- */
-export async function checkUsage(db: Db, accountId: string, plan: ActivePlan): Promise<void> {
+/** Accepted submissions this calendar month (UTC): the count the plan's limit applies to. */
+export async function monthlyUsage(db: Db, accountId: string): Promise<number> {
   const usage = await db
     .selectFrom('api_usage')
     .select('request_count')
     .where('account_id', '=', accountId)
     .where('month', '=', sql<Date>`${usageMonth()}::date`)
     .executeTakeFirst();
-  if ((usage?.request_count ?? 0) >= plan.monthlyRequestLimit) throw usageLimitReached(plan);
+  return usage?.request_count ?? 0;
+}
+
+/**
+ * Step 3: a quick look before the upload is read, so a client at its limit is told at once.
+ * The count that decides is `reserveUsage`, inside the transaction that accepts the submission.
+ */
+export async function checkUsage(db: Db, accountId: string, plan: ActivePlan): Promise<void> {
+  if ((await monthlyUsage(db, accountId)) >= plan.monthlyRequestLimit) throw usageLimitReached(plan);
 }
 
 /**
