@@ -1,5 +1,5 @@
 import t from 'tap';
-import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowFromMask, type RgbImage } from '../../src/readers/local/geometry.ts';
+import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowsFromMask, type RgbImage } from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
 function rectangleMask(width: number, height: number, cx: number, cy: number, angle: number, hw: number, hh: number): Float32Array {
@@ -16,7 +16,7 @@ function rectangleMask(width: number, height: number, cx: number, cy: number, an
 }
 
 t.test('an axis-aligned window: centre, extent, reading direction to the right', async (t) => {
-  const window = windowFromMask(rectangleMask(64, 64, 32, 20, 0, 12, 3), 64, 64)!;
+  const window = windowsFromMask(rectangleMask(64, 64, 32, 20, 0, 12, 3), 64, 64)[0]!;
   t.same(window.centre, [32, 20]);
   t.same(window.across, [1, 0]);
   t.same([window.halfWidth, window.halfHeight], [12, 3]);
@@ -25,24 +25,34 @@ t.test('an axis-aligned window: centre, extent, reading direction to the right',
 
 t.test('a tilted window is fitted along its long axis', async (t) => {
   const angle = (20 * Math.PI) / 180;
-  const window = windowFromMask(rectangleMask(64, 64, 30, 34, angle, 16, 4), 64, 64)!;
+  const window = windowsFromMask(rectangleMask(64, 64, 30, 34, angle, 16, 4), 64, 64)[0]!;
   t.ok(Math.abs(Math.atan2(window.across[1], window.across[0]) - angle) < 0.05);
   t.ok(Math.abs(window.centre[0] - 30) < 1 && Math.abs(window.centre[1] - 34) < 1);
   t.ok(Math.abs(window.halfWidth - 16) < 1.5 && Math.abs(window.halfHeight - 4) < 1.5);
 });
 
 t.test('a vertical window reads downwards until the reader says otherwise', async (t) => {
-  const window = windowFromMask(rectangleMask(64, 64, 20, 32, Math.PI / 2, 14, 3), 64, 64)!;
+  const window = windowsFromMask(rectangleMask(64, 64, 20, 32, Math.PI / 2, 14, 3), 64, 64)[0]!;
   t.same(window.across.map(Math.round), [0, 1]);
   t.same(turnWindow(window).across.map(Math.round), [-0, -1]);
 });
 
-t.test('the strongest region wins over specks; an empty mask finds nothing', async (t) => {
+t.test('the strongest region comes first and specks are dropped; an empty mask finds nothing', async (t) => {
   const mask = rectangleMask(32, 32, 16, 16, 0, 8, 2);
   mask[0] = 0.9;
-  const window = windowFromMask(mask, 32, 32)!;
-  t.same(window.centre, [16, 16]);
-  t.equal(windowFromMask(new Float32Array(32 * 32).fill(0.2), 32, 32), undefined);
+  const windows = windowsFromMask(mask, 32, 32);
+  t.equal(windows.length, 1);
+  t.same(windows[0]!.centre, [16, 16]);
+  t.same(windowsFromMask(new Float32Array(32 * 32).fill(0.2), 32, 32), []);
+});
+
+t.test('rival regions of comparable mass are candidates too, strongest first, at most three', async (t) => {
+  const mask = new Float32Array(64 * 64);
+  const rivals = [[32, 8, 12], [32, 24, 10], [32, 40, 8], [32, 56, 6]] as const;
+  for (const [cx, cy, hw] of rivals) {
+    rectangleMask(64, 64, cx, cy, 0, hw, 2).forEach((p, cell) => { if (p) mask[cell] = p; });
+  }
+  t.same(windowsFromMask(mask, 64, 64).map((window) => window.centre), [[32, 8], [32, 24], [32, 40]]);
 });
 
 t.test('scaling moves the window into another pixel frame', async (t) => {

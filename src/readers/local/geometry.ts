@@ -9,15 +9,26 @@ export interface Window {
 }
 
 const MASK_THRESHOLD = 0.5;
+/** A region of the mask is a candidate window when it holds at least this share of the strongest region's mass. */
+const CANDIDATE_MASS_SHARE = 0.25;
+const MAX_CANDIDATES = 3;
 
 /**
- * The counter window in mask cells: the connected region (4-neighbour) of cells above the threshold with the
- * most probability mass, fitted with a rectangle along its principal axis. Undefined when no cell is above it.
+ * Candidate counter windows in mask cells, strongest first: the connected regions (4-neighbour) of cells above
+ * the threshold that carry the most probability mass, each fitted with a rectangle along its principal axis.
+ * Rival regions (a pipe, a dial, a second meter) are kept so the reader can say which one holds a reading.
  * The direction along the counter is only known up to 180°; `across` points rightwards (or down when vertical).
  */
-export function windowFromMask(probabilities: Float32Array, width: number, height: number): Window | undefined {
-  const region = strongestRegion(probabilities, width, height);
-  if (region.length === 0) return undefined;
+export function windowsFromMask(probabilities: Float32Array, width: number, height: number): Window[] {
+  const regions = regionsAboveThreshold(probabilities, width, height);
+  const strongest = regions[0]?.mass ?? 0;
+  return regions
+    .filter((region) => region.mass >= CANDIDATE_MASS_SHARE * strongest)
+    .slice(0, MAX_CANDIDATES)
+    .map((region) => fitWindow(region.cells, probabilities, width));
+}
+
+function fitWindow(region: number[], probabilities: Float32Array, width: number): Window {
   let mass = 0, meanX = 0, meanY = 0;
   for (const cell of region) {
     const p = probabilities[cell]!;
@@ -59,17 +70,17 @@ export function windowFromMask(probabilities: Float32Array, width: number, heigh
   };
 }
 
-function strongestRegion(probabilities: Float32Array, width: number, height: number): number[] {
+/** Connected regions of cells above the threshold with their probability mass, heaviest first. */
+function regionsAboveThreshold(probabilities: Float32Array, width: number, height: number): Array<{ cells: number[]; mass: number }> {
   const seen = new Uint8Array(width * height);
-  let best: number[] = [];
-  let bestMass = 0;
+  const regions: Array<{ cells: number[]; mass: number }> = [];
   for (let start = 0; start < width * height; start++) {
     if (seen[start] || probabilities[start]! < MASK_THRESHOLD) continue;
-    const region = [start];
+    const cells = [start];
     seen[start] = 1;
     let mass = 0;
-    for (let i = 0; i < region.length; i++) {
-      const cell = region[i]!;
+    for (let i = 0; i < cells.length; i++) {
+      const cell = cells[i]!;
       mass += probabilities[cell]!;
       const x = cell % width, y = Math.floor(cell / width);
       for (const [nx, ny] of [[x - 1, y], [x + 1, y], [x, y - 1], [x, y + 1]] as const) {
@@ -77,15 +88,12 @@ function strongestRegion(probabilities: Float32Array, width: number, height: num
         const next = ny * width + nx;
         if (seen[next] || probabilities[next]! < MASK_THRESHOLD) continue;
         seen[next] = 1;
-        region.push(next);
+        cells.push(next);
       }
     }
-    if (mass > bestMass) {
-      bestMass = mass;
-      best = region;
-    }
+    regions.push({ cells, mass });
   }
-  return best;
+  return regions.sort((a, b) => b.mass - a.mass);
 }
 
 export function scaleWindow(window: Window, factor: number): Window {

@@ -2,8 +2,8 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
-import { decodeCtc, formatReading, readInLayouts } from './decode.ts';
-import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowFromMask, type RgbImage, type Window } from './geometry.ts';
+import { decodeCtc, formatReading, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
+import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window } from './geometry.ts';
 import {
   ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILE,
   STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH, WORKING_LONG_SIDE,
@@ -29,9 +29,34 @@ export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
 
 async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceSession, image: Buffer): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
-  const found = await localise(localiser, photo);
-  if (!found) throw new ReaderError('unreadable', 'no counter window found in the photo');
+  const candidates = await localise(localiser, photo);
+  if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
+  // When the localiser sees more than one window-like region, the reader decides: the region it reads most surely.
+  const readings: WindowReading[] = [];
+  for (const window of candidates) readings.push(await readWindow(reader, photo, window));
+  const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
+  if (!best.formatted) throw new ReaderError('unparseable', `the local model read "${best.strip.text}", which is not a number`);
+  return {
+    reading: best.formatted.reading,
+    value: best.formatted.value,
+    confidence: clampConfidence(best.formatted.confidence),
+    model: MODEL_NAME,
+    raw: { ...best.raw, candidates: candidates.length },
+    digitConfidences: best.formatted.digitConfidences,
+    counterBox: windowCorners(scaleWindow(best.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
+  };
+}
+
+interface WindowReading {
+  window: Window;
+  strip: LayoutReading;
+  formatted?: FormattedReading;
+  raw: { freeText: string; layoutFit: number; upsideDown: number[]; orientationProbability: number };
+}
+
+/** Reads one candidate window: both ways round, each in a few crops of different height. */
+async function readWindow(reader: ort.InferenceSession, photo: RgbImage, found: Window): Promise<WindowReading> {
   // The localiser cannot tell left from right: read the strip both ways round and trust the orientation head.
   // Each way is read in a few crops of different height (the mask is coarse across the window) and averaged.
   const windows = [found, turnWindow(found)];
@@ -42,6 +67,7 @@ async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceS
     rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, (w * views + v) * stripSize)));
   const output = await reader.run({ strip: new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]) });
   const [, steps, classes] = output.probabilities!.dims as number[];
+  if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
   const perStrip = steps! * classes!;
   const probabilitiesByWay = windows.map((_, w) => meanOfViews(output.probabilities!.data as Float32Array, w * views, views, perStrip));
   const upsideDown = windows.map((_, w) => meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!);
@@ -49,26 +75,18 @@ async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceS
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
-  if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
   const stripProbabilities = probabilitiesByWay[chosen]!;
   const strip = readInLayouts(stripProbabilities, steps!, classes!);
-  const formatted = formatReading(strip, orientationProbability);
-  const window = scaleWindow(windows[chosen]!, toNormalised);
-  const raw = {
-    freeText: decodeCtc(stripProbabilities, steps!, classes!).text,
-    layoutFit: strip.layoutFit,
-    upsideDown,
-    orientationProbability,
-  };
-  if (!formatted) throw new ReaderError('unparseable', `the local model read "${strip.text}", which is not a number`);
   return {
-    reading: formatted.reading,
-    value: formatted.value,
-    confidence: clampConfidence(formatted.confidence),
-    model: MODEL_NAME,
-    raw,
-    digitConfidences: formatted.digitConfidences,
-    counterBox: windowCorners(window).map(([x, y]) => [Math.round(x), Math.round(y)]),
+    window: windows[chosen]!,
+    strip,
+    formatted: formatReading(strip, orientationProbability),
+    raw: {
+      freeText: decodeCtc(stripProbabilities, steps!, classes!).text,
+      layoutFit: strip.layoutFit,
+      upsideDown,
+      orientationProbability,
+    },
   };
 }
 
@@ -89,25 +107,28 @@ async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toNormalis
 }
 
 /**
- * The counter window in the photo's pixels: found in the whole photo, then found again in a crop around it,
- * where the window covers several times more mask cells (the second look sharpens the rectangle).
+ * Candidate counter windows in the photo's pixels: found in the whole photo, then each found again in a crop
+ * around it, where the window covers several times more mask cells (the second look sharpens the rectangle).
  */
-async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window | undefined> {
+async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window[]> {
   const whole = { left: 0, top: 0, width: photo.width, height: photo.height };
-  const first = await findWindow(localiser, photo, whole);
-  if (!first) return undefined;
-  const side = Math.round(2 * REFINE_CONTEXT * first.halfWidth);
-  const left = clamp(Math.round(first.centre[0] - side / 2), 0, photo.width - 1);
-  const top = clamp(Math.round(first.centre[1] - side / 2), 0, photo.height - 1);
-  const region = { left, top, width: Math.min(side, photo.width - left), height: Math.min(side, photo.height - top) };
-  if (region.width < LOCALISER_STRIDE * 4 || region.height < LOCALISER_STRIDE * 4) return first;
-  return (await findWindow(localiser, photo, region)) ?? first;
+  const candidates = await findWindows(localiser, photo, whole);
+  const refined: Window[] = [];
+  for (const first of candidates) {
+    const side = Math.round(2 * REFINE_CONTEXT * first.halfWidth);
+    const left = clamp(Math.round(first.centre[0] - side / 2), 0, photo.width - 1);
+    const top = clamp(Math.round(first.centre[1] - side / 2), 0, photo.height - 1);
+    const region = { left, top, width: Math.min(side, photo.width - left), height: Math.min(side, photo.height - top) };
+    const tooSmall = region.width < LOCALISER_STRIDE * 4 || region.height < LOCALISER_STRIDE * 4;
+    refined.push((tooSmall ? undefined : (await findWindows(localiser, photo, region))[0]) ?? first);
+  }
+  return refined;
 }
 
-/** Runs the localiser on `region` of the photo (long side scaled to the input) and fits the window there. */
-async function findWindow(
+/** Runs the localiser on `region` of the photo (long side scaled to the input) and fits the candidate windows there. */
+async function findWindows(
   localiser: ort.InferenceSession, photo: RgbImage, region: { left: number; top: number; width: number; height: number },
-): Promise<Window | undefined> {
+): Promise<Window[]> {
   const { data, info } = await sharp(photo.data, { raw: { width: photo.width, height: photo.height, channels: 3 } })
     .extract(region).resize(LOCALISER_INPUT, LOCALISER_INPUT, { fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
   const plane = LOCALISER_INPUT * LOCALISER_INPUT;
@@ -122,10 +143,11 @@ async function findWindow(
   const output = await localiser.run({ image: new ort.Tensor('float32', input, [1, 3, LOCALISER_INPUT, LOCALISER_INPUT]) });
   const logits = output.mask_logits!.data as Float32Array;
   const cells = LOCALISER_INPUT / LOCALISER_STRIDE;
-  const window = windowFromMask(logits.map((logit) => 1 / (1 + Math.exp(-logit))), cells, cells);
-  if (!window) return undefined;
-  const inRegion = scaleWindow(window, (LOCALISER_STRIDE * Math.max(region.width, region.height)) / LOCALISER_INPUT);
-  return { ...inRegion, centre: [inRegion.centre[0] + region.left, inRegion.centre[1] + region.top] };
+  const toRegion = (LOCALISER_STRIDE * Math.max(region.width, region.height)) / LOCALISER_INPUT;
+  return windowsFromMask(logits.map((logit) => 1 / (1 + Math.exp(-logit))), cells, cells).map((window) => {
+    const inRegion = scaleWindow(window, toRegion);
+    return { ...inRegion, centre: [inRegion.centre[0] + region.left, inRegion.centre[1] + region.top] as Point };
+  });
 }
 
 function clamp(value: number, low: number, high: number): number {
