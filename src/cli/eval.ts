@@ -84,10 +84,12 @@ export async function evalReader(
     return 1;
   }
 
+  const config = loadConfig();
+  const imageOptions = { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide };
   const results: Array<{ name: string; dir: string; summary: EvalSummary }> = [];
   for (const target of targets) {
     const photos = await loadLabelledPhotos(target.dir, target.only);
-    const summary = summarise(await readPhotos(reader, target.dir, photos), worst);
+    const summary = summarise(await readPhotos(reader, target.dir, photos, imageOptions), worst);
     results.push({ name: target.name, dir: target.dir, summary });
     if (!values.json) console.log(formatSummary(`${readerName} on ${target.name}`, summary) + '\n');
   }

@@ -1,16 +1,30 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ImageError, normaliseImage } from '../images.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
 import type { EvalSummary, ScoredCase } from './metrics.ts';
 
 const PER_PHOTO_TIMEOUT_MS = 60_000;
 
-/** Reads the photos one at a time (so latency is the reader's own), recording what it answered. */
-export async function readPhotos(reader: MeterReader, dir: string, photos: LabelledPhoto[]): Promise<ScoredCase[]> {
+/**
+ * Reads the photos one at a time, recording what the reader answered. Each photo is first normalised as the
+ * service normalises an upload (EXIF rotation, long side, JPEG), so the reader sees what it sees in production;
+ * latency is the reader's own, normalisation not included.
+ */
+export async function readPhotos(
+  reader: MeterReader, dir: string, photos: LabelledPhoto[], imageOptions: { maxPixels: number; longSide: number },
+): Promise<ScoredCase[]> {
   const cases: ScoredCase[] = [];
   for (const photo of photos) {
-    const image = await readFile(path.join(dir, photo.file));
+    let image: Buffer;
+    try {
+      image = (await normaliseImage(await readFile(path.join(dir, photo.file)), imageOptions)).jpeg;
+    } catch (error) {
+      if (!(error instanceof ImageError)) throw error;
+      cases.push({ file: photo.file, accepted: photo.accepted, confidence: 0, latencyMs: 0, error: `image: ${error.message}` });
+      continue;
+    }
     const started = performance.now();
     try {
       const reading = await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS));

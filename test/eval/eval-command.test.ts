@@ -1,16 +1,22 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import sharp from 'sharp';
 import t from 'tap';
 import { evalReader } from '../../src/cli/eval.ts';
 import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
 
-/** Answers from a table keyed by the photo's bytes, so the test controls every reading. */
+/** The photos are plain images told apart by their width, which survives the service's normalisation. */
+const PHOTO_WIDTHS = { a: 10, b: 20, c: 30 };
+
+/** Answers from a table keyed by the photo's width, so the test controls every reading. */
 function tableReader(answers: Record<string, { reading: string; confidence: number } | 'unreadable'>): MeterReader {
   return {
     name: 'table',
     async read(image) {
-      const answer = answers[image.toString()];
+      const { width } = await sharp(image).metadata();
+      const name = Object.entries(PHOTO_WIDTHS).find(([, w]) => w === width)![0];
+      const answer = answers[name];
       if (!answer || answer === 'unreadable') throw new ReaderError('unreadable', 'no counter');
       return { ...answer, value: Number(answer.reading), model: 'table', raw: null };
     },
@@ -20,7 +26,9 @@ function tableReader(answers: Record<string, { reading: string; confidence: numb
 async function dataset(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-evalcmd-'));
   await writeFile(path.join(dir, 'labels.csv'), 'file,reading,alternatives\na.jpg,00720,00720|00721\nb.jpg,454.0,\nc.jpg,1,\n');
-  for (const name of ['a', 'b', 'c']) await writeFile(path.join(dir, `${name}.jpg`), name);
+  for (const [name, width] of Object.entries(PHOTO_WIDTHS)) {
+    await sharp({ create: { width, height: 8, channels: 3, background: '#808080' } }).jpeg().toFile(path.join(dir, `${name}.jpg`));
+  }
   await writeFile(path.join(dir, 'only-ab.txt'), 'a.jpg\nb.jpg\n');
   return dir;
 }
@@ -51,6 +59,16 @@ t.test('--json: metrics per dataset and the model load time', async (t) => {
   t.same(summary.selective.map((s: { coverage: number }) => s.coverage), [2 / 3, 2 / 3, 1 / 3, 1 / 3]);
   t.equal(summary.worst[0].file, 'c.jpg');
   t.match(summary.worst[0].error, /unreadable/);
+});
+
+t.test('a file that is not an image counts as a miss that names the problem', async (t) => {
+  const dir = await dataset();
+  await writeFile(path.join(dir, 'c.jpg'), 'not a photo');
+  const { output } = await captureLog(() => evalReader(['--dataset', dir, '--json'], 'table', async () => reader));
+  const summary = JSON.parse(output).datasets[0].summary;
+  t.equal(summary.photos, 3);
+  t.equal(summary.worst[0].file, 'c.jpg');
+  t.match(summary.worst[0].error, /image: The file is not an image/);
 });
 
 t.test('--files limits the photos; the text report names the misreads', async (t) => {
