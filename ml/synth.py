@@ -39,6 +39,44 @@ def load_digit_crops():
     return crops
 
 
+def ink_map(tile):
+    """0..1 ink strength of a wheel crop whatever its colours: how far each pixel is from the wheel's background,
+    on the side (darker or lighter) where the digit's strokes lie."""
+    grey = tile.astype(np.float32).mean(2)
+    low, background, high = np.percentile(grey, (3, 50, 97))
+    if background - low >= high - background:
+        ink = (background - grey) / max(background - low, 1.0)
+    else:
+        ink = (grey - background) / max(high - background, 1.0)
+    return np.clip(ink, 0, 1)[..., None]
+
+
+def eight_wheel_strip(crops, rng):
+    """(PIL image, reading) drawn like a Toloka counter: 5 dark whole-unit wheels, 3 red fractional wheels.
+
+    The crops' strokes are recoloured onto light wheels, so the model sees red fractional digits of every
+    shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos.
+    """
+    leading_zeros = rng.randint(0, 4)
+    digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(8 - leading_zeros)]
+    tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
+    shown, rolling = rolled_reading(digits, tenths / 10)
+    wheel = np.array([rng.randint(200, 255), rng.randint(190, 250), rng.randint(170, 240)], np.float32)
+    frame = np.array([rng.randint(60, 250) for _ in range(3)], np.float32)
+    black = np.array([rng.randint(0, 70)] * 3, np.float32)
+    red = np.array([rng.randint(170, 235), rng.randint(0, 60), rng.randint(20, 70)], np.float32)
+    gap, pad_x, pad_y = rng.randint(2, 9), rng.randint(2, 12), rng.randint(3, 10)
+    width = 8 * 20 + 7 * gap + 2 * pad_x
+    strip = np.empty((32 + 2 * pad_y, width, 3), np.float32)
+    strip[:] = frame
+    for i, (digit, roll) in enumerate(zip(digits, rolling)):
+        tile = random.Random(rng.random()).choice(crops[(digit, tenths if roll else 0)])
+        ink = ink_map(tile)
+        x = pad_x + i * (20 + gap)
+        strip[pad_y:pad_y + 32, x:x + 20] = wheel * (1 - ink) + (red if i >= 5 else black) * ink
+    return Image.fromarray(strip.astype(np.uint8)), shown[:5] + '.' + shown[5:]
+
+
 def synthetic_strip(crops, rng):
     """(PIL image, reading) for a random 4-8 wheel strip with a possibly rolling last wheel."""
     count = 5 if rng.random() < 0.6 else rng.randint(4, 8)

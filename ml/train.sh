@@ -9,6 +9,6 @@ $PYTHON -m unittest test_synth.py
 # The two stages are independent: train them side by side, one core each.
 $PYTHON train_localiser.py --steps "${LOCALISER_STEPS:-1564}" --seed 1 > "${TMPDIR:-/tmp}/meterlens-localiser.log" 2>&1 &
 localiser=$!
-$PYTHON train_reader.py --steps "${READER_STEPS:-3445}" --seed 1 2>&1 | tee "${TMPDIR:-/tmp}/meterlens-reader.log"
+$PYTHON train_reader.py --steps "${READER_STEPS:-12000}" --seed 1 2>&1 | tee "${TMPDIR:-/tmp}/meterlens-reader.log"
 wait $localiser
 tail -n 3 "${TMPDIR:-/tmp}/meterlens-localiser.log"

@@ -15,12 +15,14 @@ import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
 from common import ALPHABET, CACHE, DATASETS, MODELS, split_rows, start_training, training_progress
-from synth import load_digit_crops, synthetic_strip
+from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
 HEIGHT, WIDTH = 32, 160
 # Margins the service adds around the localised window, as fractions of its width and height per side.
 MARGIN_X, MARGIN_Y = 0.05, 0.15
-SYNTHETIC_SHARE = 0.15
+# Shares of each batch drawn from strips composed of digits/ crops: any 4-8 wheels, and Toloka-like 5 black + 3 red.
+SYNTHETIC_SHARE = 0.1
+EIGHT_WHEEL_SHARE = 0.25
 UPSIDE_DOWN_SHARE = 0.2
 # Toloka's 8-wheel counters are the harder read: they are drawn this many times as often as a bdci2020 window.
 TOLOKA_WEIGHT = 2.0
@@ -134,8 +136,10 @@ def greedy_decode(probabilities):
 def make_batch(windows, window_weights, crops, size, rng):
     images, targets, lengths, upside_down = [], [], [], []
     for _ in range(size):
-        if rng.random() < SYNTHETIC_SHARE:
-            strip, reading = synthetic_strip(crops, rng)
+        source = rng.random()
+        if source < SYNTHETIC_SHARE + EIGHT_WHEEL_SHARE:
+            compose = synthetic_strip if source < SYNTHETIC_SHARE else eight_wheel_strip
+            strip, reading = compose(crops, rng)
             strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
         else:
             image, quad, reading, _ = windows[rng.pick(window_weights)]
