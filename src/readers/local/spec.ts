@@ -23,4 +23,4 @@ export const ALPHABET = '0123456789.';
 
 export const LOCALISER_FILE = 'localiser.onnx';
 export const READER_FILE = 'reader.onnx';
-export const MODEL_NAME = 'local-crnn-v1';
+export const MODEL_NAME = 'local-crnn-v2';
