@@ -39,6 +39,22 @@ def load_digit_crops():
     return crops
 
 
+def wheel_tiles(crops, digits, rolling, tenths, rng):
+    """A crop for each wheel: its digit, rolled by `tenths` where the wheel is mid-roll."""
+    return [random.Random(rng.random()).choice(crops[(d, tenths if roll else 0)]) for d, roll in zip(digits, rolling)]
+
+
+def lay_out(tiles, background, gap, pad_x, pad_y):
+    """The 32 x 20 tiles side by side, `gap` apart, on a canvas of `background` with the given padding."""
+    count = len(tiles)
+    strip = np.empty((32 + 2 * pad_y, count * 20 + (count - 1) * gap + 2 * pad_x, 3), tiles[0].dtype)
+    strip[:] = background
+    for i, tile in enumerate(tiles):
+        x = pad_x + i * (20 + gap)
+        strip[pad_y:pad_y + 32, x:x + 20] = tile
+    return strip
+
+
 def ink_map(tile):
     """0..1 ink strength of a wheel crop whatever its colours: how far each pixel is from the wheel's background,
     on the side (darker or lighter) where the digit's strokes lie."""
@@ -66,14 +82,9 @@ def eight_wheel_strip(crops, rng):
     black = np.array([rng.randint(0, 70)] * 3, np.float32)
     red = np.array([rng.randint(170, 235), rng.randint(0, 60), rng.randint(20, 70)], np.float32)
     gap, pad_x, pad_y = rng.randint(2, 9), rng.randint(2, 12), rng.randint(3, 10)
-    width = 8 * 20 + 7 * gap + 2 * pad_x
-    strip = np.empty((32 + 2 * pad_y, width, 3), np.float32)
-    strip[:] = frame
-    for i, (digit, roll) in enumerate(zip(digits, rolling)):
-        tile = random.Random(rng.random()).choice(crops[(digit, tenths if roll else 0)])
-        ink = ink_map(tile)
-        x = pad_x + i * (20 + gap)
-        strip[pad_y:pad_y + 32, x:x + 20] = wheel * (1 - ink) + (red if i >= 5 else black) * ink
+    inks = [ink_map(tile) for tile in wheel_tiles(crops, digits, rolling, tenths, rng)]
+    recoloured = [wheel * (1 - ink) + (red if i >= 5 else black) * ink for i, ink in enumerate(inks)]
+    strip = lay_out(recoloured, frame, gap, pad_x, pad_y)
     return Image.fromarray(strip.astype(np.uint8)), shown[:5] + '.' + shown[5:]
 
 
@@ -84,13 +95,7 @@ def synthetic_strip(crops, rng):
     tenths = 0 if rng.random() < 0.5 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
     reading, rolling = rolled_reading(digits, tenths / 10)
     gap = rng.randint(0, 4)
-    tiles = [random.Random(rng.random()).choice(crops[(d, tenths if roll else 0)]) for d, roll in zip(digits, rolling)]
+    tiles = wheel_tiles(crops, digits, rolling, tenths, rng)
     background = np.median(np.concatenate([t.reshape(-1, 3) for t in tiles]), axis=0).astype(np.uint8)
     pad_x, pad_y = rng.randint(0, 10), rng.randint(0, 8)
-    width = count * 20 + (count - 1) * gap + 2 * pad_x
-    strip = np.empty((32 + 2 * pad_y, width, 3), np.uint8)
-    strip[:] = background
-    for i, tile in enumerate(tiles):
-        x = pad_x + i * (20 + gap)
-        strip[pad_y:pad_y + 32, x:x + 20] = tile
-    return Image.fromarray(strip), reading
+    return Image.fromarray(lay_out(tiles, background, gap, pad_x, pad_y)), reading
