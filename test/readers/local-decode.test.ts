@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeCtc, decodeInLayout, formatReading, readInLayouts } from '../../src/readers/local/decode.ts';
+import { combineReadings, decodeCtc, decodeInLayout, formatReading, readInLayouts, type LayoutReading } from '../../src/readers/local/decode.ts';
 import { ALPHABET } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
@@ -50,6 +50,31 @@ t.test('layout decoding keeps a repeated digit apart only across a blank, and pi
   t.equal(read.layoutFit, 1);
   t.same(read.digitProbabilities.length, 8);
   t.equal(decodeInLayout(steps('00000'), 5, CLASSES, 'ddddd').text.length, 5, 'forced to five wheels even from one run');
+});
+
+t.test('several readers: wheel by wheel, the digit with the most probability behind it, as sure as all readers together', async (t) => {
+  const read = (text: string, digitProbabilities: number[], pointProbability?: number, layoutFit = 1): LayoutReading =>
+    ({ text, digitProbabilities, pointProbability, layoutFit });
+  const close = (actual: number[], expected: number[]) =>
+    t.ok(actual.every((p, i) => Math.abs(p - expected[i]!) < 1e-9) && actual.length === expected.length, `${actual} ≈ ${expected}`);
+
+  const alone = read('00758.407', [0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6], 0.95, 0.8);
+  t.same(combineReadings([alone]), alone, 'one reader: its reading as it is');
+
+  const combined = combineReadings([
+    read('00758.407', Array(8).fill(0.9), 0.9),
+    read('00758.401', [...Array(7).fill(0.9), 0.6], 0.9),
+    read('00758.401', [...Array(7).fill(0.9), 0.3], 0.6),
+  ]);
+  t.equal(combined.text, '00758.407', 'one sure reader outweighs two unsure ones on the last wheel (0.9 > 0.6 + 0.3)');
+  close(combined.digitProbabilities, [...Array(7).fill(0.9), 0.3]);
+  close([combined.pointProbability!], [0.8]);
+
+  const layouts = combineReadings([read('01348', Array(5).fill(1)), read('01348', Array(5).fill(1)), read('01348.000', Array(8).fill(1), 1, 0.5)]);
+  t.equal(layouts.text, '01348', 'the layout most readers chose');
+  close(layouts.digitProbabilities, Array(5).fill(2 / 3));
+  t.equal(layouts.pointProbability, undefined);
+  t.equal(layouts.layoutFit, 1, 'the fit of the readers that chose the layout');
 });
 
 t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the dial shows them', async (t) => {

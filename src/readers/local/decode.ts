@@ -112,6 +112,45 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
   return { ...strip, layoutFit: Math.min(1, Math.exp(logProbability - free.logProbability)) };
 }
 
+/**
+ * Several readers' readings of one strip as one, wheel by wheel. The layout most readers chose wins. Each wheel
+ * shows the digit with the most probability behind it, summed over the readers that read it; its probability is
+ * that sum over all readers, so a reader that disagrees (on the digit or the layout) lowers it. Readers trained
+ * apart overfit apart: where they agree the wheel is surer, where they split the reading says so.
+ */
+export function combineReadings(readings: LayoutReading[]): LayoutReading {
+  const shapeOf = (reading: LayoutReading) => reading.text.replace(/\d/g, 'd');
+  const byShape = new Map<string, LayoutReading[]>();
+  for (const reading of readings) byShape.set(shapeOf(reading), [...(byShape.get(shapeOf(reading)) ?? []), reading]);
+  const [shape, agreeing] = [...byShape].reduce((a, b) => (b[1].length > a[1].length ? b : a));
+  const share = (sum: number) => sum / readings.length;
+
+  let text = '';
+  const digitProbabilities: number[] = [];
+  [...shape].forEach((kind, position) => {
+    if (kind === '.') {
+      text += '.';
+      return;
+    }
+    const wheel = digitProbabilities.length;
+    const votes = new Map<string, number>();
+    for (const reading of agreeing) {
+      const digit = reading.text[position]!;
+      votes.set(digit, (votes.get(digit) ?? 0) + reading.digitProbabilities[wheel]!);
+    }
+    const [digit, support] = [...votes].reduce((a, b) => (b[1] > a[1] ? b : a));
+    text += digit;
+    digitProbabilities.push(share(support));
+  });
+  const points = agreeing.map((reading) => reading.pointProbability);
+  return {
+    text,
+    digitProbabilities,
+    pointProbability: shape.includes('.') ? share(points.reduce((sum: number, p) => sum + (p ?? 0), 0)) : undefined,
+    layoutFit: agreeing.reduce((sum, reading) => sum + reading.layoutFit, 0) / agreeing.length,
+  };
+}
+
 function collapse(path: number[], probabilities: Float32Array, classes: number): DecodedStrip {
   const runs: Array<{ symbol: number; peak: number }> = [];
   path.forEach((symbol, step) => {

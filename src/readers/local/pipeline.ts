@@ -2,14 +2,14 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
-import { decodeCtc, formatReading, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
+import { combineReadings, formatReading, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
 import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window } from './geometry.ts';
 import {
-  ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILE,
+  ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
   STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
-export const MODEL_FILES = [LOCALISER_FILE, READER_FILE];
+export const MODEL_FILES = [LOCALISER_FILE, ...READER_FILES];
 /** The second look at the window covers this many window widths around it. */
 const REFINE_CONTEXT = 2.5;
 
@@ -20,21 +20,19 @@ export interface MeterModel {
 
 export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
   const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
-  const [localiser, reader] = await Promise.all([
-    ort.InferenceSession.create(path.join(modelDir, LOCALISER_FILE), options),
-    ort.InferenceSession.create(path.join(modelDir, READER_FILE), options),
-  ]);
-  return { read: (image) => readMeter(localiser, reader, image) };
+  const [localiser, ...readers] = await Promise.all(
+    MODEL_FILES.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
+  return { read: (image) => readMeter(localiser!, readers, image) };
 }
 
-async function readMeter(localiser: ort.InferenceSession, reader: ort.InferenceSession, image: Buffer): Promise<MeterReading> {
+async function readMeter(localiser: ort.InferenceSession, readers: ort.InferenceSession[], image: Buffer): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
   const candidates = await localise(localiser, photo);
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
   // When the localiser sees more than one window-like region, the reader decides: the region it reads most surely.
   const readings: WindowReading[] = [];
-  for (const window of candidates) readings.push(await readWindow(reader, photo, window));
+  for (const window of candidates) readings.push(await readWindow(readers, photo, window));
   const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
   if (!best.formatted) throw new ReaderError('unparseable', `the local model read "${best.strip.text}", which is not a number`);
   return {
@@ -52,12 +50,15 @@ interface WindowReading {
   window: Window;
   strip: LayoutReading;
   formatted?: FormattedReading;
-  raw: { freeText: string; layoutFit: number; upsideDown: number[]; orientationProbability: number };
+  raw: { readerTexts: string[]; layoutFit: number; upsideDown: number[]; orientationProbability: number };
 }
 
-/** Reads one candidate window: both ways round, each in a few crops of different height. */
-async function readWindow(reader: ort.InferenceSession, photo: RgbImage, found: Window): Promise<WindowReading> {
-  // The localiser cannot tell left from right: read the strip both ways round and trust the orientation head.
+/**
+ * Reads one candidate window: both ways round, each in a few crops of different height, by every reader.
+ * The readers are trained apart on the same data; their readings are combined wheel by wheel.
+ */
+async function readWindow(readers: ort.InferenceSession[], photo: RgbImage, found: Window): Promise<WindowReading> {
+  // The localiser cannot tell left from right: read the strip both ways round and trust the orientation heads.
   // Each way is read in a few crops of different height (the mask is coarse across the window) and averaged.
   const windows = [found, turnWindow(found)];
   const views = STRIP_MARGINS_Y.length;
@@ -65,24 +66,27 @@ async function readWindow(reader: ort.InferenceSession, photo: RgbImage, found: 
   const strips = new Float32Array(windows.length * views * stripSize);
   windows.forEach((window, w) => STRIP_MARGINS_Y.forEach((marginY, v) =>
     rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, (w * views + v) * stripSize)));
-  const output = await reader.run({ strip: new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]) });
-  const [, steps, classes] = output.probabilities!.dims as number[];
+  const input = new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]);
+  const outputs: ort.InferenceSession.ReturnType[] = [];
+  for (const reader of readers) outputs.push(await reader.run({ strip: input }));
+  const [, steps, classes] = outputs[0]!.probabilities!.dims as number[];
   if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
   const perStrip = steps! * classes!;
-  const probabilitiesByWay = windows.map((_, w) => meanOfViews(output.probabilities!.data as Float32Array, w * views, views, perStrip));
-  const upsideDown = windows.map((_, w) => meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!);
 
+  const upsideDown = windows.map((_, w) =>
+    outputs.reduce((sum, output) => sum + meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!, 0) / outputs.length);
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
-  const stripProbabilities = probabilitiesByWay[chosen]!;
-  const strip = readInLayouts(stripProbabilities, steps!, classes!);
+  const readerStrips = outputs.map((output) =>
+    readInLayouts(meanOfViews(output.probabilities!.data as Float32Array, chosen * views, views, perStrip), steps!, classes!));
+  const strip = combineReadings(readerStrips);
   return {
     window: windows[chosen]!,
     strip,
     formatted: formatReading(strip, orientationProbability),
     raw: {
-      freeText: decodeCtc(stripProbabilities, steps!, classes!).text,
+      readerTexts: readerStrips.map((reading) => reading.text),
       layoutFit: strip.layoutFit,
       upsideDown,
       orientationProbability,

@@ -22,5 +22,6 @@ export const WORKING_LONG_SIDE = 1024;
 export const ALPHABET = '0123456789.';
 
 export const LOCALISER_FILE = 'localiser.onnx';
-export const READER_FILE = 'reader.onnx';
+/** Readers trained apart on the same data (different seeds or recipes); the service combines their readings. */
+export const READER_FILES = ['reader.onnx'];
 export const MODEL_NAME = 'local-crnn-v2';
