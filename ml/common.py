@@ -39,9 +39,10 @@ def configure_threads():
     torch.set_num_threads(int(os.environ.get('TORCH_THREADS', '2')))
 
 
-def start_training(minutes, batch, output):
-    """Parses the options both training scripts take, then checks the data, threads and seeds."""
+def start_training(minutes, batch, output, add_options=lambda parser: None):
+    """Parses the options both training scripts take (and a script's own), then checks the data, threads and seeds."""
     parser = argparse.ArgumentParser()
+    add_options(parser)
     parser.add_argument('--minutes', type=float, default=minutes)
     parser.add_argument('--batch', type=int, default=batch)
     parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')

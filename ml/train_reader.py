@@ -1,4 +1,4 @@
-"""Trains the counter-strip reader (CRNN + CTC, with an upside-down head) and exports models/reader.onnx.
+"""Trains the counter-strip reader (CRNN + CTC, with an upside-down head) and exports one of the models/reader-N.onnx that vote (ml/train.sh trains them all).
 
 Input: the counter window rectified to HEIGHT x WIDTH RGB in [-0.5, 0.5] (src/readers/local/geometry.ts
 crops it with MARGIN_X / MARGIN_Y around the localised window). Outputs: per-step class probabilities over
@@ -7,6 +7,7 @@ blank + ALPHABET, and the probability that the strip is upside down.
 import math
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ HEIGHT, WIDTH = 32, 160
 MARGIN_X, MARGIN_Y = 0.05, 0.15
 # Shares of each batch drawn from strips composed of digits/ crops: any 4-8 wheels, and Toloka-like 5 black + 3 red.
 SYNTHETIC_SHARE = 0.1
-EIGHT_WHEEL_SHARE = 0.25
+EIGHT_WHEEL_SHARE = 0.35
 UPSIDE_DOWN_SHARE = 0.2
 # Toloka's 8-wheel counters are the harder read: they are drawn this many times as often as a bdci2020 window.
 TOLOKA_WEIGHT = 2.0
@@ -32,8 +33,15 @@ def conv_bn_relu(cin, cout, kernel=3, padding=1):
     return nn.Sequential(nn.Conv2d(cin, cout, kernel, 1, padding, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
 
 
+def conv1d_bn_relu(cin, cout):
+    return nn.Sequential(nn.Conv1d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm1d(cout), nn.ReLU(inplace=True))
+
+
 class StripReader(nn.Module):
-    def __init__(self):
+    """`sequence` is what relates the columns to each other: a BiGRU over the whole strip, or two 1-D convolutions
+    that see about three wheels around each column (no memory of the whole strip to overfit with)."""
+
+    def __init__(self, sequence='gru'):
         super().__init__()
         self.features = nn.Sequential(
             conv_bn_relu(3, 32), nn.MaxPool2d(2),  # 16 x 80
@@ -42,14 +50,20 @@ class StripReader(nn.Module):
             conv_bn_relu(128, 160), conv_bn_relu(160, 160), nn.MaxPool2d((2, 1)),  # 2 x 40
             conv_bn_relu(160, 192, (2, 1), 0),  # 1 x 40
         )
-        self.sequence = nn.GRU(192, 96, bidirectional=True, batch_first=True)
+        self.dropout = nn.Dropout(0.2)
+        self.recurrent = sequence == 'gru'
+        self.sequence = (nn.GRU(192, 96, bidirectional=True, batch_first=True) if self.recurrent
+                         else nn.Sequential(conv1d_bn_relu(192, 192), conv1d_bn_relu(192, 192)))
         self.classes = nn.Linear(192, len(ALPHABET) + 1)
         self.upside_down = nn.Linear(192, 1)
 
     def forward(self, x):
         columns = self.features(x).squeeze(2).permute(0, 2, 1)  # N x T x C
-        sequence, _ = self.sequence(columns)
-        return self.classes(sequence), self.upside_down(columns.mean(1)).squeeze(1)
+        if self.recurrent:
+            sequence, _ = self.sequence(self.dropout(columns))
+        else:
+            sequence = self.sequence(self.dropout(columns).permute(0, 2, 1)).permute(0, 2, 1)
+        return self.classes(self.dropout(sequence)), self.upside_down(columns.mean(1)).squeeze(1)
 
 
 class Exported(nn.Module):
@@ -98,7 +112,7 @@ def jittered_quad(quad, rng):
     height = np.linalg.norm(quad[3] - quad[0])
     noise = np.stack([rng.uniform(-0.03, 0.03, 4) * width, rng.uniform(-0.12, 0.12, 4) * height], 1)
     shift = np.array([rng.uniform(-0.03, 0.03) * width, rng.uniform(-0.08, 0.08) * height])
-    angle = math.radians(rng.uniform(-4, 4))
+    angle = math.radians(rng.uniform(-6, 6))
     rotation = np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
     centre = quad.mean(0)
     return (quad - centre) @ rotation.T + centre + noise + shift
@@ -106,10 +120,13 @@ def jittered_quad(quad, rng):
 
 def photometric(strip, rng):
     if rng.random() < 0.3:
+        scale = rng.uniform(0.4, 0.8)
+        strip = strip.resize((round(WIDTH * scale), round(HEIGHT * scale)), Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
+    if rng.random() < 0.3:
         strip = strip.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.2)))
     x = np.asarray(strip, np.float32) / 255
     x = x * rng.uniform(0.6, 1.4) * rng.uniform(0.85, 1.15, 3) + rng.uniform(-0.15, 0.15)
-    if rng.random() < 0.1:
+    if rng.random() < 0.15:
         x = x.mean(2, keepdims=True).repeat(3, 2)
     x = x + rng.normal(0, rng.uniform(0, 0.04), x.shape)
     return np.clip(x, 0, 1)
@@ -188,7 +205,8 @@ def usable_windows(rows):
 
 
 def main():
-    args = start_training(minutes=40, batch=32, output=MODELS / 'reader.onnx')
+    args = start_training(minutes=40, batch=32, output=MODELS / 'reader-1.onnx', add_options=lambda parser: parser.add_argument(
+        '--sequence', choices=('gru', 'conv'), default='gru', help='how the columns of the strip are related (StripReader)'))
     rng = np.random.default_rng(args.seed)
     py_rng = random.Random(args.seed)
 
@@ -213,7 +231,7 @@ def main():
         uniform = staticmethod(rng.uniform)
         normal = staticmethod(rng.normal)
 
-    model = StripReader()
+    model = StripReader(args.sequence)
     print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
     optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-3, weight_decay=1e-4)
     ctc = nn.CTCLoss(zero_infinity=True)
@@ -245,7 +263,7 @@ def main():
 
     model.eval()
     CACHE.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), CACHE / 'reader.pt')
+    torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
     MODELS.mkdir(exist_ok=True)
     torch.onnx.export(Exported(model), torch.zeros(1, 3, HEIGHT, WIDTH), args.output,
                       input_names=['strip'], output_names=['probabilities', 'upside_down'],
