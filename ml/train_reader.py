@@ -8,6 +8,7 @@ import math
 import random
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -21,12 +22,26 @@ from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 HEIGHT, WIDTH = 32, 160
 # Margins the service adds around the localised window, as fractions of its width and height per side.
 MARGIN_X, MARGIN_Y = 0.05, 0.15
-# Shares of each batch drawn from strips composed of digits/ crops: any 4-8 wheels, and Toloka-like 5 black + 3 red.
+# Share of each batch drawn from strips of any 4-8 wheels composed of digits/ crops (Toloka-like ones: Regularisation).
 SYNTHETIC_SHARE = 0.1
-EIGHT_WHEEL_SHARE = 0.35
 UPSIDE_DOWN_SHARE = 0.2
 # Toloka's 8-wheel counters are the harder read: they are drawn this many times as often as a bdci2020 window.
 TOLOKA_WEIGHT = 2.0
+
+
+class Regularisation(NamedTuple):
+    """How hard a reader is kept from learning its training windows by heart."""
+    dropout: float  # before and after the sequence layer
+    eight_wheel_share: float  # of each batch: Toloka-like 5 black + 3 red strips composed of digits/ crops
+    max_tilt: float  # degrees
+    resolution_loss: float  # share of strips shrunk and blown up again
+    grey: float  # share of strips without colour
+
+
+REGULARISATIONS = {
+    'light': Regularisation(dropout=0.0, eight_wheel_share=0.25, max_tilt=4, resolution_loss=0.0, grey=0.1),
+    'strong': Regularisation(dropout=0.2, eight_wheel_share=0.35, max_tilt=6, resolution_loss=0.3, grey=0.15),
+}
 
 
 def conv_bn_relu(cin, cout, kernel=3, padding=1):
@@ -41,7 +56,7 @@ class StripReader(nn.Module):
     """`sequence` is what relates the columns to each other: a BiGRU over the whole strip, or two 1-D convolutions
     that see about three wheels around each column (no memory of the whole strip to overfit with)."""
 
-    def __init__(self, sequence='gru'):
+    def __init__(self, sequence='gru', dropout=0.0):
         super().__init__()
         self.features = nn.Sequential(
             conv_bn_relu(3, 32), nn.MaxPool2d(2),  # 16 x 80
@@ -50,7 +65,7 @@ class StripReader(nn.Module):
             conv_bn_relu(128, 160), conv_bn_relu(160, 160), nn.MaxPool2d((2, 1)),  # 2 x 40
             conv_bn_relu(160, 192, (2, 1), 0),  # 1 x 40
         )
-        self.dropout = nn.Dropout(0.2)
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
         self.recurrent = sequence == 'gru'
         self.sequence = (nn.GRU(192, 96, bidirectional=True, batch_first=True) if self.recurrent
                          else nn.Sequential(conv1d_bn_relu(192, 192), conv1d_bn_relu(192, 192)))
@@ -106,27 +121,27 @@ def rectify(image, quad, margin_x, margin_y):
     return image.transform((WIDTH, HEIGHT), Image.QUAD, data=tuple(np.concatenate(corners)), resample=Image.BILINEAR)
 
 
-def jittered_quad(quad, rng):
+def jittered_quad(quad, rng, max_tilt):
     quad = np.asarray(quad, float)
     width = np.linalg.norm(quad[1] - quad[0])
     height = np.linalg.norm(quad[3] - quad[0])
     noise = np.stack([rng.uniform(-0.03, 0.03, 4) * width, rng.uniform(-0.12, 0.12, 4) * height], 1)
     shift = np.array([rng.uniform(-0.03, 0.03) * width, rng.uniform(-0.08, 0.08) * height])
-    angle = math.radians(rng.uniform(-6, 6))
+    angle = math.radians(rng.uniform(-max_tilt, max_tilt))
     rotation = np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
     centre = quad.mean(0)
     return (quad - centre) @ rotation.T + centre + noise + shift
 
 
-def photometric(strip, rng):
-    if rng.random() < 0.3:
+def photometric(strip, rng, regularisation):
+    if regularisation.resolution_loss and rng.random() < regularisation.resolution_loss:
         scale = rng.uniform(0.4, 0.8)
         strip = strip.resize((round(WIDTH * scale), round(HEIGHT * scale)), Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
     if rng.random() < 0.3:
         strip = strip.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.2)))
     x = np.asarray(strip, np.float32) / 255
     x = x * rng.uniform(0.6, 1.4) * rng.uniform(0.85, 1.15, 3) + rng.uniform(-0.15, 0.15)
-    if rng.random() < 0.15:
+    if rng.random() < regularisation.grey:
         x = x.mean(2, keepdims=True).repeat(3, 2)
     x = x + rng.normal(0, rng.uniform(0, 0.04), x.shape)
     return np.clip(x, 0, 1)
@@ -150,22 +165,22 @@ def greedy_decode(probabilities):
     return ''.join(out)
 
 
-def make_batch(windows, window_weights, crops, size, rng):
+def make_batch(windows, window_weights, crops, size, rng, regularisation):
     images, targets, lengths, upside_down = [], [], [], []
     for _ in range(size):
         source = rng.random()
-        if source < SYNTHETIC_SHARE + EIGHT_WHEEL_SHARE:
+        if source < SYNTHETIC_SHARE + regularisation.eight_wheel_share:
             compose = synthetic_strip if source < SYNTHETIC_SHARE else eight_wheel_strip
             strip, reading = compose(crops, rng)
             strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
         else:
             image, quad, reading, _ = windows[rng.pick(window_weights)]
-            strip = rectify(image, jittered_quad(quad, rng),
+            strip = rectify(image, jittered_quad(quad, rng, regularisation.max_tilt),
                             MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2))
         flipped = rng.random() < UPSIDE_DOWN_SHARE
         if flipped:
             strip = strip.rotate(180)
-        images.append(to_tensor(photometric(strip, rng)))
+        images.append(to_tensor(photometric(strip, rng, regularisation)))
         upside_down.append(float(flipped))
         label = [] if flipped else encode(reading)
         targets += label
@@ -205,8 +220,14 @@ def usable_windows(rows):
 
 
 def main():
-    args = start_training(minutes=40, batch=32, output=MODELS / 'reader-1.onnx', add_options=lambda parser: parser.add_argument(
-        '--sequence', choices=('gru', 'conv'), default='gru', help='how the columns of the strip are related (StripReader)'))
+    def add_options(parser):
+        parser.add_argument('--sequence', choices=('gru', 'conv'), default='gru',
+                            help='how the columns of the strip are related (StripReader)')
+        parser.add_argument('--regularisation', choices=REGULARISATIONS, default='strong',
+                            help='light: the recipe of the local-crnn-v2 reader; strong: dropout, more synthetic strips, harsher augmentation')
+
+    args = start_training(minutes=40, batch=32, output=MODELS / 'reader-1.onnx', add_options=add_options)
+    regularisation = REGULARISATIONS[args.regularisation]
     rng = np.random.default_rng(args.seed)
     py_rng = random.Random(args.seed)
 
@@ -231,7 +252,7 @@ def main():
         uniform = staticmethod(rng.uniform)
         normal = staticmethod(rng.normal)
 
-    model = StripReader(args.sequence)
+    model = StripReader(args.sequence, regularisation.dropout)
     print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
     optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-3, weight_decay=1e-4)
     ctc = nn.CTCLoss(zero_infinity=True)
@@ -240,7 +261,7 @@ def main():
     for progress in training_progress(args, started):
         for group in optimiser.param_groups:
             group['lr'] = 1.5e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * progress))
-        images, targets, lengths, upside_down = make_batch(windows, window_weights, crops, args.batch, BatchRandom)
+        images, targets, lengths, upside_down = make_batch(windows, window_weights, crops, args.batch, BatchRandom, regularisation)
         logits, up_logit = model(images)
         log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
         keep = lengths > 0

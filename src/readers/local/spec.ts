@@ -23,5 +23,5 @@ export const ALPHABET = '0123456789.';
 
 export const LOCALISER_FILE = 'localiser.onnx';
 /** Readers trained apart on the same data (different seeds or recipes); the service combines their readings. */
-export const READER_FILES = ['reader.onnx'];
-export const MODEL_NAME = 'local-crnn-v2';
+export const READER_FILES = ['reader-1.onnx', 'reader-2.onnx', 'reader-3.onnx'];
+export const MODEL_NAME = 'local-crnn-v3';
