@@ -69,17 +69,18 @@ async function readWindow(readers: ort.InferenceSession[], photo: RgbImage, foun
   const input = new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]);
   const outputs: ort.InferenceSession.ReturnType[] = [];
   for (const reader of readers) outputs.push(await reader.run({ strip: input }));
-  const [, steps, classes] = outputs[0]!.probabilities!.dims as number[];
-  if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
-  const perStrip = steps! * classes!;
 
   const upsideDown = windows.map((_, w) =>
     outputs.reduce((sum, output) => sum + meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!, 0) / outputs.length);
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
-  const readerStrips = outputs.map((output) =>
-    readInLayouts(meanOfViews(output.probabilities!.data as Float32Array, chosen * views, views, perStrip), steps!, classes!));
+  const readerStrips = outputs.map((output) => {
+    const [, steps, classes] = output.probabilities!.dims as number[];
+    if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
+    const probabilities = meanOfViews(output.probabilities!.data as Float32Array, chosen * views, views, steps! * classes!);
+    return readInLayouts(probabilities, steps!, classes!);
+  });
   const strip = combineReadings(readerStrips);
   return {
     window: windows[chosen]!,
