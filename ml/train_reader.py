@@ -1,4 +1,5 @@
-"""Trains the counter-strip reader (CRNN + CTC, with an upside-down head) and exports one of the models/reader-N.onnx that vote (ml/train.sh trains them all).
+"""Trains one counter-strip reader (CRNN + CTC, with an upside-down head) and exports it as ONNX: one of the
+models/reader-N.onnx that vote in the service (ml/train.sh trains them all).
 
 Input: the counter window rectified to HEIGHT x WIDTH RGB in [-0.5, 0.5] (src/readers/local/geometry.ts
 crops it with MARGIN_X / MARGIN_Y around the localised window). Outputs: per-step class probabilities over

@@ -121,7 +121,10 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
 export function combineReadings(readings: LayoutReading[]): LayoutReading {
   const shapeOf = (reading: LayoutReading) => reading.text.replace(/\d/g, 'd');
   const byShape = new Map<string, LayoutReading[]>();
-  for (const reading of readings) byShape.set(shapeOf(reading), [...(byShape.get(shapeOf(reading)) ?? []), reading]);
+  for (const reading of readings) {
+    const shape = shapeOf(reading);
+    byShape.set(shape, [...(byShape.get(shape) ?? []), reading]);
+  }
   const [shape, agreeing] = [...byShape].reduce((a, b) => (b[1].length > a[1].length ? b : a));
   const share = (sum: number) => sum / readings.length;
 

@@ -30,7 +30,7 @@ async function readMeter(localiser: ort.InferenceSession, readers: ort.Inference
   const candidates = await localise(localiser, photo);
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
-  // When the localiser sees more than one window-like region, the reader decides: the region it reads most surely.
+  // When the localiser sees more than one window-like region, the readers decide: the region they read most surely.
   const readings: WindowReading[] = [];
   for (const window of candidates) readings.push(await readWindow(readers, photo, window));
   const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
