@@ -112,14 +112,14 @@ def load_window(row):
     return crop, quad
 
 
-def rectify(image, quad, margin_x, margin_y):
-    """Warps the quad (TL, TR, BR, BL) grown by the margins to a WIDTH x HEIGHT strip."""
+def rectify(image, quad, margin_x, margin_y, size=(WIDTH, HEIGHT)):
+    """Warps the quad (TL, TR, BR, BL) grown by the margins to an image of `size` (a strip unless told)."""
     tl, tr, br, bl = (np.asarray(p, float) for p in quad)
     across = ((tr - tl) + (br - bl)) / 2
     down = ((bl - tl) + (br - tr)) / 2
     grow = lambda point, sx, sy: point + sx * margin_x * across + sy * margin_y * down
     corners = [grow(tl, -1, -1), grow(bl, -1, 1), grow(br, 1, 1), grow(tr, 1, -1)]  # PIL order: TL, BL, BR, TR
-    return image.transform((WIDTH, HEIGHT), Image.QUAD, data=tuple(np.concatenate(corners)), resample=Image.BILINEAR)
+    return image.transform(size, Image.QUAD, data=tuple(np.concatenate(corners)), resample=Image.BILINEAR)
 
 
 def jittered_quad(quad, rng, max_tilt):
@@ -137,7 +137,7 @@ def jittered_quad(quad, rng, max_tilt):
 def photometric(strip, rng, regularisation):
     if regularisation.resolution_loss and rng.random() < regularisation.resolution_loss:
         scale = rng.uniform(0.4, 0.8)
-        strip = strip.resize((round(WIDTH * scale), round(HEIGHT * scale)), Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
+        strip = strip.resize((round(strip.width * scale), round(strip.height * scale)), Image.BILINEAR).resize(strip.size, Image.BILINEAR)
     if rng.random() < 0.3:
         strip = strip.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.2)))
     x = np.asarray(strip, np.float32) / 255
@@ -208,12 +208,17 @@ def evaluate(model, windows):
     return exact / len(windows), orientation / len(windows)
 
 
-def usable_windows(rows):
+def sideways(row):
     """Toloka boxes are axis-aligned: a box taller than wide is a sideways counter whose direction is unknown."""
+    (x1, y1), (x2, _), (_, y3) = row['quad'][0], row['quad'][1], row['quad'][2]
+    return row['dataset'] == 'toloka' and (x2 - x1) < (y3 - y1)
+
+
+def usable_windows(rows):
+    """The windows of the rows whose reading direction the quad gives, loaded with their reading and dataset."""
     windows = []
     for row in rows:
-        (x1, y1), (x2, _), (_, y3) = row['quad'][0], row['quad'][1], row['quad'][2]
-        if row['dataset'] == 'toloka' and (x2 - x1) < (y3 - y1):
+        if sideways(row):
             continue
         image, quad = load_window(row)
         windows.append((image, quad, row['reading'], row['dataset']))
