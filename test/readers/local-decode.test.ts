@@ -31,6 +31,17 @@ t.test('CTC: a digit is as sure as the best step of its run; the point is kept a
   t.equal(decodeCtc(longer, 4, CLASSES).digitProbabilities[0]!.toFixed(2), '0.95');
 });
 
+t.test('CTC: each digit carries the probabilities of every digit where its run peaks', async (t) => {
+  const probabilities = steps('11-2');
+  probabilities[1 * CLASSES + 2] = 0.95; // the '1' run peaks at its second step ...
+  probabilities[1 * CLASSES + ALPHABET.indexOf('7') + 1] = 0.03; // ... where a 7 is the runner-up
+  const [one, two] = decodeCtc(probabilities, 4, CLASSES).digitDistributions;
+  t.equal(one!.length, 10);
+  t.equal(one![1]!.toFixed(2), '0.95');
+  t.equal(one![7]!.toFixed(2), '0.03');
+  t.equal(two![2]!.toFixed(2), '0.90');
+});
+
 t.test('layout decoding: the best path whose text has the wheels of a trained layout', async (t) => {
   // The model's own best path reads six digits, the sixth weakly: in the 5-wheel layout it goes.
   const six = steps('0-0-1-9-3-1', 0.9);
@@ -52,11 +63,20 @@ t.test('layout decoding keeps a repeated digit apart only across a blank, and pi
   t.equal(decodeInLayout(steps('00000'), 5, CLASSES, 'ddddd').text.length, 5, 'forced to five wheels even from one run');
 });
 
-t.test('several readers: wheel by wheel, the digit with the most probability behind it, as sure as all readers together', async (t) => {
-  const read = (text: string, digitProbabilities: number[], pointProbability?: number, layoutFit = 1): LayoutReading =>
-    ({ text, digitProbabilities, pointProbability, layoutFit });
-  const close = (actual: number[], expected: number[]) =>
+function closeTo(t: { ok(value: boolean, message: string): void }) {
+  return (actual: number[], expected: number[]) =>
     t.ok(actual.every((p, i) => Math.abs(p - expected[i]!) < 1e-9) && actual.length === expected.length, `${actual} ≈ ${expected}`);
+}
+
+/** A reader's reading that gave each digit it read probability p and none to the other digits. */
+function read(text: string, digitProbabilities: number[], pointProbability?: number, layoutFit = 1): LayoutReading {
+  const digits = [...text.replaceAll('.', '')].map(Number);
+  const digitDistributions = digits.map((digit, wheel) => Array.from({ length: 10 }, (_, d) => (d === digit ? digitProbabilities[wheel]! : 0)));
+  return { text, digitProbabilities, digitDistributions, pointProbability, layoutFit };
+}
+
+t.test('several readers: wheel by wheel, the digit with the most probability behind it, as sure as all readers together', async (t) => {
+  const close = closeTo(t);
 
   const alone = read('00758.407', [0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6], 0.95, 0.8);
   t.same(combineReadings([alone]), alone, 'one reader: its reading as it is');
@@ -64,17 +84,39 @@ t.test('several readers: wheel by wheel, the digit with the most probability beh
   const combined = combineReadings([
     read('00758.407', Array(8).fill(0.9), 0.9),
     read('00758.401', [...Array(7).fill(0.9), 0.6], 0.9),
-    read('00758.401', [...Array(7).fill(0.9), 0.3], 0.6),
+    read('00758.401', [...Array(7).fill(0.9), 0.2], 0.6),
   ]);
-  t.equal(combined.text, '00758.407', 'one sure reader outweighs two unsure ones on the last wheel (0.9 > 0.6 + 0.3)');
+  t.equal(combined.text, '00758.407', 'one sure reader outweighs two unsure ones on the last wheel (0.9 > 0.6 + 0.2)');
   close(combined.digitProbabilities, [...Array(7).fill(0.9), 0.3]);
   close([combined.pointProbability!], [0.8]);
+
+  const runnerUp = read('00758.401', Array(8).fill(0.5));
+  runnerUp.digitDistributions[7]![7] = 0.45;
+  const soft = combineReadings([runnerUp, read('00758.407', [...Array(7).fill(0.5), 0.4])]);
+  t.equal(soft.text, '00758.407', 'what a reader gave the digits it did not read counts too (0.45 + 0.4 > 0.5)');
+  close([soft.digitProbabilities[7]!], [0.425]);
 
   const layouts = combineReadings([read('01348', Array(5).fill(1)), read('01348', Array(5).fill(1)), read('01348.000', Array(8).fill(1), 1, 0.5)]);
   t.equal(layouts.text, '01348', 'the layout most readers chose');
   close(layouts.digitProbabilities, Array(5).fill(2 / 3));
   t.equal(layouts.pointProbability, undefined);
   t.equal(layouts.layoutFit, 1, 'the fit of the readers that chose the layout');
+});
+
+t.test('the wheel reader votes on the digits as one more reader, when the layout has as many wheels', async (t) => {
+  const close = closeTo(t);
+  const wheels = (digits: string, p: number) =>
+    [...digits].map((digit) => Array.from({ length: 10 }, (_, d) => (d === Number(digit) ? p : (1 - p) / 9)));
+  const readers = [read('00758.401', Array(8).fill(0.8), 0.9), read('00758.407', Array(8).fill(0.6), 0.7)];
+  const combined = combineReadings(readers, wheels('00758407', 0.9));
+  t.equal(combined.text, '00758.407', 'the 7 has 0.6 + 0.9 behind it, the 1 has 0.8 + 0.1 / 9');
+  close(combined.digitProbabilities, [...Array(7).fill((0.8 + 0.6 + 0.9) / 3), (0.6 + 0.9) / 3]);
+  close([combined.pointProbability!], [0.8]);
+  t.equal(combined.pointProbability, combineReadings(readers).pointProbability, 'the point is the strip readers\' alone');
+
+  const fiveWheels = combineReadings([read('01348', Array(5).fill(0.9))], wheels('00758407', 0.9));
+  t.equal(fiveWheels.text, '01348');
+  close(fiveWheels.digitProbabilities, Array(5).fill(0.9));
 });
 
 t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the dial shows them', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowsFromMask, type RgbImage } from '../../src/readers/local/geometry.ts';
+import { rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, type RgbImage } from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
 function rectangleMask(width: number, height: number, cx: number, cy: number, angle: number, hw: number, hh: number): Float32Array {
@@ -80,4 +80,12 @@ t.test('outside the photo reads as black', async (t) => {
   const strip = new Float32Array(3 * 4 * 1);
   rectifyInto(photo, { centre: [2, 2], across: [1, 0], halfWidth: 2, halfHeight: 0.5 }, 1, 0, 4, 1, strip, 0);
   t.same(Array.from(strip.subarray(0, 4)), [-0.5, 0.5, 0.5, -0.5]);
+});
+
+t.test('a window cut into equal slices along the counter, left to right as it reads', async (t) => {
+  const window = { centre: [50, 20] as [number, number], across: [0, 1] as [number, number], halfWidth: 40, halfHeight: 5 };
+  const slices = [0, 1, 2, 3].map((index) => sliceWindow(window, index, 4));
+  t.same(slices.map((slice) => slice.centre), [[50, -10], [50, 10], [50, 30], [50, 50]]);
+  t.ok(slices.every((slice) => slice.halfWidth === 10 && slice.halfHeight === 5 && slice.across === window.across));
+  t.same(sliceWindow(turnWindow(window), 0, 4).centre, [50, 50], 'the first slice of the turned window is the last of the window');
 });

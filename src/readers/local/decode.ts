@@ -5,6 +5,8 @@ export interface DecodedStrip {
   text: string;
   /** One probability (0–1) per digit of `text`, the decimal point excluded. */
   digitProbabilities: number[];
+  /** Per digit of `text`, the probabilities of 0–9 where the digit is read surest (its own is its probability). */
+  digitDistributions: number[][];
   /** Probability the model gave the decimal point, when it read one. */
   pointProbability?: number;
 }
@@ -114,11 +116,14 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
 
 /**
  * Several readers' readings of one strip as one, wheel by wheel. The layout most readers chose wins. Each wheel
- * shows the digit with the most probability behind it, summed over the readers that read it; its probability is
- * that sum over all readers, so a reader that disagrees (on the digit or the layout) lowers it. Readers trained
- * apart overfit apart: where they agree the wheel is surer, where they split the reading says so.
+ * shows the digit with the most probability behind it, summed over the readers that read that layout (all the
+ * probability each gave every digit there, not only to the digit it read); its probability is that sum over all
+ * readers, so a reader that disagrees (on the digit or the layout) lowers it. Readers trained apart overfit
+ * apart: where they agree the wheel is surer, where they split the reading says so.
+ * `wheelVotes` (the wheel reader's probabilities of 0–9 for each wheel) vote as one more reader on the digits,
+ * not on the point, when the layout has as many wheels.
  */
-export function combineReadings(readings: LayoutReading[]): LayoutReading {
+export function combineReadings(readings: LayoutReading[], wheelVotes: number[][] = []): LayoutReading {
   const shapeOf = (reading: LayoutReading) => reading.text.replace(/\d/g, 'd');
   const byShape = new Map<string, LayoutReading[]>();
   for (const reading of readings) {
@@ -126,46 +131,46 @@ export function combineReadings(readings: LayoutReading[]): LayoutReading {
     byShape.set(shape, [...(byShape.get(shape) ?? []), reading]);
   }
   const [shape, agreeing] = [...byShape].reduce((a, b) => (b[1].length > a[1].length ? b : a));
-  const share = (sum: number) => sum / readings.length;
+  const wheelCount = shape.replaceAll('.', '').length;
+  const wheelReaderVotes = wheelVotes.length === wheelCount;
+  const votes = [...agreeing.map((reading) => reading.digitDistributions), ...(wheelReaderVotes ? [wheelVotes] : [])];
+  const voters = readings.length + (wheelReaderVotes ? 1 : 0);
 
-  let text = '';
-  const digitProbabilities: number[] = [];
-  [...shape].forEach((kind, position) => {
-    if (kind === '.') {
-      text += '.';
-      return;
-    }
-    const wheel = digitProbabilities.length;
-    const votes = new Map<string, number>();
-    for (const reading of agreeing) {
-      const digit = reading.text[position]!;
-      votes.set(digit, (votes.get(digit) ?? 0) + reading.digitProbabilities[wheel]!);
-    }
-    const [digit, support] = [...votes].reduce((a, b) => (b[1] > a[1] ? b : a));
-    text += digit;
-    digitProbabilities.push(share(support));
-  });
-  const points = agreeing.map((reading) => reading.pointProbability);
+  const digitDistributions = Array.from({ length: wheelCount }, (_, wheel) =>
+    DIGITS.map((_, digit) => votes.reduce((sum, vote) => sum + vote[wheel]![digit]!, 0) / voters));
+  const digits = digitDistributions.map((distribution) => distribution.indexOf(Math.max(...distribution)));
+  let wheel = 0;
+  const points = agreeing.map((reading) => reading.pointProbability ?? 0);
   return {
-    text,
-    digitProbabilities,
-    pointProbability: shape.includes('.') ? share(points.reduce((sum: number, p) => sum + (p ?? 0), 0)) : undefined,
+    text: [...shape].map((kind) => (kind === '.' ? '.' : String(digits[wheel++]))).join(''),
+    digitProbabilities: digitDistributions.map((distribution, i) => distribution[digits[i]!]!),
+    digitDistributions,
+    pointProbability: shape.includes('.') ? points.reduce((sum, p) => sum + p, 0) / readings.length : undefined,
     layoutFit: agreeing.reduce((sum, reading) => sum + reading.layoutFit, 0) / agreeing.length,
   };
 }
 
 function collapse(path: number[], probabilities: Float32Array, classes: number): DecodedStrip {
-  const runs: Array<{ symbol: number; peak: number }> = [];
+  const runs: Array<{ symbol: number; peak: number; peakStep: number }> = [];
   path.forEach((symbol, step) => {
     if (symbol === BLANK) return;
     const probability = probabilities[step * classes + symbol]!;
-    if (step > 0 && path[step - 1] === symbol) runs.at(-1)!.peak = Math.max(runs.at(-1)!.peak, probability);
-    else runs.push({ symbol, peak: probability });
+    const run = runs.at(-1);
+    if (run && path[step - 1] === symbol) {
+      if (probability > run.peak) {
+        run.peak = probability;
+        run.peakStep = step;
+      }
+    } else {
+      runs.push({ symbol, peak: probability, peakStep: step });
+    }
   });
   const points = runs.filter((run) => run.symbol === POINT).map((run) => run.peak);
+  const digitRuns = runs.filter((run) => run.symbol !== POINT);
   return {
     text: runs.map((run) => ALPHABET[run.symbol - 1]).join(''),
-    digitProbabilities: runs.filter((run) => run.symbol !== POINT).map((run) => run.peak),
+    digitProbabilities: digitRuns.map((run) => run.peak),
+    digitDistributions: digitRuns.map((run) => DIGITS.map((symbol) => probabilities[run.peakStep * classes + symbol]!)),
     pointProbability: points.length ? Math.min(...points) : undefined,
   };
 }
@@ -185,7 +190,9 @@ const READING = /^\d+(\.\d+)?$/;
  * that every digit (and the point) is right, taking them as independent, times how sure the model is of the
  * orientation and of the layout. Undefined when the text is not a number.
  */
-export function formatReading(strip: LayoutReading, orientationProbability: number): FormattedReading | undefined {
+export function formatReading(
+  strip: Omit<LayoutReading, 'digitDistributions'>, orientationProbability: number,
+): FormattedReading | undefined {
   if (!READING.test(strip.text)) return undefined;
   const allRight = [...strip.digitProbabilities, strip.pointProbability ?? 1].reduce((product, p) => product * p, 1);
   return {

@@ -110,6 +110,17 @@ export function turnWindow(window: Window): Window {
   return { ...window, across: [-window.across[0], -window.across[1]] };
 }
 
+/** The `index`-th (from the left as the counter reads) of `count` equal slices of the window along the counter. */
+export function sliceWindow(window: Window, index: number, count: number): Window {
+  const offset = ((2 * index + 1) / count - 1) * window.halfWidth;
+  return {
+    centre: [window.centre[0] + offset * window.across[0], window.centre[1] + offset * window.across[1]],
+    across: window.across,
+    halfWidth: window.halfWidth / count,
+    halfHeight: window.halfHeight,
+  };
+}
+
 /** Corners clockwise from the top-left as the counter reads (top-left, top-right, bottom-right, bottom-left). */
 export function windowCorners(window: Window): Point[] {
   const [cx, cy] = window.centre;
