@@ -3,13 +3,16 @@ import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
 import { combineReadings, formatReading, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
-import { rectifyInto, scaleWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window } from './geometry.ts';
+import {
+  rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window,
+} from './geometry.ts';
 import {
   ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
-  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH, WORKING_LONG_SIDE,
+  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH,
+  WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
-export const MODEL_FILES = [LOCALISER_FILE, ...READER_FILES];
+export const MODEL_FILES = [LOCALISER_FILE, WHEEL_READER_FILE, ...READER_FILES];
 /** The second look at the window covers this many window widths around it. */
 const REFINE_CONTEXT = 2.5;
 
@@ -20,12 +23,18 @@ export interface MeterModel {
 
 export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
   const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
-  const [localiser, ...readers] = await Promise.all(
+  const [localiser, wheelReader, ...stripReaders] = await Promise.all(
     MODEL_FILES.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
-  return { read: (image) => readMeter(localiser!, readers, image) };
+  return { read: (image) => readMeter({ localiser: localiser!, wheelReader: wheelReader!, stripReaders }, image) };
 }
 
-async function readMeter(localiser: ort.InferenceSession, readers: ort.InferenceSession[], image: Buffer): Promise<MeterReading> {
+interface Sessions {
+  localiser: ort.InferenceSession;
+  wheelReader: ort.InferenceSession;
+  stripReaders: ort.InferenceSession[];
+}
+
+async function readMeter({ localiser, ...readers }: Sessions, image: Buffer): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
   const candidates = await localise(localiser, photo);
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
@@ -50,14 +59,17 @@ interface WindowReading {
   window: Window;
   strip: LayoutReading;
   formatted?: FormattedReading;
-  raw: { readerTexts: string[]; layoutFit: number; upsideDown: number[]; orientationProbability: number };
+  raw: { readerTexts: string[]; wheelReaderText: string; layoutFit: number; upsideDown: number[]; orientationProbability: number };
 }
 
 /**
- * Reads one candidate window: both ways round, each in a few crops of different height, by every reader.
- * The readers are trained apart on the same data; their readings are combined wheel by wheel.
+ * Reads one candidate window: both ways round, each in a few crops of different height, by every strip reader;
+ * then, the right way round, wheel by wheel by the wheel reader. The readers are trained apart on the same data;
+ * their readings are combined wheel by wheel.
  */
-async function readWindow(readers: ort.InferenceSession[], photo: RgbImage, found: Window): Promise<WindowReading> {
+async function readWindow(
+  { wheelReader, stripReaders }: Omit<Sessions, 'localiser'>, photo: RgbImage, found: Window,
+): Promise<WindowReading> {
   // The localiser cannot tell left from right: read the strip both ways round and trust the orientation heads.
   // Each way is read in a few crops of different height (the mask is coarse across the window) and averaged.
   const windows = [found, turnWindow(found)];
@@ -68,7 +80,7 @@ async function readWindow(readers: ort.InferenceSession[], photo: RgbImage, foun
     rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, (w * views + v) * stripSize)));
   const input = new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]);
   const outputs: ort.InferenceSession.ReturnType[] = [];
-  for (const reader of readers) outputs.push(await reader.run({ strip: input }));
+  for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));
 
   const upsideDown = windows.map((_, w) =>
     outputs.reduce((sum, output) => sum + meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!, 0) / outputs.length);
@@ -81,13 +93,15 @@ async function readWindow(readers: ort.InferenceSession[], photo: RgbImage, foun
     const probabilities = meanOfViews(output.probabilities!.data as Float32Array, chosen * views, views, steps! * classes!);
     return readInLayouts(probabilities, steps!, classes!);
   });
-  const strip = combineReadings(readerStrips);
+  const wheelVotes = await readWheels(wheelReader, photo, windows[chosen]!);
+  const strip = combineReadings(readerStrips, wheelVotes);
   return {
     window: windows[chosen]!,
     strip,
     formatted: formatReading(strip, orientationProbability),
     raw: {
       readerTexts: readerStrips.map((reading) => reading.text),
+      wheelReaderText: wheelVotes.map((distribution) => distribution.indexOf(Math.max(...distribution))).join(''),
       layoutFit: strip.layoutFit,
       upsideDown,
       orientationProbability,
@@ -95,8 +109,21 @@ async function readWindow(readers: ort.InferenceSession[], photo: RgbImage, foun
   };
 }
 
+/** The wheel reader's probabilities of 0–9 for each of the WHEEL_COUNT wheels of a window (read the right way round). */
+async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, window: Window): Promise<number[][]> {
+  const size = 3 * WHEEL_HEIGHT * WHEEL_WIDTH;
+  const wheels = new Float32Array(WHEEL_COUNT * size);
+  for (let wheel = 0; wheel < WHEEL_COUNT; wheel++) {
+    rectifyInto(photo, sliceWindow(window, wheel, WHEEL_COUNT), WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, wheels, wheel * size);
+  }
+  const output = await wheelReader.run({ wheels: new ort.Tensor('float32', wheels, [WHEEL_COUNT, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
+  const probabilities = output.probabilities!.data as Float32Array;
+  const digits = probabilities.length / WHEEL_COUNT;
+  return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(probabilities.subarray(wheel * digits, (wheel + 1) * digits)));
+}
+
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
-async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toNormalised: number }> {
+export async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toNormalised: number }> {
   try {
     const upright = sharp(image, { failOn: 'error' }).rotate();
     const { data, info } = await upright
@@ -115,7 +142,7 @@ async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toNormalis
  * Candidate counter windows in the photo's pixels: found in the whole photo, then each found again in a crop
  * around it, where the window covers several times more mask cells (the second look sharpens the rectangle).
  */
-async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window[]> {
+export async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window[]> {
   const whole = { left: 0, top: 0, width: photo.width, height: photo.height };
   const candidates = await findWindows(localiser, photo, whole);
   const refined: Window[] = [];

@@ -15,6 +15,15 @@ export const STRIP_MARGIN_X = 0.05;
 /** Training used 0.15 (jittered -0.12 to +0.2); the reader averages one crop at each of these. */
 export const STRIP_MARGINS_Y = [0.05, 0.15, 0.28];
 
+/**
+ * The wheel reader reads Toloka-like counters (WHEEL_COUNT evenly spaced wheels) one wheel at a time: each
+ * slice of the window grown by WHEEL_MARGIN (of the slice's width, and of the window's height) on every side.
+ */
+export const WHEEL_COUNT = 8;
+export const WHEEL_HEIGHT = 32;
+export const WHEEL_WIDTH = 20;
+export const WHEEL_MARGIN = 0.1;
+
 /** Photos are read at the scale the training photos had (long side ≤ 1024 px). */
 export const WORKING_LONG_SIDE = 1024;
 
@@ -24,4 +33,5 @@ export const ALPHABET = '0123456789.';
 export const LOCALISER_FILE = 'localiser.onnx';
 /** Readers trained apart on the same data (different seeds or recipes); the service combines their readings. */
 export const READER_FILES = ['reader-1.onnx', 'reader-2.onnx', 'reader-3.onnx'];
-export const MODEL_NAME = 'local-crnn-v3';
+export const WHEEL_READER_FILE = 'wheels.onnx';
+export const MODEL_NAME = 'local-crnn-v4';

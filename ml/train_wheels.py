@@ -1,0 +1,145 @@
+"""Trains the wheel reader: one wheel of a Toloka counter (5 black + 3 red wheels side by side) classified as a
+digit, and exports it as ONNX (models/wheels.onnx).
+
+The strip readers read the whole counter at once and learn their few hundred training counters by heart; the
+wheel reader sees one wheel at a time, eight times as many examples that each say less about the counter
+they came from. The service cuts the window it found into eight equal wheels (src/readers/local/pipeline.ts)
+and lets this reader vote on each wheel beside the strip readers.
+
+Input: wheel `i` of the counter window, the window's i-th eighth grown by MARGIN, rectified to HEIGHT x WIDTH
+RGB in [-0.5, 0.5]. Output: probabilities of the digits 0-9.
+"""
+import csv
+import math
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from common import CACHE, MODELS, split_rows, start_training, training_progress
+from train_reader import REGULARISATIONS, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
+
+WHEELS = 8
+HEIGHT, WIDTH = 32, 20
+# Grown on each side, as a fraction of the wheel's width (an eighth of the window's) and of the window's height.
+MARGIN = 0.1
+# Where the shipped localiser finds each Toloka window: ml/find_windows.ts writes it (ml/train.sh runs it first).
+FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
+# The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
+AUGMENTATION = REGULARISATIONS['strong']
+
+
+def conv_bn_relu(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class WheelReader(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(
+            conv_bn_relu(3, 32), conv_bn_relu(32, 32), nn.MaxPool2d(2),  # 16 x 10
+            conv_bn_relu(32, 64), conv_bn_relu(64, 64), nn.MaxPool2d(2),  # 8 x 5
+            conv_bn_relu(64, 128), nn.MaxPool2d(2),  # 4 x 2
+            conv_bn_relu(128, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Dropout(0.3), nn.Linear(128, 10),
+        )
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def wheel_quad(quad, wheel):
+    """The wheel-th of WHEELS equal slices of the window quad (TL, TR, BR, BL), left to right."""
+    tl, tr, br, bl = (np.asarray(p, float) for p in quad)
+    left, right = wheel / WHEELS, (wheel + 1) / WHEELS
+    return [tl + (tr - tl) * left, tl + (tr - tl) * right, bl + (br - bl) * right, bl + (br - bl) * left]
+
+
+def cut_wheel(image, quad, wheel):
+    return rectify(image, wheel_quad(quad, wheel), MARGIN, MARGIN, (WIDTH, HEIGHT))
+
+
+def found_windows():
+    """{file: quad} of the windows the localiser finds in the Toloka photos, as the service cuts wheels from them."""
+    if not FOUND_WINDOWS.exists():
+        raise SystemExit(f'{FOUND_WINDOWS} is missing: run node ml/find_windows.ts > {FOUND_WINDOWS} first')
+    with open(FOUND_WINDOWS, newline='') as file:
+        found = {}
+        for row in csv.DictReader(file):
+            values = [float(v) for v in row['corners'].split()]
+            found[row['file']] = list(zip(values[0::2], values[1::2]))
+    return found
+
+
+def digits_of(reading):
+    return [int(c) for c in reading.replace('.', '')]
+
+
+def make_batch(windows, size, rng):
+    images, labels = [], []
+    for _ in range(size):
+        image, quad, reading, _ = windows[rng.integers(len(windows))]
+        wheel = int(rng.integers(WHEELS))
+        crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
+        images.append(to_tensor(photometric(crop, rng, AUGMENTATION)))
+        labels.append(digits_of(reading)[wheel])
+    return torch.stack(images), torch.tensor(labels)
+
+
+def evaluate(model, windows):
+    """Per wheel position, the share of validation wheels read right; and of windows with every wheel right."""
+    model.eval()
+    right = np.zeros((len(windows), WHEELS), bool)
+    with torch.no_grad():
+        for index, (image, quad, reading, _) in enumerate(windows):
+            crops = torch.stack([to_tensor(np.asarray(cut_wheel(image, quad, w), np.float32) / 255) for w in range(WHEELS)])
+            right[index] = model(crops).argmax(1).numpy() == digits_of(reading)
+    model.train()
+    return ' '.join(f'{share:.3f}' for share in right.mean(0)), f'all {right.all(1).mean():.3f}'
+
+
+def main():
+    args = start_training(minutes=20, batch=128, output=MODELS / 'wheels.onnx')
+    rng = np.random.default_rng(args.seed)
+    found = found_windows()
+
+    def as_found(rows):
+        """The rows' windows where the localiser finds them (cutting the labelled boxes instead reads worse)."""
+        return usable_windows([dict(row, quad=found[row['file']]) for row in rows if row['file'] in found and not sideways(row)])
+
+    train_rows, validation_rows = split_rows('toloka')
+    windows, validation = as_found(train_rows), as_found(validation_rows)
+    print(f'{len(windows)} training windows, {len(windows) * WHEELS} wheels', flush=True)
+
+    model = WheelReader()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-3)
+    started = time.time()
+    step = 0
+    for progress in training_progress(args, started):
+        for group in optimiser.param_groups:
+            group['lr'] = 2e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * progress))
+        images, labels = make_batch(windows, args.batch, rng)
+        loss = F.cross_entropy(model(images), labels, label_smoothing=0.05)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        step += 1
+        if step % 100 == 0:
+            print(f'step {step} loss {loss.item():.3f} {step * args.batch / (time.time() - started):.0f} wheels/s', flush=True)
+        if step % 1000 == 0:
+            print(f'  validation per wheel: {evaluate(model, validation)}', flush=True)
+    print(f'final validation per wheel: {evaluate(model, validation)} after {step} steps', flush=True)
+
+    model.eval()
+    MODELS.mkdir(exist_ok=True)
+    exported = nn.Sequential(model, nn.Softmax(1))
+    torch.onnx.export(exported, torch.zeros(1, 3, HEIGHT, WIDTH), args.output,
+                      input_names=['wheels'], output_names=['probabilities'],
+                      dynamic_axes={'wheels': {0: 'batch'}, 'probabilities': {0: 'batch'}}, opset_version=13)
+    print('exported', args.output)
+
+
+if __name__ == '__main__':
+    main()
