@@ -55,6 +55,14 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
     return args
 
 
+def export_onnx(model, example_shape, output, input_name, output_names):
+    """Writes `model` to `output` as ONNX (opset 13), every input and output with a dynamic batch axis."""
+    MODELS.mkdir(exist_ok=True)
+    torch.onnx.export(model, torch.zeros(*example_shape), output, input_names=[input_name], output_names=output_names,
+                      dynamic_axes={name: {0: 'batch'} for name in [input_name, *output_names]}, opset_version=13)
+    print('exported', output)
+
+
 def training_progress(args, started):
     """Before each step, how far along the run is (0..1); stops after --steps batches, or --minutes from `started`."""
     deadline = started + args.minutes * 60

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from common import CACHE, DATASETS, MODELS, split_rows, start_training, training_progress
+from common import CACHE, DATASETS, MODELS, export_onnx, split_rows, start_training, training_progress
 
 INPUT = 256
 STORE = 320
@@ -168,13 +168,9 @@ def main():
     print(f'final validation IoU {validation_iou(model, val_images, val_masks):.3f} after {step} steps', flush=True)
 
     model.eval()
-    MODELS.mkdir(exist_ok=True)
     CACHE.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), CACHE / 'localiser.pt')
-    torch.onnx.export(model, torch.zeros(1, 3, INPUT, INPUT), args.output, input_names=['image'],
-                      output_names=['mask_logits'], dynamic_axes={'image': {0: 'batch'}, 'mask_logits': {0: 'batch'}},
-                      opset_version=13)
-    print('exported', args.output)
+    export_onnx(model, (1, 3, INPUT, INPUT), args.output, 'image', ['mask_logits'])
 
 
 if __name__ == '__main__':

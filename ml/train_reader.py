@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import ALPHABET, CACHE, DATASETS, MODELS, split_rows, start_training, training_progress
+from common import ALPHABET, CACHE, DATASETS, MODELS, export_onnx, split_rows, start_training, training_progress
 from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
 HEIGHT, WIDTH = 32, 160
@@ -291,12 +291,7 @@ def main():
     model.eval()
     CACHE.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
-    MODELS.mkdir(exist_ok=True)
-    torch.onnx.export(Exported(model), torch.zeros(1, 3, HEIGHT, WIDTH), args.output,
-                      input_names=['strip'], output_names=['probabilities', 'upside_down'],
-                      dynamic_axes={'strip': {0: 'batch'}, 'probabilities': {0: 'batch'}, 'upside_down': {0: 'batch'}},
-                      opset_version=13)
-    print('exported', args.output)
+    export_onnx(Exported(model), (1, 3, HEIGHT, WIDTH), args.output, 'strip', ['probabilities', 'upside_down'])
 
 
 if __name__ == '__main__':

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import CACHE, MODELS, split_rows, start_training, training_progress
+from common import CACHE, MODELS, export_onnx, split_rows, start_training, training_progress
 from train_reader import REGULARISATIONS, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
 WHEELS = 8
@@ -133,12 +133,7 @@ def main():
     print(f'final validation per wheel: {evaluate(model, validation)} after {step} steps', flush=True)
 
     model.eval()
-    MODELS.mkdir(exist_ok=True)
-    exported = nn.Sequential(model, nn.Softmax(1))
-    torch.onnx.export(exported, torch.zeros(1, 3, HEIGHT, WIDTH), args.output,
-                      input_names=['wheels'], output_names=['probabilities'],
-                      dynamic_axes={'wheels': {0: 'batch'}, 'probabilities': {0: 'batch'}}, opset_version=13)
-    print('exported', args.output)
+    export_onnx(nn.Sequential(model, nn.Softmax(1)), (1, 3, HEIGHT, WIDTH), args.output, 'wheels', ['probabilities'])
 
 
 if __name__ == '__main__':
