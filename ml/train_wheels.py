@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from common import CACHE, MODELS, export_onnx, split_rows, start_training, training_progress
-from train_reader import REGULARISATIONS, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
+from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
 WHEELS = 8
 HEIGHT, WIDTH = 32, 20
@@ -29,10 +29,6 @@ MARGIN = 0.1
 FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
 # The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
 AUGMENTATION = REGULARISATIONS['strong']
-
-
-def conv_bn_relu(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
 
 
 class WheelReader(nn.Module):

@@ -138,7 +138,7 @@ export function combineReadings(readings: LayoutReading[], wheelVotes: number[][
 
   const digitDistributions = Array.from({ length: wheelCount }, (_, wheel) =>
     DIGITS.map((_, digit) => votes.reduce((sum, vote) => sum + vote[wheel]![digit]!, 0) / voters));
-  const digits = digitDistributions.map((distribution) => distribution.indexOf(Math.max(...distribution)));
+  const digits = digitDistributions.map(mostProbableDigit);
   let wheel = 0;
   const points = agreeing.map((reading) => reading.pointProbability ?? 0);
   return {
@@ -148,6 +148,11 @@ export function combineReadings(readings: LayoutReading[], wheelVotes: number[][
     pointProbability: shape.includes('.') ? points.reduce((sum, p) => sum + p, 0) / readings.length : undefined,
     layoutFit: agreeing.reduce((sum, reading) => sum + reading.layoutFit, 0) / agreeing.length,
   };
+}
+
+/** The digit a wheel's probabilities of 0–9 favour. */
+export function mostProbableDigit(distribution: number[]): number {
+  return distribution.indexOf(Math.max(...distribution));
 }
 
 function collapse(path: number[], probabilities: Float32Array, classes: number): DecodedStrip {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
-import { combineReadings, formatReading, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
+import { combineReadings, formatReading, mostProbableDigit, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
 import {
   rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window,
 } from './geometry.ts';
@@ -101,7 +101,7 @@ async function readWindow(
     formatted: formatReading(strip, orientationProbability),
     raw: {
       readerTexts: readerStrips.map((reading) => reading.text),
-      wheelReaderText: wheelVotes.map((distribution) => distribution.indexOf(Math.max(...distribution))).join(''),
+      wheelReaderText: wheelVotes.map(mostProbableDigit).join(''),
       layoutFit: strip.layoutFit,
       upsideDown,
       orientationProbability,
