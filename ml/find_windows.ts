@@ -1,6 +1,6 @@
 /**
- * Writes where the shipped localiser finds the counter window of each Toloka photo, so train_wheels.py cuts its
- * training wheels from the windows the service will cut them from (they are looser than the labelled boxes).
+ * Writes where the first shipped localiser finds the counter window of each Toloka photo, so train_wheels.py cuts
+ * its training wheels from windows like those the service cuts them from (looser than the labelled boxes).
  * Of the candidates the one whose centre is nearest the labelled box's, read left to right as the box reads.
  *
  *   node ml/find_windows.ts > "$METERLENS_CACHE/toloka-windows.csv"
@@ -12,12 +12,12 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { turnWindow, windowCorners, type Window } from '../src/readers/local/geometry.ts';
 import { decodePhoto, localise } from '../src/readers/local/pipeline.ts';
-import { LOCALISER_FILE } from '../src/readers/local/spec.ts';
+import { LOCALISER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, '..', 'shared', 'datasets'), 'toloka');
 
-const localiser = await ort.InferenceSession.create(path.join(REPO_ROOT, 'models', LOCALISER_FILE),
+const localiser = await ort.InferenceSession.create(path.join(REPO_ROOT, 'models', LOCALISER_FILES[0]!),
   { intraOpNumThreads: 1, interOpNumThreads: 1 });
 const labels = (await readFile(path.join(TOLOKA, 'labels.csv'), 'utf8')).trim().split('\n').slice(1);
 console.log('file,corners');

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Reproduces models/localiser.onnx, models/reader-{1,2,3}.onnx and models/wheels.onnx from ../shared/datasets (see ml/README.md).
+# Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx and models/wheels.onnx from ../shared/datasets (see ml/README.md).
 # Needs Debian's torch: apt-get install -y python3-torch python3-torchvision python3-onnx libopenblas0-pthread
 set -eu
 cd "$(dirname "$0")"
@@ -16,18 +16,29 @@ train_reader() { # output threads steps, then train_reader.py's own options
     > "$LOGS/meterlens-$output.log" 2>&1
 }
 
-# As shipped: the localiser, then reader 1, each on both cores (about 25 and 65 minutes here) ...
-TORCH_THREADS=2 $PYTHON train_localiser.py --steps "${LOCALISER_STEPS:-2500}" --seed 1 2>&1 | tee "$LOGS/meterlens-localiser.log"
+# The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1, then reader 1,
+# each on both cores (about 15 and 65 minutes here) ...
+train_localiser() { # output, then train_localiser.py's own options
+  output=$1
+  shift
+  TORCH_THREADS=2 $PYTHON train_localiser.py --output "../models/$output" --steps "${LOCALISER_STEPS:-2500}" --seed 1 "$@" \
+    2>&1 | tee "$LOGS/meterlens-$output.log"
+}
+train_localiser localiser-1.onnx
 train_reader reader-1.onnx 2 12000 --regularisation light --sequence gru
 # ... then readers 2 and 3 side by side, one core each (about 70 minutes).
 train_reader reader-2.onnx 1 8000 --regularisation strong --sequence gru & second=$!
 train_reader reader-3.onnx 1 8000 --regularisation strong --sequence conv & third=$!
 wait $second
 wait $third
-# The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows the new localiser
-# finds in the photos; one core, as shipped (about 20 minutes).
+# Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
+# boxes (about a minute, then 15 on both cores).
 CACHE="${METERLENS_CACHE:-/tmp/ml-cache}"
 mkdir -p "$CACHE"
+node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
+train_localiser localiser-2.onnx --tilted-windows
+# The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
+# the photos; one core, as shipped (about 20 minutes).
 node find_windows.ts > "$CACHE/toloka-windows.csv"
 TORCH_THREADS=1 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps 5000 --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
 tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log "$LOGS/meterlens-wheels.onnx.log"

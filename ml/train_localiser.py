@@ -1,9 +1,12 @@
-"""Trains the counter-window segmentation network and exports models/localiser.onnx.
+"""Trains a counter-window segmentation network and exports it as ONNX: one of the models/localiser-N.onnx whose
+candidate windows the service reads (ml/train.sh trains both).
 
 Input: the whole photo resized so its long side is INPUT px, placed top-left on a black INPUT x INPUT canvas,
 RGB scaled to [-0.5, 0.5]. Output: logits of "inside the counter window" at 1/4 resolution.
 The service turns the mask into a rotated rectangle (src/readers/local/geometry.ts).
 """
+import csv
+import hashlib
 import math
 import time
 
@@ -18,8 +21,10 @@ from common import CACHE, DATASETS, MODELS, export_onnx, split_rows, start_train
 INPUT = 256
 STORE = 320
 STRIDE = 4
-# A labelled Toloka box less elongated than this is taken to be loose (a tilted counter) and not trained on.
+# A labelled Toloka box less elongated than this is taken to be loose (a tilted counter): a localiser trains on
+# the tilted window fit_tilted_boxes.ts found inside it (--tilted-windows), or not on the photo at all.
 LOOSE_BOX_ASPECT = 2.5
+FITTED_QUADS = CACHE / 'toloka-quads.csv'
 
 
 def conv_bn_relu(cin, cout, stride=1):
@@ -57,6 +62,24 @@ def loose_box(row):
     return row['dataset'] == 'toloka' and sides[1] < LOOSE_BOX_ASPECT * sides[0]
 
 
+def training_rows(rows, tilted_windows):
+    """The rows to train on: loose Toloka boxes left out, or replaced by the tilted windows fitted inside them."""
+    fitted = {}
+    if tilted_windows:
+        if not FITTED_QUADS.exists():
+            raise SystemExit(f'{FITTED_QUADS} not found: run node ml/fit_tilted_boxes.ts > {FITTED_QUADS} first (ml/train.sh does)')
+        with open(FITTED_QUADS, newline='') as handle:
+            fitted = {row['file']: row['corners'] for row in csv.DictReader(handle)}
+    kept = []
+    for row in rows:
+        if not loose_box(row):
+            kept.append(row)
+        elif row['file'] in fitted:
+            values = [float(v) for v in fitted[row['file']].split()]
+            kept.append({**row, 'quad': list(zip(values[0::2], values[1::2]))})
+    return kept
+
+
 def load_canvas(row):
     """Photo on a STORE x STORE black canvas (long side STORE) and its filled counter-window mask."""
     image = Image.open(DATASETS / row['dataset'] / row['file']).convert('RGB')
@@ -70,7 +93,9 @@ def load_canvas(row):
 
 
 def load_all(rows, tag):
-    cache_file = CACHE / f'localiser-{tag}-{len(rows)}-{STORE}.npz'
+    # Keyed by the photos and their quads, so refitted quads are not served from an old cache.
+    digest = hashlib.sha1(repr([(row['file'], row['quad']) for row in rows]).encode()).hexdigest()[:12]
+    cache_file = CACHE / f'localiser-{tag}-{digest}-{STORE}.npz'
     if cache_file.exists():
         data = np.load(cache_file)
         return data['images'], data['masks']
@@ -134,12 +159,16 @@ def validation_iou(model, images, masks):
 
 
 def main():
-    args = start_training(minutes=30, batch=24, output=MODELS / 'localiser.onnx')
+    def add_options(parser):
+        parser.add_argument('--tilted-windows', action='store_true',
+                            help='train on the tilted windows fitted inside loose Toloka boxes instead of leaving those photos out')
+
+    args = start_training(minutes=30, batch=24, output=MODELS / 'localiser-1.onnx', add_options=add_options)
 
     train_rows, validation_rows = [], []
     for dataset in ('toloka', 'bdci2020'):
         train, validation = split_rows(dataset)
-        train_rows += [row for row in train if not loose_box(row)]
+        train_rows += training_rows(train, args.tilted_windows)
         validation_rows += validation
     images, masks = to_tensors(*load_all(train_rows, 'train'))
     val_images, val_masks = to_tensors(*load_all(validation_rows, 'val'))

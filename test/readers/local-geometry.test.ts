@@ -1,5 +1,7 @@
 import t from 'tap';
-import { rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, type RgbImage } from '../../src/readers/local/geometry.ts';
+import {
+  rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, windowsInscribedIn, type RgbImage,
+} from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
 function rectangleMask(width: number, height: number, cx: number, cy: number, angle: number, hw: number, hh: number): Float32Array {
@@ -35,6 +37,25 @@ t.test('a vertical window reads downwards until the reader says otherwise', asyn
   const window = windowsFromMask(rectangleMask(64, 64, 20, 32, Math.PI / 2, 14, 3), 64, 64)[0]!;
   t.same(window.across.map(Math.round), [0, 1]);
   t.same(turnWindow(window).across.map(Math.round), [-0, -1]);
+});
+
+t.test('rectangles inscribed in a bounding box: each one\'s bounding box is the box, and a tilted counter is among them', async (t) => {
+  const box = { left: 100, top: 50, width: 300, height: 160 };
+  const windows = [...windowsInscribedIn(box, 2.5, 3)];
+  t.ok(windows.length > 0);
+  for (const window of windows) {
+    const corners = windowCorners(window);
+    const [xs, ys] = [corners.map(([x]) => x), corners.map(([, y]) => y)];
+    t.ok(Math.abs(Math.min(...xs) - 100) < 1e-6 && Math.abs(Math.max(...xs) - 400) < 1e-6, 'spans the box\'s width');
+    t.ok(Math.abs(Math.min(...ys) - 50) < 1e-6 && Math.abs(Math.max(...ys) - 210) < 1e-6, 'spans the box\'s height');
+    t.ok(window.halfWidth >= 2.5 * window.halfHeight, 'at least as elongated as asked');
+  }
+  // A 250 x 50 counter tilted by 24 degrees has a 248.7 x 147.4 bounding box.
+  const angle = (24 * Math.PI) / 180;
+  const tilted = { left: 0, top: 0, width: 250 * Math.cos(angle) + 50 * Math.sin(angle), height: 250 * Math.sin(angle) + 50 * Math.cos(angle) };
+  const fit = [...windowsInscribedIn(tilted, 2.5, 3)].find((window) => Math.abs(window.across[1] - Math.sin(angle)) < 1e-9)!;
+  t.ok(Math.abs(fit.halfWidth - 125) < 1e-6 && Math.abs(fit.halfHeight - 25) < 1e-6);
+  t.same([...windowsInscribedIn({ left: 0, top: 0, width: 100, height: 100 }, 2.5, 3)], [], 'a square box holds no elongated rectangle');
 });
 
 t.test('the strongest region comes first and specks are dropped; an empty mask finds nothing', async (t) => {

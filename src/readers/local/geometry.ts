@@ -121,6 +121,30 @@ export function sliceWindow(window: Window, index: number, count: number): Windo
   };
 }
 
+/**
+ * Rectangles at least `minAspect` times as long as high whose axis-aligned bounding box is the given box, one for
+ * each angle of the long side (every `angleStep` degrees): w cos a + h sin a = box width, w sin a + h cos a = box
+ * height. A tilted counter labelled only with its bounding box lies along one of them.
+ */
+export function* windowsInscribedIn(
+  box: { left: number; top: number; width: number; height: number }, minAspect: number, angleStep: number,
+): Generator<Window> {
+  for (let degrees = -90 + angleStep; degrees < 90; degrees += angleStep) {
+    const angle = (degrees * Math.PI) / 180;
+    const [cos, sin] = [Math.cos(Math.abs(angle)), Math.sin(Math.abs(angle))];
+    const determinant = cos * cos - sin * sin;
+    const long = (box.width * cos - box.height * sin) / determinant;
+    const short = (box.height * cos - box.width * sin) / determinant;
+    if (!(short > 0 && long >= minAspect * short)) continue;
+    yield {
+      centre: [box.left + box.width / 2, box.top + box.height / 2],
+      across: [Math.cos(angle), Math.sin(angle)],
+      halfWidth: long / 2,
+      halfHeight: short / 2,
+    };
+  }
+}
+
 /** Corners clockwise from the top-left as the counter reads (top-left, top-right, bottom-right, bottom-left). */
 export function windowCorners(window: Window): Point[] {
   const [cx, cy] = window.centre;

@@ -7,39 +7,43 @@ import {
   rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window,
 } from './geometry.ts';
 import {
-  ALPHABET, LOCALISER_FILE, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
+  ALPHABET, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
   STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH,
   WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
-export const MODEL_FILES = [LOCALISER_FILE, WHEEL_READER_FILE, ...READER_FILES];
+export const MODEL_FILES = [...LOCALISER_FILES, WHEEL_READER_FILE, ...READER_FILES];
 /** The second look at the window covers this many window widths around it. */
 const REFINE_CONTEXT = 2.5;
 
-/** The two-stage model: find the counter window, then read the strip cut out of it. Runs on the calling thread. */
+/** The two-stage model: find candidate counter windows, then read the strips cut out of them. Runs on the calling thread. */
 export interface MeterModel {
   read(image: Buffer): Promise<MeterReading>;
 }
 
 export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
   const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
-  const [localiser, wheelReader, ...stripReaders] = await Promise.all(
-    MODEL_FILES.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
-  return { read: (image) => readMeter({ localiser: localiser!, wheelReader: wheelReader!, stripReaders }, image) };
+  const load = (files: string[]) => Promise.all(files.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
+  const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load([WHEEL_READER_FILE]), load(READER_FILES)]);
+  return { read: (image) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image) };
 }
 
 interface Sessions {
-  localiser: ort.InferenceSession;
+  localisers: ort.InferenceSession[];
   wheelReader: ort.InferenceSession;
   stripReaders: ort.InferenceSession[];
 }
 
-async function readMeter({ localiser, ...readers }: Sessions, image: Buffer): Promise<MeterReading> {
+/** The readers of a window; without the wheel reader the strip readers alone decide (as training code reads). */
+export type WindowReaders = Omit<Sessions, 'localisers' | 'wheelReader'> & { wheelReader?: ort.InferenceSession };
+
+async function readMeter({ localisers, ...readers }: Sessions, image: Buffer): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
-  const candidates = await localise(localiser, photo);
+  const candidates: Window[] = [];
+  for (const localiser of localisers) candidates.push(...await localise(localiser, photo));
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
-  // When the localiser sees more than one window-like region, the readers decide: the region they read most surely.
+  // Every window-like region each localiser sees is read, and the readers decide: the window they read most surely.
   const readings: WindowReading[] = [];
   for (const window of candidates) readings.push(await readWindow(readers, photo, window));
   const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
@@ -55,7 +59,7 @@ async function readMeter({ localiser, ...readers }: Sessions, image: Buffer): Pr
   };
 }
 
-interface WindowReading {
+export interface WindowReading {
   window: Window;
   strip: LayoutReading;
   formatted?: FormattedReading;
@@ -67,9 +71,7 @@ interface WindowReading {
  * then, the right way round, wheel by wheel by the wheel reader. The readers are trained apart on the same data;
  * their readings are combined wheel by wheel.
  */
-async function readWindow(
-  { wheelReader, stripReaders }: Omit<Sessions, 'localiser'>, photo: RgbImage, found: Window,
-): Promise<WindowReading> {
+export async function readWindow({ wheelReader, stripReaders }: WindowReaders, photo: RgbImage, found: Window): Promise<WindowReading> {
   // The localiser cannot tell left from right: read the strip both ways round and trust the orientation heads.
   // Each way is read in a few crops of different height (the mask is coarse across the window) and averaged.
   const windows = [found, turnWindow(found)];
@@ -93,7 +95,7 @@ async function readWindow(
     const probabilities = meanOfViews(output.probabilities!.data as Float32Array, chosen * views, views, steps! * classes!);
     return readInLayouts(probabilities, steps!, classes!);
   });
-  const wheelVotes = await readWheels(wheelReader, photo, windows[chosen]!);
+  const wheelVotes = wheelReader ? await readWheels(wheelReader, photo, windows[chosen]!) : [];
   const strip = combineReadings(readerStrips, wheelVotes);
   return {
     window: windows[chosen]!,

@@ -30,8 +30,13 @@ export const WORKING_LONG_SIDE = 1024;
 /** CTC classes after the blank (index 0). */
 export const ALPHABET = '0123456789.';
 
-export const LOCALISER_FILE = 'localiser.onnx';
+/**
+ * Localisers trained apart (the second also on tilted Toloka counters); each proposes candidate windows and the
+ * readers decide between all of them. They seldom cut the same counter quite alike, and one may find a window
+ * the other misses.
+ */
+export const LOCALISER_FILES = ['localiser-1.onnx', 'localiser-2.onnx'];
 /** Readers trained apart on the same data (different seeds or recipes); the service combines their readings. */
 export const READER_FILES = ['reader-1.onnx', 'reader-2.onnx', 'reader-3.onnx'];
 export const WHEEL_READER_FILE = 'wheels.onnx';
-export const MODEL_NAME = 'local-crnn-v4';
+export const MODEL_NAME = 'local-crnn-v5';
