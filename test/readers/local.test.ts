@@ -66,6 +66,15 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     }
   });
 
+  t.test('a drawn meter turned sideways or upside down reads as it does upright', async (t) => {
+    const { image } = await drawMeter('00758', '407');
+    const upright = await reader.read(image, signal());
+    for (const angle of [90, 180, 270]) {
+      const turned = await reader.read(await sharp(image).rotate(angle).jpeg({ quality: 88 }).toBuffer(), signal());
+      t.equal(turned.reading, upright.reading, `turned ${angle} degrees`);
+    }
+  });
+
   t.test('bytes that are not an image are unreadable', async (t) => {
     const error = await reader.read(Buffer.from('not a photo'), signal()).catch((e: unknown) => e);
     t.ok(error instanceof ReaderError);

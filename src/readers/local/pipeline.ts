@@ -8,7 +8,7 @@ import {
 } from './geometry.ts';
 import {
   ALPHABET, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
-  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGINS_Y, STRIP_WIDTH,
+  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
   WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
@@ -72,28 +72,26 @@ export interface WindowReading {
  * their readings are combined wheel by wheel.
  */
 export async function readWindow({ wheelReader, stripReaders }: WindowReaders, photo: RgbImage, found: Window): Promise<WindowReading> {
-  // The localiser cannot tell left from right: read the strip both ways round and trust the orientation heads.
-  // Each way is read in a few crops of different height (the mask is coarse across the window) and averaged.
+  // The localiser cannot tell left from right: the readers' upside-down heads say which way round the counter
+  // reads, from one crop each way at the margin they were trained with. The chosen way is read in a few more
+  // crops of different height (the mask is coarse across the window) and the readers' outputs averaged.
   const windows = [found, turnWindow(found)];
-  const views = STRIP_MARGINS_Y.length;
-  const stripSize = 3 * STRIP_HEIGHT * STRIP_WIDTH;
-  const strips = new Float32Array(windows.length * views * stripSize);
-  windows.forEach((window, w) => STRIP_MARGINS_Y.forEach((marginY, v) =>
-    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, (w * views + v) * stripSize)));
-  const input = new ort.Tensor('float32', strips, [windows.length * views, 3, STRIP_HEIGHT, STRIP_WIDTH]);
-  const outputs: ort.InferenceSession.ReturnType[] = [];
-  for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));
-
+  const bothWays = await readStrips(stripReaders, photo, windows.map((window) => ({ window, marginY: STRIP_MARGIN_Y })));
   const upsideDown = windows.map((_, w) =>
-    outputs.reduce((sum, output) => sum + meanOfViews(output.upside_down!.data as Float32Array, w * views, views, 1)[0]!, 0) / outputs.length);
+    bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
-  const readerStrips = outputs.map((output) => {
+  const otherMargins = STRIP_MARGINS_Y.filter((marginY) => marginY !== STRIP_MARGIN_Y);
+  const chosenWay = await readStrips(stripReaders, photo, otherMargins.map((marginY) => ({ window: windows[chosen]!, marginY })));
+  const readerStrips = bothWays.map((output, reader) => {
     const [, steps, classes] = output.probabilities!.dims as number[];
     if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
-    const probabilities = meanOfViews(output.probabilities!.data as Float32Array, chosen * views, views, steps! * classes!);
-    return readInLayouts(probabilities, steps!, classes!);
+    const size = steps! * classes!;
+    const crop = (result: ort.InferenceSession.ReturnType, index: number) =>
+      (result.probabilities!.data as Float32Array).subarray(index * size, (index + 1) * size);
+    const crops = [crop(output, chosen), ...otherMargins.map((_, index) => crop(chosenWay[reader]!, index))];
+    return readInLayouts(mean(crops), steps!, classes!);
   });
   const wheelVotes = wheelReader ? await readWheels(wheelReader, photo, windows[chosen]!) : [];
   const strip = combineReadings(readerStrips, wheelVotes);
@@ -188,11 +186,23 @@ function clamp(value: number, low: number, high: number): number {
   return Math.max(low, Math.min(high, value));
 }
 
-/** Element-wise mean of `count` consecutive blocks of `size` values, starting at block `first`. */
-function meanOfViews(values: Float32Array, first: number, count: number, size: number): Float32Array {
-  const mean = new Float32Array(size);
-  for (let block = first; block < first + count; block++) {
-    for (let i = 0; i < size; i++) mean[i]! += values[block * size + i]! / count;
-  }
-  return mean;
+/** Each strip reader's outputs for the strips cut from the photo as listed, one batch a reader. */
+async function readStrips(
+  stripReaders: ort.InferenceSession[], photo: RgbImage, crops: Array<{ window: Window; marginY: number }>,
+): Promise<ort.InferenceSession.ReturnType[]> {
+  const stripSize = 3 * STRIP_HEIGHT * STRIP_WIDTH;
+  const strips = new Float32Array(crops.length * stripSize);
+  crops.forEach(({ window, marginY }, index) =>
+    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, index * stripSize));
+  const input = new ort.Tensor('float32', strips, [crops.length, 3, STRIP_HEIGHT, STRIP_WIDTH]);
+  const outputs: ort.InferenceSession.ReturnType[] = [];
+  for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));
+  return outputs;
+}
+
+/** Element-wise mean of equally long arrays. */
+function mean(arrays: Float32Array[]): Float32Array {
+  const sum = new Float32Array(arrays[0]!.length);
+  for (const values of arrays) for (let i = 0; i < sum.length; i++) sum[i]! += values[i]! / arrays.length;
+  return sum;
 }

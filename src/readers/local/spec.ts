@@ -12,8 +12,10 @@ export const STRIP_HEIGHT = 32;
 export const STRIP_WIDTH = 160;
 /** Margins added around the localised window before rectifying, as fractions of its width and height per side. */
 export const STRIP_MARGIN_X = 0.05;
-/** Training used 0.15 (jittered -0.12 to +0.2); the reader averages one crop at each of these. */
-export const STRIP_MARGINS_Y = [0.05, 0.15, 0.28];
+/** The readers were trained with this margin (jittered -0.12 to +0.2); their upside-down heads see it. */
+export const STRIP_MARGIN_Y = 0.15;
+/** The reading averages one crop at each of these. */
+export const STRIP_MARGINS_Y = [0.05, STRIP_MARGIN_Y, 0.28];
 
 /**
  * The wheel reader reads Toloka-like counters (WHEEL_COUNT evenly spaced wheels) one wheel at a time: each
