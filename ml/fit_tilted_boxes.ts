@@ -48,4 +48,3 @@ for (const line of labels) {
   const corners = windowCorners(best.window).map(([x, y]) => [x * toNormalised, y * toNormalised]);
   console.log(`${file},${corners.flat().map((value) => value.toFixed(1)).join(' ')}`);
 }
-

@@ -67,9 +67,9 @@ export interface WindowReading {
 }
 
 /**
- * Reads one candidate window: both ways round, each in a few crops of different height, by every strip reader;
- * then, the right way round, wheel by wheel by the wheel reader. The readers are trained apart on the same data;
- * their readings are combined wheel by wheel.
+ * Reads one candidate window by every strip reader: both ways round to choose the way, then the right way round
+ * in a few crops of different height; and, the right way round, wheel by wheel by the wheel reader. The readers
+ * are trained apart on the same data; their readings are combined wheel by wheel.
  */
 export async function readWindow({ wheelReader, stripReaders }: WindowReaders, photo: RgbImage, found: Window): Promise<WindowReading> {
   // The localiser cannot tell left from right: the readers' upside-down heads say which way round the counter
