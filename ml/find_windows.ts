@@ -9,23 +9,21 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import * as ort from 'onnxruntime-node';
 import { turnWindow, windowCorners, type Window } from '../src/readers/local/geometry.ts';
-import { decodePhoto, localise } from '../src/readers/local/pipeline.ts';
+import { decodePhoto, loadSessions, localise } from '../src/readers/local/pipeline.ts';
 import { LOCALISER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, '..', 'shared', 'datasets'), 'toloka');
 
-const localiser = await ort.InferenceSession.create(path.join(REPO_ROOT, 'models', LOCALISER_FILES[0]!),
-  { intraOpNumThreads: 1, interOpNumThreads: 1 });
+const [localiser] = await loadSessions(path.join(REPO_ROOT, 'models'), [LOCALISER_FILES[0]!]);
 const labels = (await readFile(path.join(TOLOKA, 'labels.csv'), 'utf8')).trim().split('\n').slice(1);
 console.log('file,corners');
 for (const line of labels) {
   const [file, , ...box] = line.split(',');
   const [x1, y1, x2, y2] = box.map(Number) as [number, number, number, number];
   const { photo } = await decodePhoto(await readFile(path.join(TOLOKA, file!)));
-  const candidates = await localise(localiser, photo);
+  const candidates = await localise(localiser!, photo);
   const distance = (window: Window) => Math.hypot(window.centre[0] - (x1 + x2) / 2, window.centre[1] - (y1 + y2) / 2);
   const nearest = candidates.sort((a, b) => distance(a) - distance(b))[0];
   if (!nearest) continue;

@@ -13,9 +13,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import * as ort from 'onnxruntime-node';
 import { windowCorners, windowsInscribedIn, type Window } from '../src/readers/local/geometry.ts';
-import { decodePhoto, readWindow } from '../src/readers/local/pipeline.ts';
+import { decodePhoto, loadSessions, readWindow } from '../src/readers/local/pipeline.ts';
 import { READER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
@@ -24,8 +23,7 @@ const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, 
 const LOOSE_BOX_ASPECT = 2.5;
 const FIT_ANGLE_STEP = 3;
 
-const stripReaders = await Promise.all(READER_FILES.map((file) =>
-  ort.InferenceSession.create(path.join(REPO_ROOT, 'models', file), { intraOpNumThreads: 1, interOpNumThreads: 1 })));
+const stripReaders = await loadSessions(path.join(REPO_ROOT, 'models'), READER_FILES);
 const validation = new Set((await readFile(path.join(REPO_ROOT, 'ml', 'splits', 'toloka-val.txt'), 'utf8')).split('\n'));
 const labels = (await readFile(path.join(TOLOKA, 'labels.csv'), 'utf8')).trim().split('\n').slice(1);
 console.log('file,corners');

@@ -22,10 +22,15 @@ export interface MeterModel {
 }
 
 export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
-  const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
-  const load = (files: string[]) => Promise.all(files.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
-  const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load([WHEEL_READER_FILE]), load(READER_FILES)]);
+  const [localisers, [wheelReader], stripReaders] = await Promise.all([
+    loadSessions(modelDir, LOCALISER_FILES), loadSessions(modelDir, [WHEEL_READER_FILE]), loadSessions(modelDir, READER_FILES)]);
   return { read: (image) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image) };
+}
+
+/** ONNX sessions for `files` in `modelDir`, each on one thread (the caller's: see worker.ts). */
+export function loadSessions(modelDir: string, files: string[]): Promise<ort.InferenceSession[]> {
+  const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+  return Promise.all(files.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
 }
 
 interface Sessions {
