@@ -16,7 +16,7 @@ import { LOCALISER_FILES } from '../src/readers/local/spec.ts';
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, '..', 'shared', 'datasets'), 'toloka');
 
-const [localiser] = await loadSessions(path.join(REPO_ROOT, 'models'), [LOCALISER_FILES[0]!]);
+const [localiser] = await loadSessions(path.join(REPO_ROOT, 'models'), [LOCALISER_FILES[0]!], 1);
 const labels = (await readFile(path.join(TOLOKA, 'labels.csv'), 'utf8')).trim().split('\n').slice(1);
 console.log('file,corners');
 for (const line of labels) {

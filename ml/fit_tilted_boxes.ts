@@ -14,7 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { windowCorners, windowsInscribedIn, type Window } from '../src/readers/local/geometry.ts';
-import { decodePhoto, loadSessions, readWindow } from '../src/readers/local/pipeline.ts';
+import { decodePhoto, loadSessions, orientWindow, readWindow } from '../src/readers/local/pipeline.ts';
 import { READER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
@@ -23,7 +23,7 @@ const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, 
 const LOOSE_BOX_ASPECT = 2.5;
 const FIT_ANGLE_STEP = 3;
 
-const stripReaders = await loadSessions(path.join(REPO_ROOT, 'models'), READER_FILES);
+const stripReaders = await loadSessions(path.join(REPO_ROOT, 'models'), READER_FILES, 1);
 const validation = new Set((await readFile(path.join(REPO_ROOT, 'ml', 'splits', 'toloka-val.txt'), 'utf8')).split('\n'));
 const labels = (await readFile(path.join(TOLOKA, 'labels.csv'), 'utf8')).trim().split('\n').slice(1);
 console.log('file,corners');
@@ -36,8 +36,9 @@ for (const line of labels) {
   let best: { window: Window; confidence: number } | undefined;
   const inPhoto = { left: x1 / toNormalised, top: y1 / toNormalised, width: width / toNormalised, height: height / toNormalised };
   for (const window of windowsInscribedIn(inPhoto, LOOSE_BOX_ASPECT, FIT_ANGLE_STEP)) {
-    // The window as it was read: turned round when the readers found it upside down.
-    const { formatted, window: read } = await readWindow({ stripReaders }, photo, window);
+    // The window as it was read: turned round when the readers found it upside down, and whole (a localiser learns
+    // the counter's window, not the span of its wheels).
+    const { formatted, window: read } = await readWindow({ stripReaders }, photo, await orientWindow(stripReaders, photo, window));
     if (formatted && formatted.value === Number(label) && formatted.confidence > (best?.confidence ?? -1)) {
       best = { window: read, confidence: formatted.confidence };
     }

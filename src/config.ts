@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 /** Every setting comes from the environment; README's configuration table lists them all. */
@@ -28,6 +29,8 @@ export interface Config {
   readerTimeoutMs: number;
   readerRetries: number;
   localModelDir: string;
+  /** Threads the local reader reads one photo on (photos are read one at a time). */
+  localReaderThreads: number;
   openai: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
   anthropic: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
 
@@ -73,6 +76,7 @@ export function loadConfig(env: Env = process.env): Config {
     readerTimeoutMs: integer(env, 'READER_TIMEOUT_MS', 30_000),
     readerRetries: integer(env, 'READER_RETRIES', 1),
     localModelDir: path.resolve(env.LOCAL_MODEL_DIR ?? path.join(import.meta.dirname, '..', 'models')),
+    localReaderThreads: integer(env, 'LOCAL_READER_THREADS', Math.min(2, availableParallelism())),
     openai: {
       apiKey: env.OPENAI_API_KEY || undefined,
       baseUrl: env.OPENAI_BASE_URL || undefined,

@@ -13,7 +13,9 @@ import { ReaderError, type MeterReader, type MeterReading } from './reader.ts';
  */
 export async function createLocalReader(config: Config): Promise<MeterReader | undefined> {
   if (!MODEL_FILES.every((file) => existsSync(path.join(config.localModelDir, file)))) return undefined;
-  const worker = new Worker(new URL('./local/worker.ts', import.meta.url), { workerData: { modelDir: config.localModelDir } });
+  const worker = new Worker(new URL('./local/worker.ts', import.meta.url), {
+    workerData: { modelDir: config.localModelDir, threads: config.localReaderThreads },
+  });
   await new Promise<void>((resolve, reject) => {
     const onMessage = (message: WorkerMessage) => {
       worker.off('error', reject);

@@ -19,6 +19,12 @@ t.test('CTC: repeats collapse, a blank separates a repeated digit, leading zeros
   t.equal(decodeCtc(steps('----'), 4, CLASSES).text, '');
 });
 
+t.test('CTC: each digit is placed at the step where its run peaks, the point not counted', async (t) => {
+  const probabilities = steps('-11-2.-3');
+  probabilities[2 * CLASSES + 2] = 0.95; // the '1' run peaks at its second step
+  t.same(decodeCtc(probabilities, 8, CLASSES).digitSteps, [2, 4, 7]);
+});
+
 t.test('CTC: a digit is as sure as the best step of its run; the point is kept apart', async (t) => {
   const probabilities = steps('1-2.3');
   probabilities[0 * CLASSES + 2] = 0.6; // the '1' run: one step at 0.6 ...

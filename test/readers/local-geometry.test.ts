@@ -1,6 +1,7 @@
 import t from 'tap';
 import {
-  rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, windowsInscribedIn, type RgbImage,
+  rectifyInto, scaleWindow, sliceWindow, spanOfWindow, turnWindow, windowAroundWheels, windowCorners, windowsFromMask,
+  windowsInscribedIn, type RgbImage,
 } from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
@@ -109,4 +110,16 @@ t.test('a window cut into equal slices along the counter, left to right as it re
   t.same(slices.map((slice) => slice.centre), [[50, -10], [50, 10], [50, 30], [50, 50]]);
   t.ok(slices.every((slice) => slice.halfWidth === 10 && slice.halfHeight === 5 && slice.across === window.across));
   t.same(sliceWindow(turnWindow(window), 0, 4).centre, [50, 50], 'the first slice of the turned window is the last of the window');
+});
+
+t.test('a window cut to its wheels: half a wheel beyond the first and last wheel centres', async (t) => {
+  const window = { centre: [100, 50] as [number, number], across: [1, 0] as [number, number], halfWidth: 100, halfHeight: 10 };
+  const cut = windowAroundWheels(window, [-0.6, -0.3, 0, 0.3]);
+  t.same(cut.centre.map((value) => Number(value.toFixed(6))), [85, 50], 'from -0.75 to 0.45 of the half-width');
+  t.equal(Number(cut.halfWidth.toFixed(6)), 60);
+  t.equal(cut.halfHeight, 10);
+  const turned = windowAroundWheels(turnWindow(window), [-0.6, -0.3, 0, 0.3]);
+  t.same(turned.centre.map((value) => Number(value.toFixed(6))), [115, 50], 'measured along the way the counter reads');
+  t.same(windowAroundWheels(window, [0.2]), window, 'one wheel gives no spacing: the window stays');
+  t.same(spanOfWindow(window, -1.2, 1.2).halfWidth, 120, 'a span may reach past the window');
 });

@@ -12,13 +12,19 @@ import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
 const MODEL_DIR = loadConfig({}).localModelDir;
 const weightsShipped = MODEL_FILES.every((file) => existsSync(path.join(MODEL_DIR, file)));
 
-interface Drawn { image: Buffer; counter: { left: number; top: number; width: number; height: number } }
+interface Drawn {
+  image: Buffer;
+  counter: { left: number; top: number; width: number; height: number };
+  /** Where the wheels start and end across the photo. */
+  wheels: { left: number; right: number };
+}
 
 /**
  * A meter photo drawn from SVG: a dial on a grey wall, the counter window with 5 black and 3 red wheels
- * (white digits on dark wheels, as many meters print them), at `scale` times 700 x 500 px.
+ * (white digits on dark wheels, as many meters print them), at `scale` times 700 x 500 px. With `logo`, the
+ * counter's frame also holds a maker's letter left of the wheels.
  */
-async function drawMeter(wholeUnits: string, fraction: string, scale = 1): Promise<Drawn> {
+async function drawMeter(wholeUnits: string, fraction: string, { scale = 1, logo = false } = {}): Promise<Drawn> {
   const wheelWidth = 34, wheelHeight = 52, left = 350 - (wholeUnits.length + fraction.length) * wheelWidth / 2, top = 200;
   const wheels = [...wholeUnits + fraction].map((digit, i) => {
     const x = left + i * wheelWidth;
@@ -27,15 +33,21 @@ async function drawMeter(wholeUnits: string, fraction: string, scale = 1): Promi
       `<text x="${x + wheelWidth / 2}" y="${top + 40}" font-family="DejaVu Sans" font-size="34" fill="#f4f4f4" text-anchor="middle">${digit}</text>`;
   }).join('');
   const width = (wholeUnits.length + fraction.length) * wheelWidth;
+  const frameLeft = left - 6 - (logo ? 60 : 0);
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${700 * scale}" height="${500 * scale}" viewBox="0 0 700 500">
     <rect width="700" height="500" fill="#8a8f94"/>
     <circle cx="350" cy="240" r="210" fill="#e9e9e4" stroke="#555" stroke-width="14"/>
     <text x="350" y="150" font-family="DejaVu Sans" font-size="22" fill="#333" text-anchor="middle">m³  CB-15</text>
-    <rect x="${left - 6}" y="${top - 4}" width="${width + 12}" height="${wheelHeight + 8}" fill="#ccc" stroke="#222" stroke-width="3"/>
+    <rect x="${frameLeft}" y="${top - 4}" width="${left + width + 6 - frameLeft}" height="${wheelHeight + 8}" fill="#ccc" stroke="#222" stroke-width="3"/>
     ${wheels}
+    ${logo ? `<text x="${left - 35}" y="${top + 40}" font-family="DejaVu Sans" font-size="30" fill="#222" text-anchor="middle">M</text>` : ''}
     <circle cx="420" cy="340" r="30" fill="none" stroke="#b00" stroke-width="3"/></svg>`;
   const image = await sharp(Buffer.from(svg)).jpeg({ quality: 88 }).toBuffer();
-  return { image, counter: { left: (left - 6) * scale, top: (top - 4) * scale, width: (width + 12) * scale, height: (wheelHeight + 8) * scale } };
+  return {
+    image,
+    counter: { left: frameLeft * scale, top: (top - 4) * scale, width: (left + width + 6 - frameLeft) * scale, height: (wheelHeight + 8) * scale },
+    wheels: { left: left * scale, right: (left + width) * scale },
+  };
 }
 
 const signal = () => AbortSignal.timeout(30_000);
@@ -51,12 +63,12 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
 
   t.test('reads a drawn meter: reading, value, confidences and the counter box in the frame it was sent', async (t) => {
     for (const scale of [1, 2.2]) {
-      const { image, counter } = await drawMeter('00758', '407', scale);
+      const { image, counter } = await drawMeter('00758', '407', { scale });
       const result = await reader.read(image, signal());
       t.match(result.reading, /^\d{5}(\.\d{3})?$/);
       t.equal(result.value, Number(result.reading));
       t.ok(Number.isInteger(result.confidence) && result.confidence >= 0 && result.confidence <= 100);
-      t.equal(result.model, 'local-crnn-v5');
+      t.equal(result.model, 'local-crnn-v6');
       t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
       t.equal(result.counterBox?.length, 4);
       const xs = result.counterBox!.map(([x]) => x), ys = result.counterBox!.map(([, y]) => y);
@@ -75,6 +87,18 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     }
   });
 
+  t.test('the counter box spans the wheels, not a logo beside them in the counter\'s frame', async (t) => {
+    for (const logo of [false, true]) {
+      const { image, wheels } = await drawMeter('00758', '407', { logo });
+      const result = await reader.read(image, signal());
+      const xs = result.counterBox!.map(([x]) => x);
+      const halfWheel = (wheels.right - wheels.left) / 8 / 2;
+      t.ok(Math.abs(Math.min(...xs) - wheels.left) < halfWheel, `left end ${Math.min(...xs)}, wheels from ${wheels.left}, logo ${logo}`);
+      t.ok(Math.abs(Math.max(...xs) - wheels.right) < halfWheel, `right end ${Math.max(...xs)}, wheels to ${wheels.right}, logo ${logo}`);
+      t.equal(result.reading, '00758.407', `logo ${logo}`);
+    }
+  });
+
   t.test('bytes that are not an image are unreadable', async (t) => {
     const error = await reader.read(Buffer.from('not a photo'), signal()).catch((e: unknown) => e);
     t.ok(error instanceof ReaderError);
@@ -89,7 +113,7 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
   });
 
   t.test('concurrent reads each get their own answer', async (t) => {
-    const photos = await Promise.all([drawMeter('00123', '456'), drawMeter('04071', '', 1.5), drawMeter('00950', '018', 0.8)]);
+    const photos = await Promise.all([drawMeter('00123', '456'), drawMeter('04071', '', { scale: 1.5 }), drawMeter('00950', '018', { scale: 0.8 })]);
     const oneByOne = [];
     for (const { image } of photos) oneByOne.push((await reader.read(image, signal())).reading);
     const together = await Promise.all(photos.map(({ image }) => reader.read(image, signal())));

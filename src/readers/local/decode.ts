@@ -9,6 +9,8 @@ export interface DecodedStrip {
   digitDistributions: number[][];
   /** Probability the model gave the decimal point, when it read one. */
   pointProbability?: number;
+  /** Per digit of `text`, the step where it is read surest: where along the strip the model saw it. One reader's only. */
+  digitSteps?: number[];
 }
 
 export interface LayoutReading extends DecodedStrip {
@@ -176,6 +178,7 @@ function collapse(path: number[], probabilities: Float32Array, classes: number):
     text: runs.map((run) => ALPHABET[run.symbol - 1]).join(''),
     digitProbabilities: digitRuns.map((run) => run.peak),
     digitDistributions: digitRuns.map((run) => DIGITS.map((symbol) => probabilities[run.peakStep * classes + symbol]!)),
+    digitSteps: digitRuns.map((run) => run.peakStep),
     pointProbability: points.length ? Math.min(...points) : undefined,
   };
 }

@@ -112,13 +112,33 @@ export function turnWindow(window: Window): Window {
 
 /** The `index`-th (from the left as the counter reads) of `count` equal slices of the window along the counter. */
 export function sliceWindow(window: Window, index: number, count: number): Window {
-  const offset = ((2 * index + 1) / count - 1) * window.halfWidth;
+  return spanOfWindow(window, (2 * index) / count - 1, (2 * (index + 1)) / count - 1);
+}
+
+/**
+ * The part of the window along the counter from `start` to `end`, in half-widths from its centre (-1 its left end
+ * as the counter reads, 1 its right end; beyond them it reaches past the window).
+ */
+export function spanOfWindow(window: Window, start: number, end: number): Window {
+  const offset = ((start + end) / 2) * window.halfWidth;
   return {
     centre: [window.centre[0] + offset * window.across[0], window.centre[1] + offset * window.across[1]],
     across: window.across,
-    halfWidth: window.halfWidth / count,
+    halfWidth: ((end - start) / 2) * window.halfWidth,
     halfHeight: window.halfHeight,
   };
+}
+
+/**
+ * The window cut to the wheels: from half a wheel before the first wheel's centre to half a wheel after the last
+ * (`wheelCentres` in half-widths from its centre, as spanOfWindow; wheels evenly spaced). Unchanged with fewer
+ * than two wheels.
+ */
+export function windowAroundWheels(window: Window, wheelCentres: number[]): Window {
+  if (wheelCentres.length < 2) return window;
+  const [first, last] = [wheelCentres[0]!, wheelCentres.at(-1)!];
+  const halfWheel = (last - first) / (wheelCentres.length - 1) / 2;
+  return spanOfWindow(window, first - halfWheel, last + halfWheel);
 }
 
 /**

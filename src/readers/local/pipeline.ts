@@ -4,10 +4,11 @@ import sharp from 'sharp';
 import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
 import { combineReadings, formatReading, mostProbableDigit, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
 import {
-  rectifyInto, scaleWindow, sliceWindow, turnWindow, windowCorners, windowsFromMask, type Point, type RgbImage, type Window,
+  rectifyInto, scaleWindow, sliceWindow, turnWindow, windowAroundWheels, windowCorners, windowsFromMask,
+  type Point, type RgbImage, type Window,
 } from './geometry.ts';
 import {
-  ALPHABET, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
+  ALIGNED_READER_FILE, ALPHABET, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
   STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
   WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
@@ -21,15 +22,21 @@ export interface MeterModel {
   read(image: Buffer): Promise<MeterReading>;
 }
 
-export async function loadMeterModel(modelDir: string): Promise<MeterModel> {
-  const [localisers, [wheelReader], stripReaders] = await Promise.all([
-    loadSessions(modelDir, LOCALISER_FILES), loadSessions(modelDir, [WHEEL_READER_FILE]), loadSessions(modelDir, READER_FILES)]);
+export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
+  const [localisers, [wheelReader], stripReaders] = await Promise.all([LOCALISER_FILES, [WHEEL_READER_FILE], READER_FILES]
+    .map((files) => loadSessions(modelDir, files, threads)));
   return { read: (image) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image) };
 }
 
-/** ONNX sessions for `files` in `modelDir`, each on one thread (the caller's: see worker.ts). */
-export function loadSessions(modelDir: string, files: string[]): Promise<ort.InferenceSession[]> {
-  const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+/**
+ * ONNX sessions for `files` in `modelDir`, each running on the caller's thread (see worker.ts) and `threads` - 1
+ * more. The extra threads sleep between runs instead of spinning: a photo is many small runs with image work
+ * between them, which spinning threads would starve (on 2 cores, 2 spinning threads read 2.4 times slower).
+ */
+export function loadSessions(modelDir: string, files: string[], threads: number): Promise<ort.InferenceSession[]> {
+  const options: ort.InferenceSession.SessionOptions = {
+    intraOpNumThreads: threads, interOpNumThreads: 1, extra: { session: { intra_op: { allow_spinning: '0' } } },
+  };
   return Promise.all(files.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
 }
 
@@ -48,9 +55,13 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer): P
   for (const localiser of localisers) candidates.push(...await localise(localiser, photo));
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
-  // Every window-like region each localiser sees is read, and the readers decide: the window they read most surely.
+  // Every window-like region each localiser sees is read, cut to its wheels, and the readers decide: the window
+  // they read most surely.
   const readings: WindowReading[] = [];
-  for (const window of candidates) readings.push(await readWindow(readers, photo, window));
+  for (const found of candidates) {
+    const oriented = await orientWindow(readers.stripReaders, photo, found);
+    readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, oriented.wheelCentres) }));
+  }
   const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
   if (!best.formatted) throw new ReaderError('unparseable', `the local model read "${best.strip.text}", which is not a number`);
   return {
@@ -64,6 +75,41 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer): P
   };
 }
 
+/** A candidate window turned the way its counter reads. */
+export interface OrientedWindow {
+  window: Window;
+  /** The strip readers' mean probability that the window, as found and turned round, is upside down. */
+  upsideDown: number[];
+  /** How sure the readers are of the way round. */
+  orientationProbability: number;
+  /**
+   * Where ALIGNED_READER_FILE reads each wheel, in the window's half-widths from its centre (as spanOfWindow).
+   * The found window's ends are loose: they may cut a wheel off or take in a logo the readers read as one.
+   */
+  wheelCentres: number[];
+}
+
+/**
+ * The localiser cannot tell left from right: the strip readers' upside-down heads say which way round the counter
+ * reads, from one crop each way at the margin they were trained with.
+ */
+export async function orientWindow(stripReaders: ort.InferenceSession[], photo: RgbImage, found: Window): Promise<OrientedWindow> {
+  const windows = [found, turnWindow(found)];
+  const bothWays = await readStrips(stripReaders, photo, windows.map((window) => ({ window, marginY: STRIP_MARGIN_Y })));
+  const upsideDown = windows.map((_, w) =>
+    bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
+  const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
+  const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
+  const { steps, classes, crops } = stripProbabilities(bothWays[READER_FILES.indexOf(ALIGNED_READER_FILE)]!);
+  const toWindow = (step: number) => ((step + 0.5) / steps * 2 - 1) * (1 + 2 * STRIP_MARGIN_X);
+  return {
+    window: windows[chosen]!,
+    upsideDown,
+    orientationProbability: uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9),
+    wheelCentres: readInLayouts(crops[chosen]!, steps, classes).digitSteps!.map(toWindow),
+  };
+}
+
 export interface WindowReading {
   window: Window;
   strip: LayoutReading;
@@ -72,36 +118,22 @@ export interface WindowReading {
 }
 
 /**
- * Reads one candidate window by every strip reader: both ways round to choose the way, then the right way round
- * in a few crops of different height; and, the right way round, wheel by wheel by the wheel reader. The readers
- * are trained apart on the same data; their readings are combined wheel by wheel.
+ * Reads an oriented window by every strip reader, in a few crops of different height (the mask is coarse across
+ * the window) with their outputs averaged, and wheel by wheel by the wheel reader. The readers are trained apart on
+ * the same data; their readings are combined wheel by wheel.
  */
-export async function readWindow({ wheelReader, stripReaders }: WindowReaders, photo: RgbImage, found: Window): Promise<WindowReading> {
-  // The localiser cannot tell left from right: the readers' upside-down heads say which way round the counter
-  // reads, from one crop each way at the margin they were trained with. The chosen way is read in a few more
-  // crops of different height (the mask is coarse across the window) and the readers' outputs averaged.
-  const windows = [found, turnWindow(found)];
-  const bothWays = await readStrips(stripReaders, photo, windows.map((window) => ({ window, marginY: STRIP_MARGIN_Y })));
-  const upsideDown = windows.map((_, w) =>
-    bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
-  const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
-  const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
-  const orientationProbability = uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9);
-  const otherMargins = STRIP_MARGINS_Y.filter((marginY) => marginY !== STRIP_MARGIN_Y);
-  const chosenWay = await readStrips(stripReaders, photo, otherMargins.map((marginY) => ({ window: windows[chosen]!, marginY })));
-  const readerStrips = bothWays.map((output, reader) => {
-    const [, steps, classes] = output.probabilities!.dims as number[];
-    if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
-    const size = steps! * classes!;
-    const crop = (result: ort.InferenceSession.ReturnType, index: number) =>
-      (result.probabilities!.data as Float32Array).subarray(index * size, (index + 1) * size);
-    const crops = [crop(output, chosen), ...otherMargins.map((_, index) => crop(chosenWay[reader]!, index))];
-    return readInLayouts(mean(crops), steps!, classes!);
+export async function readWindow(
+  { wheelReader, stripReaders }: WindowReaders, photo: RgbImage, { window, upsideDown, orientationProbability }: OrientedWindow,
+): Promise<WindowReading> {
+  const outputs = await readStrips(stripReaders, photo, STRIP_MARGINS_Y.map((marginY) => ({ window, marginY })));
+  const readerStrips = outputs.map((output) => {
+    const { steps, classes, crops } = stripProbabilities(output);
+    return readInLayouts(mean(crops), steps, classes);
   });
-  const wheelVotes = wheelReader ? await readWheels(wheelReader, photo, windows[chosen]!) : [];
+  const wheelVotes = wheelReader ? await readWheels(wheelReader, photo, window) : [];
   const strip = combineReadings(readerStrips, wheelVotes);
   return {
-    window: windows[chosen]!,
+    window,
     strip,
     formatted: formatReading(strip, orientationProbability),
     raw: {
@@ -203,6 +235,15 @@ async function readStrips(
   const outputs: ort.InferenceSession.ReturnType[] = [];
   for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));
   return outputs;
+}
+
+/** A strip reader's per-step class probabilities, one array per strip of the batch. */
+function stripProbabilities(output: ort.InferenceSession.ReturnType): { steps: number; classes: number; crops: Float32Array[] } {
+  const [strips, steps, classes] = output.probabilities!.dims as number[];
+  if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
+  const data = output.probabilities!.data as Float32Array;
+  const size = steps! * classes;
+  return { steps: steps!, classes, crops: Array.from({ length: strips! }, (_, index) => data.subarray(index * size, (index + 1) * size)) };
 }
 
 /** Element-wise mean of equally long arrays. */

@@ -40,5 +40,10 @@ export const ALPHABET = '0123456789.';
 export const LOCALISER_FILES = ['localiser-1.onnx', 'localiser-2.onnx'];
 /** Readers trained apart on the same data (different seeds or recipes); the service combines their readings. */
 export const READER_FILES = ['reader-1.onnx', 'reader-2.onnx', 'reader-3.onnx'];
+/**
+ * The reader whose outputs stay where it sees each wheel (its sequence layer is convolutional; the BiGRU readers
+ * emit some digits late): where it reads the wheels is where they are.
+ */
+export const ALIGNED_READER_FILE = 'reader-3.onnx';
 export const WHEEL_READER_FILE = 'wheels.onnx';
-export const MODEL_NAME = 'local-crnn-v5';
+export const MODEL_NAME = 'local-crnn-v6';

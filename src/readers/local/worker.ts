@@ -17,7 +17,8 @@ const port = parentPort!;
 const post = (message: WorkerMessage) => port.postMessage(message);
 
 try {
-  const model = await loadMeterModel((workerData as { modelDir: string }).modelDir);
+  const { modelDir, threads } = workerData as { modelDir: string; threads: number };
+  const model = await loadMeterModel(modelDir, threads);
   port.on('message', async ({ id, image }: ReadRequest) => {
     try {
       post({ type: 'result', id, reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength)) });
