@@ -38,7 +38,8 @@ mkdir -p "$CACHE"
 node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
 train_localiser localiser-2.onnx --tilted-windows
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
-# the photos; one core, as shipped (about 20 minutes).
+# the photos, cut to their wheels by the readers as the service cuts them (about a minute); both cores, as shipped
+# (about 18 minutes).
 node find_windows.ts > "$CACHE/toloka-windows.csv"
-TORCH_THREADS=1 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps 5000 --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
+TORCH_THREADS=2 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps 5000 --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
 tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log "$LOGS/meterlens-wheels.onnx.log"
