@@ -1,6 +1,6 @@
 import t from 'tap';
 import { combineReadings, decodeCtc, decodeInLayout, formatReading, readInLayouts, type LayoutReading } from '../../src/readers/local/decode.ts';
-import { ALPHABET } from '../../src/readers/local/spec.ts';
+import { ALPHABET, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
 
@@ -109,16 +109,25 @@ t.test('several readers: wheel by wheel, the digit with the most probability beh
   t.equal(layouts.layoutFit, 1, 'the fit of the readers that chose the layout');
 });
 
-t.test('the wheel reader votes on the digits as one more reader, when the layout has as many wheels', async (t) => {
+t.test('the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip readers, when the layout has as many wheels', async (t) => {
   const close = closeTo(t);
+  const { wholeUnits, fractional } = WHEEL_READER_WEIGHT;
   const wheels = (digits: string, p: number) =>
     [...digits].map((digit) => Array.from({ length: 10 }, (_, d) => (d === Number(digit) ? p : (1 - p) / 9)));
   const readers = [read('00758.401', Array(8).fill(0.8), 0.9), read('00758.407', Array(8).fill(0.6), 0.7)];
   const combined = combineReadings(readers, wheels('00758407', 0.9));
-  t.equal(combined.text, '00758.407', 'the 7 has 0.6 + 0.9 behind it, the 1 has 0.8 + 0.1 / 9');
-  close(combined.digitProbabilities, [...Array(7).fill((0.8 + 0.6 + 0.9) / 3), (0.6 + 0.9) / 3]);
+  t.equal(combined.text, '00758.407', 'the 7 has 0.6 + weight x 0.9 behind it, the 1 has 0.8 + weight x 0.1 / 9');
+  close(combined.digitProbabilities, [
+    ...Array(5).fill((0.8 + 0.6 + wholeUnits * 0.9) / (2 + wholeUnits)),
+    ...Array(2).fill((0.8 + 0.6 + fractional * 0.9) / (2 + fractional)),
+    (0.6 + fractional * 0.9) / (2 + fractional),
+  ]);
   close([combined.pointProbability!], [0.8]);
   t.equal(combined.pointProbability, combineReadings(readers).pointProbability, 'the point is the strip readers\' alone');
+
+  const sure = read('00758.401', Array(8).fill(0.9));
+  const outvoted = combineReadings([sure, sure], wheels('00658407', 0.9));
+  t.equal(outvoted.text, '00758.407', 'on a fractional wheel it outweighs two sure strip readers that agree; on a whole-unit wheel not');
 
   const fiveWheels = combineReadings([read('01348', Array(5).fill(0.9))], wheels('00758407', 0.9));
   t.equal(fiveWheels.text, '01348');

@@ -1,4 +1,4 @@
-import { ALPHABET } from './spec.ts';
+import { ALPHABET, WHEEL_READER_WEIGHT } from './spec.ts';
 
 export interface DecodedStrip {
   /** Characters as read, e.g. `00758.407`. */
@@ -122,8 +122,9 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
  * probability each gave every digit there, not only to the digit it read); its probability is that sum over all
  * readers, so a reader that disagrees (on the digit or the layout) lowers it. Readers trained apart overfit
  * apart: where they agree the wheel is surer, where they split the reading says so.
- * `wheelVotes` (the wheel reader's probabilities of 0–9 for each wheel) vote as one more reader on the digits,
- * not on the point, when the layout has as many wheels.
+ * `wheelVotes` (the wheel reader's probabilities of 0–9 for each wheel) vote on the digits, not on the point,
+ * when the layout has as many wheels: as WHEEL_READER_WEIGHT strip readers would, on whole-unit and on fractional
+ * wheels.
  */
 export function combineReadings(readings: LayoutReading[], wheelVotes: number[][] = []): LayoutReading {
   const shapeOf = (reading: LayoutReading) => reading.text.replace(/\d/g, 'd');
@@ -135,11 +136,16 @@ export function combineReadings(readings: LayoutReading[], wheelVotes: number[][
   const [shape, agreeing] = [...byShape].reduce((a, b) => (b[1].length > a[1].length ? b : a));
   const wheelCount = shape.replaceAll('.', '').length;
   const wheelReaderVotes = wheelVotes.length === wheelCount;
-  const votes = [...agreeing.map((reading) => reading.digitDistributions), ...(wheelReaderVotes ? [wheelVotes] : [])];
-  const voters = readings.length + (wheelReaderVotes ? 1 : 0);
+  const wholeWheels = shape.split('.')[0]!.length;
 
-  const digitDistributions = Array.from({ length: wheelCount }, (_, wheel) =>
-    DIGITS.map((_, digit) => votes.reduce((sum, vote) => sum + vote[wheel]![digit]!, 0) / voters));
+  const digitDistributions = Array.from({ length: wheelCount }, (_, wheel) => {
+    const wheelReaderWeight = !wheelReaderVotes ? 0
+      : wheel < wholeWheels ? WHEEL_READER_WEIGHT.wholeUnits : WHEEL_READER_WEIGHT.fractional;
+    return DIGITS.map((_, digit) => (
+      agreeing.reduce((sum, reading) => sum + reading.digitDistributions[wheel]![digit]!, 0) +
+      wheelReaderWeight * (wheelVotes[wheel]?.[digit] ?? 0)
+    ) / (readings.length + wheelReaderWeight));
+  });
   const digits = digitDistributions.map(mostProbableDigit);
   let wheel = 0;
   const points = agreeing.map((reading) => reading.pointProbability ?? 0);
