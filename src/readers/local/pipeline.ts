@@ -59,8 +59,8 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer): P
   // they read most surely.
   const readings: WindowReading[] = [];
   for (const found of candidates) {
-    const oriented = await orientWindow(readers.stripReaders, photo, found);
-    readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, oriented.wheelCentres) }));
+    const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
+    readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, wheelCentres) }));
   }
   const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
   if (!best.formatted) throw new ReaderError('unparseable', `the local model read "${best.strip.text}", which is not a number`);
@@ -118,12 +118,13 @@ export interface WindowReading {
 }
 
 /**
- * Reads an oriented window by every strip reader, in a few crops of different height (the mask is coarse across
- * the window) with their outputs averaged, and wheel by wheel by the wheel reader. The readers are trained apart on
- * the same data; their readings are combined wheel by wheel.
+ * Reads an oriented window as given by every strip reader, in a few crops of different height (the mask is coarse
+ * across the window) with their outputs averaged, and wheel by wheel by the wheel reader. The readers are trained
+ * apart on the same data; their readings are combined wheel by wheel.
  */
 export async function readWindow(
-  { wheelReader, stripReaders }: WindowReaders, photo: RgbImage, { window, upsideDown, orientationProbability }: OrientedWindow,
+  { wheelReader, stripReaders }: WindowReaders, photo: RgbImage,
+  { window, upsideDown, orientationProbability }: Omit<OrientedWindow, 'wheelCentres'>,
 ): Promise<WindowReading> {
   const outputs = await readStrips(stripReaders, photo, STRIP_MARGINS_Y.map((marginY) => ({ window, marginY })));
   const readerStrips = outputs.map((output) => {
