@@ -16,7 +16,7 @@ export async function runMigrations(config: Config): Promise<void> {
   try {
     await migrateAll(database.url, config);
   } finally {
-    await database.stop().catch((error: Error) => log(error.message)); // the PostgreSQL that would not stop, named
+    await database.stop();
   }
 }
 
@@ -65,7 +65,7 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
     await app?.close();
     await boss.stop({ graceful: true, timeout: 30_000 });
     await db.destroy();
-    await database.stop().catch((error: Error) => log(error.message)); // the PostgreSQL that would not stop, named
+    await database.stop().catch((error: Error) => log(error.message));
     log('stopped');
     process.exit(0);
   };
