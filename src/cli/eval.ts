@@ -76,6 +76,7 @@ export async function evalReader(
     targets = [{ name: path.basename(dir), dir, only: values.files ? await loadFileList(values.files) : undefined }];
   }
 
+  const datasets = await Promise.all(targets.map(async (target) => ({ ...target, photos: await loadLabelledPhotos(target.dir, target.only) })));
   const loadStarted = performance.now();
   const reader = await create();
   const modelLoadMs = performance.now() - loadStarted;
@@ -87,9 +88,8 @@ export async function evalReader(
   const config = loadConfig();
   const imageOptions = { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide };
   const results: Array<{ name: string; dir: string; summary: EvalSummary }> = [];
-  for (const target of targets) {
-    const photos = await loadLabelledPhotos(target.dir, target.only);
-    const summary = summarise(await readPhotos(reader, target.dir, photos, imageOptions), worst);
+  for (const target of datasets) {
+    const summary = summarise(await readPhotos(reader, target.dir, target.photos, imageOptions), worst);
     results.push({ name: target.name, dir: target.dir, summary });
     if (!values.json) console.log(formatSummary(`${readerName} on ${target.name}`, summary) + '\n');
   }

@@ -13,7 +13,10 @@ export interface LabelledPhoto {
  * other columns are ignored), optionally only those named in `only`.
  */
 export async function loadLabelledPhotos(dir: string, only?: Set<string>): Promise<LabelledPhoto[]> {
-  const text = await readFile(path.join(dir, 'labels.csv'), 'utf8');
+  const labelsFile = path.join(dir, 'labels.csv');
+  const text = await readFile(labelsFile, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ENOENT' ? new Error(`no ${labelsFile} (a "file,reading[,alternatives]" header, then one photo a line)`) : error;
+  });
   const [header, ...lines] = text.split(/\r?\n/).filter((line) => line.trim() !== '');
   const columns = header!.split(',').map((name) => name.trim());
   const fileColumn = columns.indexOf('file');

@@ -21,8 +21,9 @@ export async function readPhotos(
     try {
       image = (await normaliseImage(await readFile(path.join(dir, photo.file)), imageOptions)).jpeg;
     } catch (error) {
-      if (!(error instanceof ImageError)) throw error;
-      cases.push({ file: photo.file, accepted: photo.accepted, confidence: 0, latencyMs: 0, error: `image: ${error.message}` });
+      const problem = photoProblem(error);
+      if (!problem) throw error;
+      cases.push({ file: photo.file, accepted: photo.accepted, confidence: 0, latencyMs: 0, error: problem });
       continue;
     }
     const started = performance.now();
@@ -35,6 +36,13 @@ export async function readPhotos(
     }
   }
   return cases;
+}
+
+/** A photo that cannot be given to the reader is one miss that names the problem; anything else ends the run. */
+function photoProblem(error: unknown): string | undefined {
+  if (error instanceof ImageError) return `image: ${error.message}`;
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing: labels.csv names it, but there is no such file';
+  return undefined;
 }
 
 export function formatSummary(title: string, summary: EvalSummary): string {

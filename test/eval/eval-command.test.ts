@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -69,6 +69,25 @@ t.test('a file that is not an image counts as a miss that names the problem', as
   t.equal(summary.photos, 3);
   t.equal(summary.worst[0].file, 'c.jpg');
   t.match(summary.worst[0].error, /image: The file is not an image/);
+});
+
+t.test('a photo labels.csv names but that is missing counts as one miss that says so', async (t) => {
+  const dir = await dataset();
+  await rm(path.join(dir, 'c.jpg'));
+  const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--json'], 'table', async () => reader));
+  t.equal(code, 0);
+  const summary = JSON.parse(output).datasets[0].summary;
+  t.equal(summary.photos, 3);
+  t.equal(summary.worst[0].file, 'c.jpg');
+  t.match(summary.worst[0].error, /missing: labels.csv names it, but there is no such file/);
+});
+
+t.test('a folder without labels.csv is refused before the model loads, saying what the file holds', async (t) => {
+  let created = 0;
+  const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-evalcmd-'));
+  const error = await evalReader(['--dataset', dir], 'table', async () => { created++; return reader; }).catch((error: Error) => error);
+  t.match(error, { message: /^no .*labels\.csv \(a "file,reading\[,alternatives\]" header, then one photo a line\)$/ });
+  t.equal(created, 0);
 });
 
 t.test('--files limits the photos; the text report names the misreads', async (t) => {
