@@ -188,7 +188,9 @@ async function outsideCluster(dataDir: string): Promise<string> {
     );
   }
   const name = createHash('sha256').update(await realpath(dataDir)).digest('hex').slice(0, 16);
-  return path.join(home, `${path.basename(dataDir)}-${name}`);
+  const clusterDir = path.join(home, `${path.basename(dataDir)}-${name}`);
+  await rm(clusterDir, { recursive: true, force: true }); // left by an earlier DATA_DIR of this path, since deleted
+  return clusterDir;
 }
 
 /** Removes `databaseDir`, and the cluster it links to when it is a link. */

@@ -66,16 +66,24 @@ t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only roo
     const { startEmbeddedPostgres } = (await import(pathToFileURL(path.join(checkout, 'src', 'db', 'embedded.ts')).href)) as typeof embedded;
     const dataDir = path.join(checkout, 'data');
     const messages: string[] = [];
-    const server = await startEmbeddedPostgres({ dataDir, port: portBase, role: 'owner', log: (message) => messages.push(message) });
-    t.teardown(() => server.stop());
-    const client = new pg.Client({ connectionString: server.url });
-    await client.connect();
-    t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1, 'connects');
-    await client.end();
+    const start = () => startEmbeddedPostgres({ dataDir, port: portBase, role: 'owner', log: (message) => messages.push(message) });
+    const connects = async (url: string) => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const { rows } = await client.query('SELECT 1 AS one');
+      await client.end();
+      return rows[0].one === 1;
+    };
+    t.ok(await connects((await start()).url), 'connects');
     t.match(messages.join('\n'), /running PostgreSQL from a copy in \/var\/lib\/meterlens\/postgres-/, 'says where the binaries are');
     t.match(messages.join('\n'), /the cluster is in \/var\/lib\/meterlens\/clusters\//, 'and where the cluster is');
     t.ok((await lstat(path.join(dataDir, 'postgres'))).isSymbolicLink(), 'DATA_DIR/postgres leads to it');
     t.ok(existsSync(path.join(dataDir, 'postgres.log')), 'the log stays in DATA_DIR');
+
+    await embedded.stopEmbeddedPostgres(dataDir);
+    await rm(dataDir, { recursive: true }); // as a user would: the cluster outside stays behind
+    t.ok(await connects((await start()).url), 'a DATA_DIR deleted and made again starts afresh');
+    t.equal(messages.filter((message) => message.startsWith('initialising')).length, 2, 'initialised again');
   });
 
   t.test("npm test's own start (test/run.ts)", async (t) => {
