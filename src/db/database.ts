@@ -9,8 +9,14 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
 
-export function createDatabase(connectionString: string, maxConnections = 10): Db {
-  const pool = new pg.Pool({ connectionString, max: maxConnections });
+/**
+ * How long a query waits for a connection (a new one, or a free one of the pool) before the database counts as
+ * unavailable: a server that does not answer at all must not hang requests for the kernel's two-minute connect timeout.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export function createDatabase(connectionString: string, maxConnections = 10, connectTimeoutMs = CONNECT_TIMEOUT_MS): Db {
+  const pool = new pg.Pool({ connectionString, max: maxConnections, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection the server closes (restart, failover, shutdown) is dropped from the pool;
   // without a listener its error event would crash the process.
   pool.on('error', (error) => console.error(`[meterlens] idle database connection closed: ${error.message}`));

@@ -1,5 +1,8 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { sql } from 'kysely';
 import pg from 'pg';
 import t from 'tap';
+import { createDatabase, DatabaseUnavailableError, isDatabaseUnavailable } from '../../src/db/database.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
 import { createCustomer, startTestService, submitPhoto } from '../helpers/service.ts';
@@ -42,4 +45,19 @@ t.test('a database outage answers 503 with Retry-After, in the envelope and on t
   await setDatabaseReachable(service.databaseUrl, true);
   t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202, 'accepted again once the database is back');
   t.equal((await dashboard.get('/dashboard/usage')).status, 200);
+});
+
+t.test('a database server that accepts connections but never answers is unavailable after the connect timeout, not a hang', async (t) => {
+  const sockets: Socket[] = [];
+  const silent = createServer((socket) => sockets.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  });
+  const db = createDatabase(`postgres://postgres@127.0.0.1:${(silent.address() as AddressInfo).port}/silent`, 1, 200);
+  t.teardown(() => db.destroy());
+  const error = await sql`SELECT 1`.execute(db).catch((caught: unknown) => caught);
+  t.type(error, DatabaseUnavailableError);
+  t.ok(isDatabaseUnavailable(error));
 });
