@@ -29,7 +29,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     logger: options.logger === false ? false : { level: deps.config.logLevel },
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
+    trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
   });
   app.decorate('deps', deps);
   await app.register(errorEnvelope);

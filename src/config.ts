@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 
 /** Every setting comes from the environment; README's configuration table lists them all. */
 export interface Config {
@@ -13,10 +14,11 @@ export interface Config {
   /** Public base URL printed at start-up and used in links. */
   publicUrl: string | undefined;
   /**
-   * Proxies in front of the app whose X-Forwarded-* headers are believed (1 on Heroku-style
-   * platforms); 0 when clients connect directly, so they cannot claim another address.
+   * Addresses and CIDR ranges of the proxies whose X-Forwarded-* headers are believed (Fastify's
+   * trustProxy list; `loopback`, `linklocal`, `uniquelocal` name ranges). Empty: none is, so a
+   * client connecting directly cannot claim another address.
    */
-  trustProxyHops: number;
+  trustProxy: string[];
 
   maxImagePixels: number;
   /** Long side of the normalised image handed to readers. */
@@ -66,7 +68,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer(env, 'PORT', 3000),
     logLevel: env.LOG_LEVEL ?? 'info',
     publicUrl: env.PUBLIC_URL || undefined,
-    trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 1),
+    trustProxy: trustedProxies(env),
 
     maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
     normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
@@ -109,6 +111,28 @@ function integer(env: Env, name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value)) throw new Error(`${name} must be an integer, got "${raw}"`);
   return value;
+}
+
+/** The private ranges a platform's router (Heroku, most load balancers) connects from. */
+const PRIVATE_PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function trustedProxies(env: Env): string[] {
+  const entries = list(env.TRUST_PROXY || 'private');
+  if (entries.length === 1 && entries[0] === 'none') return [];
+  return entries.flatMap((entry) => {
+    if (entry === 'private') return PRIVATE_PROXY_RANGES;
+    if (PRIVATE_PROXY_RANGES.includes(entry) || ipaddr.isValid(entry) || isCidr(entry)) return [entry];
+    throw new Error(`TRUST_PROXY: "${entry}" is not an IP address, a CIDR range, private, none, loopback, linklocal or uniquelocal`);
+  });
+}
+
+function isCidr(entry: string): boolean {
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function list(raw: string): string[] {

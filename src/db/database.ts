@@ -9,12 +9,47 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
 
-export function createDatabase(connectionString: string, maxConnections = 10): Db {
-  const pool = new pg.Pool({ connectionString, max: maxConnections });
+/**
+ * How long a query waits for a connection (a new one, or a free one of the pool) before the database counts as
+ * unavailable: a server that does not answer at all must not hang requests for the kernel's two-minute connect timeout.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export function createDatabase(connectionString: string, maxConnections = 10, connectTimeoutMs = CONNECT_TIMEOUT_MS): Db {
+  const pool = new pg.Pool({ connectionString, max: maxConnections, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection the server closes (restart, failover, shutdown) is dropped from the pool;
   // without a listener its error event would crash the process.
   pool.on('error', (error) => console.error(`[meterlens] idle database connection closed: ${error.message}`));
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const connect = () =>
+    pool.connect().catch((error: Error) => {
+      throw new DatabaseUnavailableError(error);
+    });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: { connect, end: () => pool.end() } }) });
+}
+
+/** No connection to the database could be had: the server is down, full, or refuses this database. */
+export class DatabaseUnavailableError extends Error {
+  constructor(cause: Error) {
+    super(`no database connection: ${cause.message}`, { cause });
+    this.name = 'DatabaseUnavailableError';
+  }
+}
+
+/**
+ * PostgreSQL's codes for a connection that failed or was cut: admin/crash shutdown, cannot connect
+ * now, too many clients, and the whole 08 class (connection exceptions).
+ */
+const CONNECTION_LOST_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** Whether an error means the database could not be reached (an outage), not that a query was wrong. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (error instanceof DatabaseUnavailableError) return true;
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (CONNECTION_LOST_CODES.has(code) || code.startsWith('08') || NETWORK_ERROR_CODES.has(code))) return true;
+  // node-postgres' own words when the socket closes under a query; it gives them no code.
+  return /^Connection terminated/.test(error.message);
 }
 
 /** Lets pg-boss write its job rows inside one of our Kysely transactions. */

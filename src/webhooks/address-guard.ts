@@ -1,41 +1,57 @@
 import { lookup, type LookupAddress } from 'node:dns';
 import { lookup as lookupAll } from 'node:dns/promises';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
 
+/** IPv6 global unicast: everything outside it (IPv4-compatible ::/96, 5f00::/16 …) is special. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+/** NAT64's well-known prefix: the address stands for the IPv4 address in its last 32 bits. */
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
+
 /**
- * Addresses a webhook must not reach unless WEBHOOK_ALLOW_PRIVATE=1: the service's own host and
- * network, and what cannot be a single public host. BlockList also matches IPv4-mapped IPv6
- * addresses (::ffff:10.0.0.1) against the IPv4 ranges.
+ * Whether a webhook must not reach this address unless WEBHOOK_ALLOW_PRIVATE=1: every
+ * special-purpose range of the IANA IPv4 and IPv6 registries (as ipaddr.js classifies them: private,
+ * loopback, link-local, CGNAT, documentation, benchmarking, 6to4, Teredo, NAT64 local-use, …),
+ * multicast, and the addresses of this host's own interfaces. An IPv4 address embedded in an
+ * IPv4-mapped or NAT64 well-known-prefix address is judged as that IPv4 address.
  */
-const privateAddresses = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network", includes the unspecified address
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata services
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, includes broadcast
-] as const) {
-  privateAddresses.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128],
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const) {
-  privateAddresses.addSubnet(network, prefix, 'ipv6');
+export function isPrivateAddress(ip: string): boolean {
+  const address = embeddedIPv4(parse(ip));
+  return !isPublicUnicast(address) || isOwnAddress(address);
 }
 
-export function isPrivateAddress(ip: string): boolean {
+/**
+ * ipaddr.js reads an IPv6 address written with a dotted IPv4 tail (`::8.8.8.8`) as IPv4-mapped;
+ * the URL parser writes it in hex (`::808:808`, IPv4-compatible, as the OS would connect to it).
+ */
+function parse(ip: string): ipaddr.IPv4 | ipaddr.IPv6 {
   const family = isIP(ip);
   if (family === 0) throw new Error(`Not an IP address: ${ip}`);
-  return privateAddresses.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+  if (family === 4) return ipaddr.parse(ip);
+  return ipaddr.parse(new URL(`http://[${ip.split('%')[0]}]`).hostname.slice(1, -1));
+}
+
+function embeddedIPv4(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  if (address.kind() === 'ipv4') return address;
+  const v6 = address as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
+  if (v6.match(NAT64_WELL_KNOWN)) return ipaddr.fromByteArray(v6.toByteArray().slice(12));
+  return v6;
+}
+
+function isPublicUnicast(address: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  if (address.range() !== 'unicast') return false;
+  return address.kind() === 'ipv4' || (address as ipaddr.IPv6).match(GLOBAL_UNICAST_V6);
+}
+
+/** Read at every check: interfaces come and go, and a public address of this host is as private as loopback. */
+function isOwnAddress(address: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  const normalised = address.toNormalizedString();
+  return Object.values(networkInterfaces())
+    .flat()
+    .some((entry) => entry !== undefined && embeddedIPv4(parse(entry.address)).toNormalizedString() === normalised);
 }
 
 export class PrivateAddressError extends Error {

@@ -1,6 +1,10 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { isDatabaseUnavailable } from '../../db/database.ts';
 import { ApiError, errorBody } from '../../errors.ts';
+
+/** Seconds a client should wait before retrying during a database outage. */
+const DATABASE_RETRY_AFTER_SECONDS = 10;
 
 /** Every error, ours or Fastify's, leaves in the documented envelope; a 500 never shows a stack. */
 export default fp(async (app: FastifyInstance) => {
@@ -23,7 +27,22 @@ export default fp(async (app: FastifyInstance) => {
       reply.code(error.statusCode === 413 ? 422 : error.statusCode).send(errorBody(field, error.message));
       return;
     }
+    if (answeredDatabaseOutage(error, request, reply)) {
+      reply.send(errorBody('database', 'The database is unavailable. Try again shortly.'));
+      return;
+    }
     request.log.error({ err: error }, 'unexpected error');
     reply.code(500).send(errorBody('server', 'Internal server error', { request_id: request.id }));
   });
 });
+
+/**
+ * A database outage is a 503 with Retry-After, logged as one line without a stack trace (one per
+ * request during an outage); the caller sends the body (JSON envelope or dashboard page).
+ */
+export function answeredDatabaseOutage(error: Error, request: FastifyRequest, reply: FastifyReply): boolean {
+  if (!isDatabaseUnavailable(error)) return false;
+  request.log.warn(`database unavailable: ${error.message}`);
+  reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+  return true;
+}

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidInputError, NotFoundError } from '../../accounts/errors.ts';
 import csrf, { CsrfError } from '../../plugins/app/csrf.ts';
+import { answeredDatabaseOutage } from '../../plugins/app/error-envelope.ts';
 import page from '../../plugins/app/page.ts';
 import securityHeaders from '../../plugins/app/security-headers.ts';
 import session from '../../plugins/app/session.ts';
@@ -31,6 +32,9 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
 
   app.setNotFoundHandler((_request, reply) => errorPage(reply, 404, 'There is nothing here, or it belongs to another account.'));
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (answeredDatabaseOutage(error, request, reply)) {
+      return reply.page('error', { title: 'Temporarily unavailable', message: 'The service cannot reach its database right now. Try again in a few moments.' });
+    }
     const status = errorStatus(error);
     if (status === 500) {
       request.log.error({ err: error }, 'unexpected error');
