@@ -17,6 +17,10 @@ export interface Config {
    * platforms); 0 when clients connect directly, so they cannot claim another address.
    */
   trustProxyHops: number;
+  /** A request whose body has not fully arrived this long after it started is answered 408 and closed. */
+  requestTimeoutSeconds: number;
+  /** After SIGTERM: how long requests and jobs in flight may finish before connections are cut and jobs left to the queue. */
+  shutdownGraceSeconds: number;
 
   maxImagePixels: number;
   /** Long side of the normalised image handed to readers. */
@@ -48,6 +52,10 @@ export interface Config {
 
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
+  /** Webhook attempts one worker process runs at once (delivery waits on receivers, not the CPU). */
+  webhookConcurrency: number;
+  /** Webhook attempts in flight to one endpoint, across all workers: a slow receiver holds no more slots. */
+  webhookEndpointConcurrency: number;
 
   /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
   signup: 'open' | 'closed';
@@ -67,6 +75,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     publicUrl: env.PUBLIC_URL || undefined,
     trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 1),
+    requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 60),
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 25),
 
     maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
     normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
@@ -97,6 +107,8 @@ export function loadConfig(env: Env = process.env): Config {
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16),
+    webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 2),
 
     signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
     defaultPlan: env.DEFAULT_PLAN ?? 'trial',
