@@ -99,10 +99,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
 
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),
-    readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 300),
+    readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 150),
     readRetryDelaySeconds: integer(env, 'READ_RETRY_DELAY_SECONDS', 5),
     meterDeadlineSeconds: integer(env, 'METER_DEADLINE_SECONDS', 3600),
-    queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 15),
+    queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 5),
     queuePollSeconds: integer(env, 'QUEUE_POLL_SECONDS', 2),
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
