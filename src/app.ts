@@ -33,6 +33,8 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
     // Node's own deadline, behind request-deadline's: it also ends requests whose headers never finish.
     requestTimeout: (deps.config.requestTimeoutSeconds + 5) * 1000,
+    // graceful-close refuses requests that arrive while closing, in the error envelope.
+    return503OnClosing: false,
   });
   app.decorate('deps', deps);
   await app.register(errorEnvelope);
