@@ -6,6 +6,7 @@ import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
 import errorEnvelope from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
+import requestDeadline from './plugins/app/request-deadline.ts';
 import multipart from './plugins/external/multipart.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
@@ -30,10 +31,15 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
+    // Node's own deadline, behind request-deadline's: it also ends requests whose headers never finish.
+    requestTimeout: (deps.config.requestTimeoutSeconds + 5) * 1000,
+    // graceful-close refuses requests that arrive while closing, in the error envelope.
+    return503OnClosing: false,
   });
   app.decorate('deps', deps);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
+  await app.register(requestDeadline);
   await app.register(multipart);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });

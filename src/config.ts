@@ -19,6 +19,10 @@ export interface Config {
    * client connecting directly cannot claim another address.
    */
   trustProxy: string[];
+  /** A request whose body has not fully arrived this long after it started is answered 408 and closed. */
+  requestTimeoutSeconds: number;
+  /** After SIGTERM: how long requests and jobs in flight may finish before connections are cut and jobs left to the queue. */
+  shutdownGraceSeconds: number;
 
   maxImagePixels: number;
   /** Long side of the normalised image handed to readers. */
@@ -50,6 +54,10 @@ export interface Config {
 
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
+  /** Webhook attempts one worker process runs at once (delivery waits on receivers, not the CPU). */
+  webhookConcurrency: number;
+  /** Webhook attempts in flight to one endpoint, across all workers: a slow receiver holds no more slots. */
+  webhookEndpointConcurrency: number;
 
   /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
   signup: 'open' | 'closed';
@@ -69,6 +77,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     publicUrl: env.PUBLIC_URL || undefined,
     trustProxy: trustedProxies(env),
+    requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 60),
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 25),
 
     maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
     normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
@@ -91,14 +101,16 @@ export function loadConfig(env: Env = process.env): Config {
     },
 
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),
-    readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 300),
+    readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 150),
     readRetryDelaySeconds: integer(env, 'READ_RETRY_DELAY_SECONDS', 5),
     meterDeadlineSeconds: integer(env, 'METER_DEADLINE_SECONDS', 3600),
-    queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 15),
+    queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 5),
     queuePollSeconds: integer(env, 'QUEUE_POLL_SECONDS', 2),
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16),
+    webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 2),
 
     signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
     defaultPlan: env.DEFAULT_PLAN ?? 'trial',

@@ -12,12 +12,22 @@ export const QUEUES = {
 
 export const READ_RETRY_LIMIT = 2;
 
+/**
+ * Workers refresh each running job's heartbeat; a job whose heartbeat is this old (its worker died)
+ * is failed and retried at the next supervision, long before its expiry. pg-boss's minimum.
+ */
+const JOB_HEARTBEAT_SECONDS = 10;
+/** A webhook job may outlive its POST's timeout by this much: loading the delivery and recording the attempt. */
+const DELIVERY_BOOKKEEPING_SECONDS = 30;
+
 export interface ReadMeterJob {
   meterId: string;
 }
 
 export interface DeliverWebhookJob {
   deliveryId: string;
+  /** The pg-boss group of the job: WEBHOOK_ENDPOINT_CONCURRENCY bounds the attempts in flight per endpoint. */
+  endpointId: string;
 }
 
 /** Only worker processes supervise the queues (expiry, retries, cron); web processes just send. */
@@ -46,11 +56,18 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
       retryDelay: config.readRetryDelaySeconds,
       retryBackoff: true,
       expireInSeconds: config.readJobExpireSeconds,
+      heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
     },
   );
   // Delivery retries are scheduled by the delivery itself (backoff, Retry-After); pg-boss retries
   // only cover a worker that died mid-attempt.
-  await ensureQueue(boss, QUEUES.deliverWebhook, {}, { notify: true, retryLimit: 5, retryDelay: 30, expireInSeconds: 120 });
+  await ensureQueue(boss, QUEUES.deliverWebhook, {}, {
+    notify: true,
+    retryLimit: 5,
+    retryDelay: 5,
+    expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + DELIVERY_BOOKKEEPING_SECONDS,
+    heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
+  });
   await ensureQueue(boss, QUEUES.expireStaleMeters, { policy: 'singleton' }, { retryLimit: 0 });
 }
 
@@ -70,5 +87,5 @@ export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob
 }
 
 export async function enqueueDelivery(boss: PgBoss, db: IDatabase, job: DeliverWebhookJob, startAfter?: Date): Promise<void> {
-  await boss.send(QUEUES.deliverWebhook, job, { db, startAfter });
+  await boss.send(QUEUES.deliverWebhook, job, { db, startAfter, group: { id: job.endpointId } });
 }

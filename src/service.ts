@@ -31,8 +31,9 @@ async function migrateAll(url: string, config: Config): Promise<void> {
 
 /**
  * Runs the web process, the worker, or both in one process (`serve`, the embedded default).
- * SIGTERM/SIGINT: stop taking requests and finish those in flight, let running jobs finish (what
- * does not finish in time stays safely queued and is retried), then close the pool.
+ * SIGTERM/SIGINT: stop taking requests and finish those in flight, let running jobs finish, for
+ * at most SHUTDOWN_GRACE_SECONDS; then cut the connections still open and leave unfinished jobs
+ * to the queue (they are retried), close the pool, stop the embedded database and exit.
  */
 export async function runService(config: Config, roles: { web: boolean; worker: boolean }): Promise<void> {
   const database = await connectDatabase(config, 'owner', log);
@@ -61,14 +62,46 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log(`${signal}: shutting down`);
-    await app?.close();
-    await boss.stop({ graceful: true, timeout: 30_000 });
-    await db.destroy();
+    const graceMs = config.shutdownGraceSeconds * 1000;
+    const graceEnds = Date.now() + graceMs;
+    log(`${signal}: shutting down (up to ${config.shutdownGraceSeconds} s for requests and jobs in flight)`);
+    // Whatever hangs below (a pool that never drains, a database that does not stop), the process ends.
+    setTimeout(() => {
+      log('shutdown did not finish: exiting');
+      process.exit(1);
+    }, graceMs + LAST_RESORT_MS).unref();
+    if (app) await closeWeb(app, graceMs);
+    // Jobs still running at the end of the grace period are failed back to the queue, which retries them.
+    await boss.stop({ graceful: true, timeout: Math.max(graceEnds - Date.now(), 0) });
+    await settleWithin(db.destroy(), POOL_CLOSE_MS);
     await database.stop().catch((error: Error) => log(error.message));
     log('stopped');
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** Time to close the pool after the grace period: a connection still checked out is not waited for longer. */
+const POOL_CLOSE_MS = 2_000;
+/** Past the grace period plus this, the process exits whatever is still running. */
+const LAST_RESORT_MS = 15_000;
+
+/**
+ * Stops taking requests and lets those in flight finish; connections still open when the grace
+ * period ends (a hung upload, a slow reading) are destroyed.
+ */
+async function closeWeb(app: FastifyInstance, graceMs: number): Promise<void> {
+  const cutConnections = setTimeout(() => {
+    log('grace period over: closing the connections still open');
+    app.server.closeAllConnections();
+  }, graceMs);
+  await app.close();
+  clearTimeout(cutConnections);
+}
+
+async function settleWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -19,7 +19,9 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
   // NOTIFY wakes workers for new jobs only; retries and scheduled webhook attempts are found by polling.
   const polling = { pollingIntervalSeconds: config.queuePollSeconds, notifyPollingIntervalSeconds: config.queuePollSeconds };
   await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, polling, (job) => readMeter(deps, job));
-  await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, 4, polling, (job) =>
+  // A receiver that never answers holds at most webhookEndpointConcurrency of the delivery slots.
+  const perEndpoint = { ...polling, groupConcurrency: config.webhookEndpointConcurrency };
+  await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, config.webhookConcurrency, perEndpoint, (job) =>
     deliverWebhook(deps, job.data.deliveryId),
   );
   await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));

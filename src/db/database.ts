@@ -20,6 +20,9 @@ export function createDatabase(connectionString: string, maxConnections = 10, co
   // An idle connection the server closes (restart, failover, shutdown) is dropped from the pool;
   // without a listener its error event would crash the process.
   pool.on('error', (error) => console.error(`[meterlens] idle database connection closed: ${error.message}`));
+  // A connection checked out of the pool has no listener either: one closed by the server between two
+  // queries of a transaction would crash the process. Its queries still fail and are answered by the caller.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const connect = () =>
     pool.connect().catch((error: Error) => {
       throw new DatabaseUnavailableError(error);

@@ -64,9 +64,9 @@ export async function queueEvent(
         ])
         .where(endpoints),
     )
-    .returning('id')
+    .returning(['id', 'endpoint_id'])
     .execute();
-  for (const { id } of deliveries) await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id });
+  for (const { id, endpoint_id } of deliveries) await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id, endpointId: endpoint_id });
   return deliveries.map(({ id }) => id);
 }
 
@@ -143,7 +143,9 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
         .where('id', '=', delivery.endpoint_id)
         .execute();
     }
-    if (next.retryAt) await enqueueDelivery(deps.boss, bossAdapter(tx), { deliveryId: delivery.id }, next.retryAt);
+    if (next.retryAt) {
+      await enqueueDelivery(deps.boss, bossAdapter(tx), { deliveryId: delivery.id, endpointId: delivery.endpoint_id }, next.retryAt);
+    }
   });
 }
 
@@ -210,7 +212,7 @@ export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliver
     const delivery = await tx
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-      .select(['d.id', 'd.status', 'e.enabled'])
+      .select(['d.id', 'd.status', 'd.endpoint_id', 'e.enabled'])
       .where('d.id', '=', parseId(deliveryId, notFound))
       .where('e.account_id', '=', accountId)
       .forUpdate('d')
@@ -223,7 +225,7 @@ export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliver
       .set({ status: 'pending', next_attempt_at: new Date(), delivered_at: null })
       .where('id', '=', delivery.id)
       .execute();
-    await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: delivery.id });
+    await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: delivery.id, endpointId: delivery.endpoint_id });
   });
 }
 

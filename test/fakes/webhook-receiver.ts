@@ -7,6 +7,8 @@ export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
   body: string;
   receivedAt: number;
+  /** The status it was answered with, once the answer has been sent. */
+  answeredStatus?: number;
 }
 
 export type Answer = (response: ServerResponse) => void;
@@ -30,7 +32,9 @@ export async function startWebhookReceiver(defaultStatus = 204) {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const path = request.url ?? '/';
-      received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
+      const webhook: ReceivedWebhook = { path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
+      received.push(webhook);
+      response.once('finish', () => (webhook.answeredStatus = response.statusCode));
       (scripted.get(path)?.shift() ?? status(defaultStatus))(response);
       for (const wake of waiters.splice(0)) wake();
     });
