@@ -68,7 +68,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: env.PUBLIC_URL || undefined,
     trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 1),
 
-    maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
+    maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 50_000_000),
     normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
 
     readerChain: env.READER_CHAIN ? list(env.READER_CHAIN) : undefined,
