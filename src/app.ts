@@ -4,7 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
-import errorEnvelope from './plugins/app/error-envelope.ts';
+import errorEnvelope, { clientErrorEnvelope } from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import multipart from './plugins/external/multipart.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
@@ -30,6 +30,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
+    clientErrorHandler: clientErrorEnvelope,
   });
   app.decorate('deps', deps);
   await app.register(errorEnvelope);

@@ -48,7 +48,7 @@ export async function readUpload(request: FastifyRequest): Promise<Upload> {
 }
 
 async function collectParts(request: FastifyRequest): Promise<Upload> {
-  if (!request.isMultipart()) throw imageError(`Send the photo as multipart/form-data in the field "${IMAGE_FIELD}"`);
+  if (!request.isMultipart()) throw notMultipart();
   let image: Buffer | undefined;
   const fields: UploadFields = {};
   // One part beyond what is allowed of each kind, so that the extra one is named in the answer.
@@ -121,6 +121,10 @@ export function discardRestOfBody(raw: IncomingMessage): void {
     raw.once('close', () => clearTimeout(deadline));
   }
   raw.resume();
+}
+
+export function notMultipart(): ApiError {
+  return imageError(`Send the photo as multipart/form-data in the field "${IMAGE_FIELD}"`);
 }
 
 function tooLarge(): ApiError {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
@@ -8,7 +8,7 @@ import { normaliseUpload } from '../../pipeline/normalise.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
-import { validateImage } from '../../pipeline/validate-image.ts';
+import { notMultipart, validateImage } from '../../pipeline/validate-image.ts';
 import { AcceptedMeterResponse, CompletedReadingResponse } from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
@@ -36,6 +36,10 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // any other malformed upload (and discarded) rather than parsed or answered 415 by Fastify.
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('*', (_request, _body, done) => done(null));
+  // A Content-Type that is not even a media type is refused by Fastify before any parser runs.
+  app.setErrorHandler((error) => {
+    throw (error as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? notMultipart() : error;
+  });
 
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
     const { image } = await validateImage(request, config);
