@@ -141,7 +141,6 @@ async function benchmark(options: Options): Promise<void> {
   const costly = await measureCostlyImages(service, () => timed(() => post('/api/meter-reading')), (upload) =>
     send(client, 'POST', `${baseUrl}/api/meter-reading/sync`, { authorization: `Bearer ${apiKey}`, ...upload }),
   );
-  const realSize = await measureAgainstFloor(client, `${baseUrl}/api/meter-reading`, apiKey, `${floorUrl}/upload`, options);
 
   // Last, because the acks leave a backlog of reads behind that would delay every webhook measured after
   // them, and the worker drains a backlog slowly (bench/README.md, "Caveats").
@@ -158,6 +157,11 @@ async function benchmark(options: Options): Promise<void> {
       ratio(ack.p50Ms, healthz.p50Ms), ratio(ack.p99Ms, healthz.p99Ms), ratio(ack.requestsPerSecond, healthz.requestsPerSecond),
     ]),
   ]);
+
+  // The web process alone, as deployed beside a worker process elsewhere: no reads on these cores.
+  await service.stop();
+  const web = await startChild('web', [path.join('src', 'cli.ts'), 'web'], serviceEnv(databaseUrl, openai.url));
+  const realSize = await measureAgainstFloor(client, `${web.url}/api/meter-reading`, apiKey, `${floorUrl}/upload`, options);
 
   await mkdir(resultsDir, { recursive: true });
   const resultsFile = path.join(resultsDir, 'latest.json');
@@ -252,13 +256,24 @@ async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string
   return { photoBytes: photo.length, rows };
 }
 
-/** A 4032 × 3024 JPEG (12 MP, quality 92, EXIF orientation 6 as a phone writes it) from the first shared photo. */
+/**
+ * A 4032 × 3024 JPEG (12 MP, quality 92, EXIF orientation 6 as a phone writes it) from the first
+ * shared photo, with sensor-like grain so that it weighs what a phone's photo does (a few MB)
+ * rather than what a smooth upscale would.
+ */
 async function twelveMegapixelPhoto(): Promise<Buffer | undefined> {
   const labels = path.join(SHARED_PHOTOS, 'labels.csv');
   if (!existsSync(labels)) return undefined;
   const [, first] = (await readFile(labels, 'utf8')).split('\n');
   const source = path.join(SHARED_PHOTOS, first.split(',')[0]);
-  return sharp(source).resize(4032, 3024, { fit: 'cover' }).jpeg({ quality: 92 }).withMetadata({ orientation: 6 }).toBuffer();
+  const [width, height] = [4032, 3024];
+  const grain = await sharp(randomBytes(width * height), { raw: { width, height, channels: 1 } }).linear(0.12, 112).png().toBuffer();
+  return sharp(source)
+    .resize(width, height, { fit: 'cover' })
+    .composite([{ input: grain, blend: 'overlay' }])
+    .jpeg({ quality: 92 })
+    .withMetadata({ orientation: 6 })
+    .toBuffer();
 }
 
 /**
@@ -391,20 +406,30 @@ async function adminQuery(adminUrl: string, statement: string): Promise<void> {
   }
 }
 
-/** `meterlens serve` as a child process, its output in bench/results/service.log; resolves once /readyz answers. */
-function startService(databaseUrl: string, openaiUrl: string): Promise<{ url: string; pid: number }> {
-  return startChild('service', [path.join('src', 'cli.ts'), 'serve'], {
+/** `meterlens serve` (web and worker) as a child process, its output in bench/results/service.log. */
+function startService(databaseUrl: string, openaiUrl: string): Promise<Child> {
+  return startChild('service', [path.join('src', 'cli.ts'), 'serve'], serviceEnv(databaseUrl, openaiUrl));
+}
+
+function serviceEnv(databaseUrl: string, openaiUrl: string): Record<string, string> {
+  return {
     DATABASE_URL: databaseUrl,
     READER_CHAIN: 'openai',
     OPENAI_BASE_URL: openaiUrl,
     OPENAI_API_KEY: 'bench',
     WEBHOOK_ALLOW_PRIVATE: '1',
     LOG_LEVEL: 'warn',
-  });
+  };
+}
+
+interface Child {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
 }
 
 /** A server script as a child process on a free port, its output in bench/results/<name>.log; resolves once it answers. */
-async function startChild(name: string, args: string[], env: Record<string, string>): Promise<{ url: string; pid: number }> {
+async function startChild(name: string, args: string[], env: Record<string, string>): Promise<Child> {
   const port = await freePort();
   await mkdir(resultsDir, { recursive: true });
   const logFile = path.join(resultsDir, `${name}.log`);
@@ -414,15 +439,16 @@ async function startChild(name: string, args: string[], env: Record<string, stri
     stdio: ['ignore', log.fd, log.fd],
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
   });
-  cleanups.push(async () => {
+  const stop = async () => {
     await stopChild(child);
-    await log.close();
-  });
+    await log.close().catch(() => {});
+  };
+  cleanups.push(stop);
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let waited = 0; waited < 60_000; waited += 200) {
     if (child.exitCode !== null) break;
     const ready = await fetch(`${baseUrl}/healthz`).then((response) => response.ok, () => false);
-    if (ready) return { url: baseUrl, pid: child.pid! };
+    if (ready) return { url: baseUrl, pid: child.pid!, stop };
     await sleep(200);
   }
   throw new Error(`the ${name} did not become ready; see ${path.relative(process.cwd(), logFile)}`);
