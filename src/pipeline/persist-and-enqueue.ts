@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import { bossAdapter, type Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
@@ -13,9 +14,12 @@ export interface AcceptedMeter {
 }
 
 /**
- * Step 5: one transaction counts the request against the plan, stores the meter row and its image
- * as uploaded and, for async submissions, enqueues the read job. Either all of it is committed or
- * none. A sync meter starts as `processing`: the web process reads it at once.
+ * Step 5: one transaction stores the meter row and its image as uploaded, for async submissions
+ * enqueues the read job, and counts the request against the plan. Either all of it is committed
+ * or none. A sync meter starts as `processing`: the web process reads it at once.
+ *
+ * The count comes last: its row lock serialises an account's submissions until COMMIT, and taken
+ * first it would also hold them while the upload's bytes are written.
  */
 export async function persistAndEnqueue(
   deps: { db: Db; boss: PgBoss },
@@ -23,7 +27,6 @@ export async function persistAndEnqueue(
 ): Promise<AcceptedMeter> {
   const { key, plan, image, mode } = submission;
   return deps.db.transaction().execute(async (tx) => {
-    await reserveUsage(tx, key.accountId, plan);
     // One statement: the meter, its image and the key's last use.
     const meter = await tx
       .with('meter', (db) =>
@@ -54,11 +57,19 @@ export async function persistAndEnqueue(
             ]),
           ),
       )
-      .with('key', (db) => db.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', key.keyId))
+      // To the minute, so that concurrent submissions with one key do not wait on its row lock.
+      .with('key', (db) =>
+        db
+          .updateTable('api_keys')
+          .set({ last_used_at: new Date() })
+          .where('id', '=', key.keyId)
+          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)])),
+      )
       .selectFrom('meter')
       .select(['meter.id', 'meter.reference_id'])
       .executeTakeFirstOrThrow();
     if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id });
+    await reserveUsage(tx, key.accountId, plan);
     return { meterId: meter.id, referenceId: meter.reference_id };
   });
 }
