@@ -238,8 +238,15 @@ async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string
   const requests = Math.max(1, Math.round(options.requests / 4));
   const rows = [];
   for (const concurrency of FLOOR_CONCURRENCIES) {
-    const floor = await measure(() => timed(() => send(client, 'POST', floorUrl, { authorization: '', ...upload })), concurrency, requests, options.warmup);
-    const ack = await measure(() => timed(() => send(client, 'POST', ackUrl, { authorization: `Bearer ${apiKey}`, ...upload })), concurrency, requests, options.warmup);
+    const [floor, ack] = await measureInterleaved(
+      [
+        () => timed(() => send(client, 'POST', floorUrl, { authorization: '', ...upload })),
+        () => timed(() => send(client, 'POST', ackUrl, { authorization: `Bearer ${apiKey}`, ...upload })),
+      ],
+      concurrency,
+      requests,
+      options.warmup,
+    );
     rows.push({ concurrency, ack, floor });
   }
   printTable(
@@ -305,6 +312,31 @@ async function measure(operation: () => Promise<number>, concurrency: number, re
     requestsPerSecond: requests / seconds,
     samplesMs: samples.map((sample) => Math.round(sample * 100) / 100),
   };
+}
+
+/**
+ * `measure` for several operations compared with each other, taken in turns of a few requests
+ * each, so that a shared machine's changing load falls on all of them alike.
+ */
+async function measureInterleaved(operations: Array<() => Promise<number>>, concurrency: number, requests: number, warmup: number): Promise<Stats[]> {
+  const TURNS = 8;
+  const turns = Array.from({ length: TURNS }, (_, turn) => Math.floor((requests * (turn + 1)) / TURNS) - Math.floor((requests * turn) / TURNS));
+  const measured = operations.map(() => ({ samples: [] as number[], seconds: 0 }));
+  for (const [turn, count] of turns.entries()) {
+    for (const [index, operation] of operations.entries()) {
+      const stats = await measure(operation, concurrency, count, turn === 0 ? warmup : 0);
+      measured[index].samples.push(...stats.samplesMs);
+      measured[index].seconds += count / stats.requestsPerSecond;
+    }
+  }
+  return measured.map(({ samples, seconds }) => ({
+    concurrency,
+    requests,
+    p50Ms: percentile(samples, 50),
+    p99Ms: percentile(samples, 99),
+    requestsPerSecond: requests / seconds,
+    samplesMs: samples,
+  }));
 }
 
 /** Nearest-rank percentile. */
