@@ -8,7 +8,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +33,11 @@ const READER_DELAY_MS = 100;
 const ASYNC_CONCURRENCIES = [1, 4, 16];
 const SYNC_CONCURRENCIES = [1, 4];
 const WEBHOOK_CONCURRENCIES = [1, 4];
+const FLOOR_CONCURRENCIES = [1, 4];
+/** Worst-case uploads of an accepted kind sent at once, and their kind: a GIF at the default pixel limit. */
+const COSTLY_IMAGES = 20;
+const COSTLY_IMAGE_SIDE = 7071;
+const SHARED_PHOTOS = path.join(import.meta.dirname, '..', '..', 'shared', 'datasets', 'toloka');
 
 const root = path.join(import.meta.dirname, '..');
 const resultsDir = path.join(import.meta.dirname, 'results');
@@ -86,7 +92,9 @@ async function benchmark(options: Options): Promise<void> {
   const receiver = await startWebhookReceiver();
   cleanups.push(() => receiver.close());
 
-  const baseUrl = await startService(databaseUrl, openai.url);
+  const service = await startService(databaseUrl, openai.url);
+  const baseUrl = service.url;
+  const floorUrl = (await startChild('floor', ['bench/floor-server.ts'], { DATABASE_URL: databaseUrl })).url;
   const apiKey = await createBenchAccount(databaseUrl, `${receiver.url}/webhook`);
   const webhooks = webhookArrivals(receiver);
   const client = new Agent({ connections: 64 });
@@ -130,6 +138,10 @@ async function benchmark(options: Options): Promise<void> {
     ]),
   ]);
 
+  const costly = await measureCostlyImages(service, () => timed(() => post('/api/meter-reading')), (upload) =>
+    send(client, 'POST', `${baseUrl}/api/meter-reading/sync`, { authorization: `Bearer ${apiKey}`, ...upload }),
+  );
+
   // Last, because the acks leave a backlog of reads behind that would delay every webhook measured after
   // them, and the worker drains a backlog slowly (bench/README.md, "Caveats").
   const asyncRows = [];
@@ -146,6 +158,11 @@ async function benchmark(options: Options): Promise<void> {
     ]),
   ]);
 
+  // The web process alone, as deployed beside a worker process elsewhere: no reads on these cores.
+  await service.stop();
+  const web = await startChild('web', [path.join('src', 'cli.ts'), 'web'], serviceEnv(databaseUrl, openai.url));
+  const realSize = await measureAgainstFloor(client, `${web.url}/api/meter-reading`, apiKey, `${floorUrl}/upload`, options);
+
   await mkdir(resultsDir, { recursive: true });
   const resultsFile = path.join(resultsDir, 'latest.json');
   const results = {
@@ -155,9 +172,115 @@ async function benchmark(options: Options): Promise<void> {
     async: asyncRows,
     sync: syncRows,
     webhook: webhookRows.map(({ webhook }) => webhook),
+    costlyImages: costly,
+    realSizePhotoAgainstFloor: realSize,
   };
   await writeFile(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`raw numbers: ${path.relative(process.cwd(), resultsFile)}`);
+}
+
+/**
+ * Issue 12's costly tiny uploads: COSTLY_IMAGES worst-case images of an accepted kind (a
+ * COSTLY_IMAGE_SIDE² GIF, about 50 MP in a few KB) sent at once to the sync endpoint, which
+ * decodes inline, while a normal photo's ack is measured one at a time; against that ack when idle
+ * (measured before and after the burst).
+ * The service's peak memory is its VmHWM (Linux), over its whole life so far.
+ */
+async function measureCostlyImages(
+  service: { pid: number },
+  ack: () => Promise<number>,
+  sendSync: (upload: { body: Buffer; contentType: string }) => Promise<string>,
+) {
+  const idleBefore = await measure(ack, 1, 50, 5);
+  const gif = await sharp({ create: { width: COSTLY_IMAGE_SIDE, height: COSTLY_IMAGE_SIDE, channels: 3, background: '#808080' } }).gif().toBuffer();
+  const upload = multipart(gif);
+  const startedAt = performance.now();
+  let burstDone = false;
+  const burst = Promise.all(Array.from({ length: COSTLY_IMAGES }, () => sendSync(upload))).finally(() => (burstDone = true));
+  const during: number[] = [];
+  while (!burstDone) during.push(await ack());
+  await burst;
+  const burstSeconds = (performance.now() - startedAt) / 1000;
+  const peakRssMb = await peakMemoryMb(service.pid);
+  const idleAfter = await measure(ack, 1, 50, 0);
+  // The machine is shared: the quieter of the two idle measurements is the stricter baseline.
+  const idle = idleBefore.p50Ms <= idleAfter.p50Ms ? idleBefore : idleAfter;
+  const duringP50 = percentile(during, 50);
+  printTable(
+    `${COSTLY_IMAGES} sync uploads of a ${COSTLY_IMAGE_SIDE}×${COSTLY_IMAGE_SIDE} GIF (${(gif.length / 1024).toFixed(0)} KB) at once: ` +
+      'a normal photo\'s ack meanwhile, against the same ack idle, and the service\'s peak memory',
+    [
+      ['idle ack p50 ms (before, after)', 'ack p50 ms during', 'ack p99 ms during', 'acks during', 'p50 × idle', 'burst s', 'service peak RSS MB'],
+      [`${ms(idleBefore.p50Ms)}, ${ms(idleAfter.p50Ms)}`, ms(duringP50), ms(percentile(during, 99)), during.length, ratio(duringP50, idle.p50Ms), burstSeconds.toFixed(1), peakRssMb ?? 'n/a'],
+    ],
+  );
+  return { idleBefore, idleAfter, duringMs: during, burstSeconds, peakRssMb, gifBytes: gif.length };
+}
+
+/** Peak resident memory of a process in MB, from /proc (Linux); undefined elsewhere. */
+async function peakMemoryMb(pid: number): Promise<number | undefined> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined);
+  const kilobytes = status?.match(/^VmHWM:\s+(\d+) kB$/m)?.[1];
+  return kilobytes === undefined ? undefined : Math.round(Number(kilobytes) / 1024);
+}
+
+/**
+ * Issue 13's bar: the async ack of a real-size phone photo (a 12 MP JPEG with EXIF orientation,
+ * made from a shared photo at run time) against the floor server at the same concurrency.
+ */
+async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string, floorUrl: string, options: Options) {
+  const photo = await twelveMegapixelPhoto();
+  if (!photo) {
+    console.log(`12 MP photo against the floor: skipped, no shared photos at ${SHARED_PHOTOS}\n`);
+    return undefined;
+  }
+  const upload = multipart(photo);
+  const requests = Math.max(1, Math.round(options.requests / 4));
+  const rows = [];
+  for (const concurrency of FLOOR_CONCURRENCIES) {
+    const [floor, ack] = await measureInterleaved(
+      [
+        () => timed(() => send(client, 'POST', floorUrl, { authorization: '', ...upload })),
+        () => timed(() => send(client, 'POST', ackUrl, { authorization: `Bearer ${apiKey}`, ...upload })),
+      ],
+      concurrency,
+      requests,
+      options.warmup,
+    );
+    rows.push({ concurrency, ack, floor });
+  }
+  printTable(
+    `Async ack of a 12 MP photo (${(photo.length / 1024 / 1024).toFixed(1)} MB JPEG), against the floor server ` +
+      '(multipart + one INSERT of the bytes in a transaction, 202) at the same concurrency',
+    [
+      ['concurrency', 'ack p50 ms', 'ack p99 ms', 'ack req/s', 'floor p50 ms', 'floor p99 ms', 'floor req/s', 'p50 ×', 'p99 ×', 'req/s ×'],
+      ...rows.map(({ concurrency, ack, floor }) => [
+        concurrency, ms(ack.p50Ms), ms(ack.p99Ms), rate(ack), ms(floor.p50Ms), ms(floor.p99Ms), rate(floor),
+        ratio(ack.p50Ms, floor.p50Ms), ratio(ack.p99Ms, floor.p99Ms), ratio(ack.requestsPerSecond, floor.requestsPerSecond),
+      ]),
+    ],
+  );
+  return { photoBytes: photo.length, rows };
+}
+
+/**
+ * A 4032 × 3024 JPEG (12 MP, quality 92, EXIF orientation 6 as a phone writes it) from the first
+ * shared photo, with sensor-like grain so that it weighs what a phone's photo does (a few MB)
+ * rather than what a smooth upscale would.
+ */
+async function twelveMegapixelPhoto(): Promise<Buffer | undefined> {
+  const labels = path.join(SHARED_PHOTOS, 'labels.csv');
+  if (!existsSync(labels)) return undefined;
+  const [, first] = (await readFile(labels, 'utf8')).split('\n');
+  const source = path.join(SHARED_PHOTOS, first.split(',')[0]);
+  const [width, height] = [4032, 3024];
+  const grain = await sharp(randomBytes(width * height), { raw: { width, height, channels: 1 } }).linear(0.12, 112).png().toBuffer();
+  return sharp(source)
+    .resize(width, height, { fit: 'cover' })
+    .composite([{ input: grain, blend: 'overlay' }])
+    .jpeg({ quality: 92 })
+    .withMetadata({ orientation: 6 })
+    .toBuffer();
 }
 
 /**
@@ -191,6 +314,31 @@ async function measure(operation: () => Promise<number>, concurrency: number, re
   };
 }
 
+/**
+ * `measure` for several operations compared with each other, taken in turns of a few requests
+ * each, so that a shared machine's changing load falls on all of them alike.
+ */
+async function measureInterleaved(operations: Array<() => Promise<number>>, concurrency: number, requests: number, warmup: number): Promise<Stats[]> {
+  const TURNS = 8;
+  const turns = Array.from({ length: TURNS }, (_, turn) => Math.floor((requests * (turn + 1)) / TURNS) - Math.floor((requests * turn) / TURNS));
+  const measured = operations.map(() => ({ samples: [] as number[], seconds: 0 }));
+  for (const [turn, count] of turns.entries()) {
+    for (const [index, operation] of operations.entries()) {
+      const stats = await measure(operation, concurrency, count, turn === 0 ? warmup : 0);
+      measured[index].samples.push(...stats.samplesMs);
+      measured[index].seconds += count / stats.requestsPerSecond;
+    }
+  }
+  return measured.map(({ samples, seconds }) => ({
+    concurrency,
+    requests,
+    p50Ms: percentile(samples, 50),
+    p99Ms: percentile(samples, 99),
+    requestsPerSecond: requests / seconds,
+    samplesMs: samples,
+  }));
+}
+
 /** Nearest-rank percentile. */
 function percentile(samples: number[], rank: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -208,7 +356,7 @@ async function send(client: Agent, method: 'GET' | 'POST', url: string, upload?:
   const response = await request(url, {
     method,
     dispatcher: client,
-    headers: upload && { authorization: upload.authorization, 'content-type': upload.contentType },
+    headers: upload && { ...(upload.authorization && { authorization: upload.authorization }), 'content-type': upload.contentType },
     body: upload?.body,
   });
   const text = await response.body.text();
@@ -290,39 +438,52 @@ async function adminQuery(adminUrl: string, statement: string): Promise<void> {
   }
 }
 
-/** `meterlens serve` as a child process, its output in bench/results/service.log; resolves once /readyz answers. */
-async function startService(databaseUrl: string, openaiUrl: string): Promise<string> {
+/** `meterlens serve` (web and worker) as a child process, its output in bench/results/service.log. */
+function startService(databaseUrl: string, openaiUrl: string): Promise<Child> {
+  return startChild('service', [path.join('src', 'cli.ts'), 'serve'], serviceEnv(databaseUrl, openaiUrl));
+}
+
+function serviceEnv(databaseUrl: string, openaiUrl: string): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    READER_CHAIN: 'openai',
+    OPENAI_BASE_URL: openaiUrl,
+    OPENAI_API_KEY: 'bench',
+    WEBHOOK_ALLOW_PRIVATE: '1',
+    LOG_LEVEL: 'warn',
+  };
+}
+
+interface Child {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A server script as a child process on a free port, its output in bench/results/<name>.log; resolves once it answers. */
+async function startChild(name: string, args: string[], env: Record<string, string>): Promise<Child> {
   const port = await freePort();
   await mkdir(resultsDir, { recursive: true });
-  const logFile = path.join(resultsDir, 'service.log');
+  const logFile = path.join(resultsDir, `${name}.log`);
   const log = await open(logFile, 'w');
-  const child = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], {
+  const child = spawn(process.execPath, args, {
     cwd: root,
     stdio: ['ignore', log.fd, log.fd],
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      READER_CHAIN: 'openai',
-      OPENAI_BASE_URL: openaiUrl,
-      OPENAI_API_KEY: 'bench',
-      WEBHOOK_ALLOW_PRIVATE: '1',
-      LOG_LEVEL: 'warn',
-    },
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
   });
-  cleanups.push(async () => {
+  const stop = async () => {
     await stopChild(child);
-    await log.close();
-  });
+    await log.close().catch(() => {});
+  };
+  cleanups.push(stop);
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let waited = 0; waited < 60_000; waited += 200) {
     if (child.exitCode !== null) break;
-    const ready = await fetch(`${baseUrl}/readyz`).then((response) => response.ok, () => false);
-    if (ready) return baseUrl;
+    const ready = await fetch(`${baseUrl}/healthz`).then((response) => response.ok, () => false);
+    if (ready) return { url: baseUrl, pid: child.pid!, stop };
     await sleep(200);
   }
-  throw new Error(`the service did not become ready; see ${path.relative(process.cwd(), logFile)}`);
+  throw new Error(`the ${name} did not become ready; see ${path.relative(process.cwd(), logFile)}`);
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {

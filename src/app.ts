@@ -4,7 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
-import errorEnvelope from './plugins/app/error-envelope.ts';
+import errorEnvelope, { clientErrorEnvelope } from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
 import multipart from './plugins/external/multipart.ts';
@@ -35,6 +35,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     requestTimeout: (deps.config.requestTimeoutSeconds + 5) * 1000,
     // graceful-close refuses requests that arrive while closing, in the error envelope.
     return503OnClosing: false,
+    clientErrorHandler: clientErrorEnvelope,
   });
   app.decorate('deps', deps);
   await app.register(errorEnvelope);

@@ -80,7 +80,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 60),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 25),
 
-    maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 100_000_000),
+    maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 50_000_000),
     normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
 
     readerChain: env.READER_CHAIN ? list(env.READER_CHAIN) : undefined,

@@ -1,7 +1,21 @@
+import { availableParallelism } from 'node:os';
 import sharp, { type Metadata } from 'sharp';
 
 /** The API's upload limit: 10 MB, counted in bytes as 10 × 1024 × 1024. */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+/** The raster photo formats accepted, as sharp names them (AVIF is a HEIF). */
+export const ACCEPTED_FORMATS = ['jpeg', 'png', 'webp', 'heif', 'tiff', 'gif'] as const;
+export type AcceptedFormat = (typeof ACCEPTED_FORMATS)[number];
+const ACCEPTED_FORMATS_TEXT = 'JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF';
+
+/** What the header of an upload says: enough to accept it without decoding a pixel. */
+export interface CheckedImage {
+  upload: Buffer;
+  format: AcceptedFormat;
+  width: number;
+  height: number;
+}
 
 export interface NormalisedImage {
   /** Upright (EXIF orientation applied), long side at most `longSide`, JPEG. */
@@ -20,34 +34,97 @@ export class ImageError extends Error {
   }
 }
 
-export async function normaliseImage(
-  input: Buffer,
-  options: { maxPixels: number; longSide: number },
-): Promise<NormalisedImage> {
+/**
+ * Reads only the file's signature and header (well under a millisecond): the format must be a
+ * raster photo format, recognised from its first bytes before any decoder sees it (so SVG, PDF
+ * and other vector or document formats never reach one), with dimensions within `maxPixels`.
+ */
+export async function checkImageHeader(upload: Buffer, options: { maxPixels: number }): Promise<CheckedImage> {
+  const sniffed = sniffRasterFormat(upload);
+  if (!sniffed) throw new ImageError(`The file is not an image in an accepted format (${ACCEPTED_FORMATS_TEXT})`);
   let metadata: Metadata;
   try {
-    metadata = await sharp(input, { limitInputPixels: false }).metadata();
+    metadata = await sharp(upload, { limitInputPixels: false }).metadata();
   } catch {
-    throw new ImageError('The file is not an image that can be decoded (JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF)');
+    throw new ImageError(`The file is not an image that can be decoded (${ACCEPTED_FORMATS_TEXT})`);
   }
-  const { width, height, format } = metadata;
+  const format = ACCEPTED_FORMATS.find((accepted) => accepted === metadata.format);
+  if (!format) throw new ImageError(`The file is not an image in an accepted format (${ACCEPTED_FORMATS_TEXT})`);
+  // Animated and multi-page images are read by their first frame only, so that frame is what counts.
+  const { width } = metadata;
+  const height = metadata.pageHeight ?? metadata.height;
   if (!width || !height) throw new ImageError('The file is not an image that can be decoded: it has no dimensions');
   if (width * height > options.maxPixels) {
     throw new ImageError(
       `The image has ${width}×${height} pixels (${megapixels(width * height)} MP); the limit is ${megapixels(options.maxPixels)} MP`,
     );
   }
-  try {
-    const { data, info } = await sharp(input, { limitInputPixels: options.maxPixels })
-      .rotate()
-      .resize({ width: options.longSide, height: options.longSide, fit: 'inside', withoutEnlargement: true })
-      .jpeg({ quality: 90 })
-      .toBuffer({ resolveWithObject: true });
-    return { jpeg: data, width: info.width, height: info.height, originalFormat: format, originalBytes: input.length };
-  } catch (error) {
-    throw new ImageError(`The ${format} image could not be decoded: ${(error as Error).message}`);
+  return { upload, format, width, height };
+}
+
+/**
+ * Decodes the first frame, turns it upright from its EXIF orientation, scales it to `longSide`
+ * and encodes it as JPEG: the image every reader reads and the dashboard shows. At most
+ * `IMAGE_WORK_SLOTS` of these run at once in a process, so a burst of large images queues
+ * instead of taking every core and the memory of each decoded frame at the same time.
+ */
+export async function normaliseImage(input: Buffer, options: { maxPixels: number; longSide: number }): Promise<NormalisedImage> {
+  const checked = await checkImageHeader(input, options);
+  return imageWork.run(async () => {
+    try {
+      const { data, info } = await sharp(input, { limitInputPixels: options.maxPixels, pages: 1 })
+        .rotate()
+        .resize({ width: options.longSide, height: options.longSide, fit: 'inside', withoutEnlargement: true })
+        .jpeg({ quality: 90 })
+        .toBuffer({ resolveWithObject: true });
+      return { jpeg: data, width: info.width, height: info.height, originalFormat: checked.format, originalBytes: input.length };
+    } catch (error) {
+      throw new ImageError(`The ${checked.format} image could not be decoded: ${(error as Error).message}`);
+    }
+  });
+}
+
+/** The format a file's first bytes announce, if it is one of the accepted raster formats. */
+export function sniffRasterFormat(bytes: Buffer): AcceptedFormat | undefined {
+  const ascii = (start: number, end: number) => bytes.toString('latin1', start, end);
+  if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
+  if (ascii(0, 8) === '\x89PNG\r\n\x1a\n') return 'png';
+  if (ascii(0, 6) === 'GIF87a' || ascii(0, 6) === 'GIF89a') return 'gif';
+  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'webp';
+  if (ascii(0, 4) === 'II*\0' || ascii(0, 4) === 'MM\0*') return 'tiff';
+  if (ascii(4, 8) === 'ftyp' && HEIF_BRANDS.has(ascii(8, 12))) return 'heif';
+  return undefined;
+}
+
+const HEIF_BRANDS = new Set(['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1', 'avif', 'avis']);
+
+/** Decodes a process runs at once: half the cores, at least one. */
+const IMAGE_WORK_SLOTS = Math.max(1, Math.floor(availableParallelism() / 2));
+
+/** A first-come, first-served queue of at most `slots` tasks running at once. */
+class WorkQueue {
+  readonly #slots: number;
+  #running = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(slots: number) {
+    this.#slots = slots;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.#slots) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    else this.#running += 1;
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running -= 1;
+    }
   }
 }
+
+const imageWork = new WorkQueue(IMAGE_WORK_SLOTS);
 
 function megapixels(pixels: number): string {
   return (pixels / 1e6).toFixed(1);

@@ -2,6 +2,7 @@ import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
+import { normaliseUpload } from './pipeline/normalise.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
 import { QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
@@ -53,12 +54,14 @@ async function workContinuously<T extends object>(
   }
 }
 
-/** Steps 6–8 for an async submission: read, record, notify. */
+/** Steps 6–8 for an async submission: normalise and read, record, notify. */
 export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promise<void> {
   const meter = await loadMeter(deps.db, job.data.meterId);
   if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
   try {
-    const result = await deps.readers.read(meter.jpeg, job.signal);
+    // A retried job finds the upright JPEG its first attempt stored.
+    const jpeg = meter.image.jpeg ?? (await normaliseUpload(deps, meter.ref.meterId, meter.image.upload!));
+    const result = await deps.readers.read(jpeg, job.signal);
     await recordReading(deps, meter.ref, result);
   } catch (error) {
     if (!(error instanceof ReadFailure)) throw error;
@@ -78,13 +81,19 @@ async function failAbandonedMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Pro
   });
 }
 
-async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef; jpeg: Buffer } | undefined> {
+async function loadMeter(
+  db: Db,
+  meterId: string,
+): Promise<{ ref: MeterRef; image: { jpeg: Buffer | null; upload: Buffer | null } } | undefined> {
   const row = await db
     .selectFrom('meters')
     .innerJoin('meter_images', 'meter_images.meter_id', 'meters.id')
-    .select(['meters.id', 'meters.account_id', 'meters.reference_id', 'meters.mode', 'meter_images.jpeg'])
+    .select(['meters.id', 'meters.account_id', 'meters.reference_id', 'meters.mode', 'meter_images.jpeg', 'meter_images.upload'])
     .where('meters.id', '=', meterId)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode }, jpeg: row.jpeg };
+  return {
+    ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode },
+    image: { jpeg: row.jpeg, upload: row.upload },
+  };
 }

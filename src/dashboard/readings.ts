@@ -33,7 +33,7 @@ export async function readingDetail(db: Db, accountId: string, referenceId: stri
     .executeTakeFirst();
 }
 
-/** The normalised upright JPEG of one of the account's submissions. */
+/** The normalised upright JPEG of one of the account's submissions, once the read step has made it. */
 export async function readingPhoto(db: Db, accountId: string, referenceId: string): Promise<Buffer | undefined> {
   if (!UUID_PATTERN.test(referenceId)) return undefined;
   const row = await db
@@ -43,7 +43,7 @@ export async function readingPhoto(db: Db, accountId: string, referenceId: strin
     .where('m.account_id', '=', accountId)
     .where('m.reference_id', '=', referenceId)
     .executeTakeFirst();
-  return row?.jpeg;
+  return row?.jpeg ?? undefined;
 }
 
 export function parseMeterStatus(value: unknown): MeterStatus | undefined {

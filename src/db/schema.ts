@@ -85,9 +85,12 @@ export interface MeterImagesTable {
   meter_id: IdRef;
   original_format: string;
   original_bytes: number;
-  width: number;
-  height: number;
-  jpeg: Buffer;
+  /** The file as uploaded, until the read step has normalised it (then null). */
+  upload: Buffer | null;
+  /** The upright normalised JPEG and its size; null until the read step has made it. */
+  width: number | null;
+  height: number | null;
+  jpeg: Buffer | null;
 }
 
 export interface ReadingsTable {

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { ApiError } from '../errors.ts';
+import type { PlanSubscription } from './check-subscription.ts';
+import { usageMonth } from './check-usage.ts';
 
 export const API_KEY_PATTERN = /^meterlens_live_[0-9a-f]{32}$/;
 /** The word `Bearer`, exactly one space, the key. */
@@ -9,25 +12,42 @@ const BEARER = /^Bearer ([^ ]+)$/;
 export interface AuthenticatedKey {
   keyId: string;
   accountId: string;
+  /** The account's subscription and plan, loaded with the key for step 2. */
+  subscription: PlanSubscription | undefined;
+  /** Accepted submissions this month, loaded with the key for step 3. */
+  monthlyUsage: number;
 }
 
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-/** Step 1: the Authorization header names an active, undeleted key. Reads headers only. */
+/**
+ * Step 1: the Authorization header names an active, undeleted key. Reads headers only. The same
+ * statement loads what steps 2 and 3 check (subscription, plan, this month's usage), so the
+ * checks before the upload cost one round trip to the database.
+ */
 export async function authenticate(db: Db, authorization: string | undefined): Promise<AuthenticatedKey> {
   const key = BEARER.exec(authorization ?? '')?.[1];
   if (!key || !API_KEY_PATTERN.test(key)) throw invalidKey();
   const row = await db
-    .selectFrom('api_keys')
-    .select(['id', 'account_id'])
-    .where('key_sha256', '=', hashApiKey(key))
-    .where('status', '=', 'active')
-    .where('deleted_at', 'is', null)
+    .selectFrom('api_keys as k')
+    .leftJoin('subscriptions as s', 's.account_id', 'k.account_id')
+    .leftJoin('plans as p', 'p.code', 's.plan_code')
+    .leftJoin('api_usage as u', (join) =>
+      join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`),
+    )
+    .select(['k.id', 'k.account_id', 's.status', 's.period_end', 'p.code as plan_code', 'p.monthly_request_limit', 'u.request_count'])
+    .where('k.key_sha256', '=', hashApiKey(key))
+    .where('k.status', '=', 'active')
+    .where('k.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!row) throw invalidKey();
-  return { keyId: row.id, accountId: row.account_id };
+  const subscription =
+    row.status && row.period_end && row.plan_code && row.monthly_request_limit !== null
+      ? { status: row.status, periodEnd: row.period_end, planCode: row.plan_code, monthlyRequestLimit: row.monthly_request_limit }
+      : undefined;
+  return { keyId: row.id, accountId: row.account_id, subscription, monthlyUsage: row.request_count ?? 0 };
 }
 
 function invalidKey(): ApiError {

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { SubscriptionStatus } from '../db/schema.ts';
 import { ApiError } from '../errors.ts';
 
 export interface ActivePlan {
@@ -6,20 +6,19 @@ export interface ActivePlan {
   monthlyRequestLimit: number;
 }
 
-/** Step 2: the account has a subscription that is active now. */
-export async function checkSubscription(db: Db, accountId: string): Promise<ActivePlan> {
-  const subscription = await db
-    .selectFrom('subscriptions')
-    .innerJoin('plans', 'plans.code', 'subscriptions.plan_code')
-    .select(['subscriptions.status', 'subscriptions.period_end', 'plans.code', 'plans.monthly_request_limit'])
-    .where('subscriptions.account_id', '=', accountId)
-    .executeTakeFirst();
+export interface PlanSubscription extends ActivePlan {
+  status: SubscriptionStatus;
+  periodEnd: Date;
+}
+
+/** Step 2: the account has a subscription that is active now (loaded with the key by `authenticate`). */
+export function checkSubscription(subscription: PlanSubscription | undefined): ActivePlan {
   if (!subscription) throw subscriptionError('No subscription: the account needs an active plan to use the API');
   if (subscription.status === 'cancelled') throw subscriptionError('Subscription cancelled');
-  if (subscription.period_end.getTime() <= Date.now()) {
-    throw subscriptionError(`Subscription expired on ${subscription.period_end.toISOString()}`);
+  if (subscription.periodEnd.getTime() <= Date.now()) {
+    throw subscriptionError(`Subscription expired on ${subscription.periodEnd.toISOString()}`);
   }
-  return { planCode: subscription.code, monthlyRequestLimit: subscription.monthly_request_limit };
+  return { planCode: subscription.planCode, monthlyRequestLimit: subscription.monthlyRequestLimit };
 }
 
 function subscriptionError(message: string): ApiError {

@@ -20,11 +20,11 @@ export async function monthlyUsage(db: Db, accountId: string): Promise<number> {
 }
 
 /**
- * Step 3: a quick look before the upload is read, so a client at its limit is told at once.
+ * Step 3: a quick look (at the usage `authenticate` loaded) before the upload is read, so a client at its limit is told at once.
  * The count that decides is `reserveUsage`, inside the transaction that accepts the submission.
  */
-export async function checkUsage(db: Db, accountId: string, plan: ActivePlan): Promise<void> {
-  if ((await monthlyUsage(db, accountId)) >= plan.monthlyRequestLimit) throw usageLimitReached(plan);
+export function checkUsage(monthlyUsage: number, plan: ActivePlan): void {
+  if (monthlyUsage >= plan.monthlyRequestLimit) throw usageLimitReached(plan);
 }
 
 /**

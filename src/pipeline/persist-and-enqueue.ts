@@ -1,7 +1,8 @@
+import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import { bossAdapter, type Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
-import type { NormalisedImage } from '../images.ts';
+import type { CheckedImage } from '../images.ts';
 import { enqueueRead } from '../queue.ts';
 import type { AuthenticatedKey } from './authenticate.ts';
 import type { ActivePlan } from './check-subscription.ts';
@@ -13,44 +14,62 @@ export interface AcceptedMeter {
 }
 
 /**
- * Step 5: one transaction counts the request against the plan, stores the meter row and its image
- * and, for async submissions, enqueues the read job. Either all of it is committed or none.
- * A sync meter starts as `processing`: the web process reads it at once.
+ * Step 5: one transaction stores the meter row and its image as uploaded, for async submissions
+ * enqueues the read job, and counts the request against the plan. Either all of it is committed
+ * or none. A sync meter starts as `processing`: the web process reads it at once.
+ *
+ * The count comes last: its row lock serialises an account's submissions until COMMIT, and taken
+ * first it would also hold them while the upload's bytes are written.
  */
 export async function persistAndEnqueue(
   deps: { db: Db; boss: PgBoss },
-  submission: { key: AuthenticatedKey; plan: ActivePlan; image: NormalisedImage; mode: MeterMode },
+  submission: { key: AuthenticatedKey; plan: ActivePlan; image: CheckedImage; mode: MeterMode },
 ): Promise<AcceptedMeter> {
   const { key, plan, image, mode } = submission;
   return deps.db.transaction().execute(async (tx) => {
-    await reserveUsage(tx, key.accountId, plan);
+    // One statement: the meter, its image and the key's last use.
     const meter = await tx
-      .insertInto('meters')
-      .values({
-        account_id: key.accountId,
-        api_key_id: key.keyId,
-        mode,
-        status: mode === 'sync' ? 'processing' : 'pending',
-        started_at: mode === 'sync' ? new Date() : null,
-        error_code: null,
-        error_message: null,
-        finished_at: null,
-      })
-      .returning(['id', 'reference_id'])
+      .with('meter', (db) =>
+        db
+          .insertInto('meters')
+          .values({
+            account_id: key.accountId,
+            api_key_id: key.keyId,
+            mode,
+            status: mode === 'sync' ? 'processing' : 'pending',
+            started_at: mode === 'sync' ? new Date() : null,
+            error_code: null,
+            error_message: null,
+            finished_at: null,
+          })
+          .returning(['id', 'reference_id']),
+      )
+      .with('image', (db) =>
+        db
+          .insertInto('meter_images')
+          .columns(['meter_id', 'original_format', 'original_bytes', 'upload'])
+          .expression((eb) =>
+            eb.selectFrom('meter').select((eb) => [
+              'meter.id',
+              eb.val(image.format).as('original_format'),
+              eb.val(image.upload.length).as('original_bytes'),
+              eb.val(image.upload).as('upload'),
+            ]),
+          ),
+      )
+      // To the minute, so that concurrent submissions with one key do not wait on its row lock.
+      .with('key', (db) =>
+        db
+          .updateTable('api_keys')
+          .set({ last_used_at: new Date() })
+          .where('id', '=', key.keyId)
+          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)])),
+      )
+      .selectFrom('meter')
+      .select(['meter.id', 'meter.reference_id'])
       .executeTakeFirstOrThrow();
-    await tx
-      .insertInto('meter_images')
-      .values({
-        meter_id: meter.id,
-        original_format: image.originalFormat,
-        original_bytes: image.originalBytes,
-        width: image.width,
-        height: image.height,
-        jpeg: image.jpeg,
-      })
-      .execute();
-    await tx.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', key.keyId).execute();
     if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id });
+    await reserveUsage(tx, key.accountId, plan);
     return { meterId: meter.id, referenceId: meter.reference_id };
   });
 }

@@ -20,8 +20,9 @@ export interface ChainReading extends MeterReading {
 /**
  * - `unreadable`: the readers looked and found no reading.
  * - `readers_unavailable`: no reader could be asked (timeouts, 5xx, none configured); try again later.
+ * - `invalid_image`: the upload passed the header check at the ack but could not be decoded.
  */
-export type ReadFailureCode = 'unreadable' | 'readers_unavailable';
+export type ReadFailureCode = 'unreadable' | 'readers_unavailable' | 'invalid_image';
 
 export class ReadFailure extends Error {
   readonly code: ReadFailureCode;

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable } from '../../db/database.ts';
@@ -5,6 +7,30 @@ import { ApiError, errorBody } from '../../errors.ts';
 
 /** Seconds a client should wait before retrying during a database outage. */
 const DATABASE_RETRY_AFTER_SECONDS = 10;
+
+/** Node's refusals of requests it could not parse, before Fastify sees them. */
+const CLIENT_ERRORS: Record<string, [status: number, message: string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request was not received in time'],
+};
+
+/**
+ * Fastify's `clientErrorHandler`: Node's http server answers a request it cannot parse (headers
+ * too large, a malformed request line) itself; this gives that answer the same envelope, then
+ * closes the connection, as Node does.
+ */
+export function clientErrorEnvelope(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP'];
+  const body = JSON.stringify(errorBody('request', message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroySoon();
+}
 
 /** Every error, ours or Fastify's, leaves in the documented envelope; a 500 never shows a stack. */
 export default fp(async (app: FastifyInstance) => {

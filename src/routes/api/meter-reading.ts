@@ -1,13 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
+import { normaliseUpload } from '../../pipeline/normalise.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
-import { validateImage } from '../../pipeline/validate-image.ts';
+import { notMultipart, validateImage } from '../../pipeline/validate-image.ts';
 import { AcceptedMeterResponse, CompletedReadingResponse } from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
@@ -26,25 +27,35 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Steps 1–3 run on the headers alone, before a byte of the upload is read.
   app.addHook('onRequest', async (request) => {
     const key = await authenticate(db, request.headers.authorization);
-    const plan = await checkSubscription(db, key.accountId);
-    await checkUsage(db, key.accountId, plan);
+    const plan = checkSubscription(key.subscription);
+    checkUsage(key.monthlyUsage, plan);
     request.submitter = { key, plan };
   });
 
+  // A body that is not multipart reaches the route unread, to be refused as a 422 `image` like
+  // any other malformed upload (and discarded) rather than parsed or answered 415 by Fastify.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('*', (_request, _body, done) => done(null));
+  // A Content-Type that is not even a media type is refused by Fastify before any parser runs.
+  app.setErrorHandler((error) => {
+    throw (error as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? notMultipart() : error;
+  });
+
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
-    const image = await validateImage(request, config);
+    const { image } = await validateImage(request, config);
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
     return reply.code(202).send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
   app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request) => {
     const { key, plan } = submitter(request);
-    const image = await validateImage(request, config);
+    const { image } = await validateImage(request, config);
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     let result;
     try {
-      result = await readers.read(image.jpeg);
+      const jpeg = await normaliseUpload({ db, config }, accepted.meterId, image.upload);
+      result = await readers.read(jpeg);
     } catch (error) {
       const reason = error instanceof ReadFailure
         ? { code: error.code, message: error.message }
@@ -78,6 +89,7 @@ function syncReadError(reason: { code: string; message: string }, referenceId: s
   const extra = { reference_id: referenceId, status: 'failed' };
   switch (reason.code) {
     case 'unreadable':
+    case 'invalid_image':
       return new ApiError(422, 'image', reason.message, { extra });
     case 'readers_unavailable':
       return new ApiError(503, 'reader', reason.message, { extra, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } });

@@ -1,0 +1,26 @@
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import { ImageError, normaliseImage, type NormalisedImage } from '../images.ts';
+import { ReadFailure } from './read.ts';
+
+/**
+ * Step 6, first half: the upload is decoded (first frame), turned upright, scaled to
+ * `normalisedLongSide` and stored as the JPEG the readers read and the dashboard shows, in place
+ * of the upload. An upload that passed the header check but does not decode is `invalid_image`.
+ */
+export async function normaliseUpload(deps: { db: Db; config: Config }, meterId: string, upload: Buffer): Promise<Buffer> {
+  const { config } = deps;
+  let image: NormalisedImage;
+  try {
+    image = await normaliseImage(upload, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
+  } catch (error) {
+    if (error instanceof ImageError) throw new ReadFailure('invalid_image', error.message, []);
+    throw error;
+  }
+  await deps.db
+    .updateTable('meter_images')
+    .set({ jpeg: image.jpeg, width: image.width, height: image.height, upload: null })
+    .where('meter_id', '=', meterId)
+    .execute();
+  return image.jpeg;
+}
