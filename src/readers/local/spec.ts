@@ -57,3 +57,8 @@ export const WHEEL_READER_FILE = 'wheels.onnx';
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
 export const MODEL_NAME = 'local-crnn-v6';
+/**
+ * With a plausibility window, the reading is `implausible` when the most probable reading inside the window is less
+ * than this fraction as probable as the free reading (confidence against confidence).
+ */
+export const IMPLAUSIBLE_BELOW_WINDOW_FIT = 0.05;
