@@ -77,16 +77,21 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
     counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
   });
   if (!window) return reading(best);
+  const outside = outsideWindowReason(best.formatted, window);
+  if (!outside) return { ...reading(best), plausibility: 'ok' };
 
   const inWindow = mostConfident(readings.map((candidate) => readWithinWindow(candidate, window)));
-  // How much less probable the best reading inside the window is than the free one (1 when the free one is inside).
+  // How much less probable the best reading inside the window is than the free one.
   const windowFit = (inWindow?.formatted.confidence ?? 0) / Math.max(best.formatted.confidence, 1e-12);
   if (!inWindow || windowFit < IMPLAUSIBLE_BELOW_WINDOW_FIT) {
-    const reason = outsideWindowReason(best.formatted, window) ?? 'nothing probable lies inside the plausibility window';
-    return implausible(reading(best, { windowFit }), inWindow ? `${reason}; the best reading inside it, ${inWindow.formatted.reading}, is improbable` : reason);
+    const improbable = inWindow ? `; the most probable reading inside the window, ${inWindow.formatted.reading}, is ${formatOdds(windowFit)} times less probable` : '';
+    return implausible(reading(best, { windowFit }), `${outside}${improbable}`);
   }
-  if (inWindow.formatted.reading === best.formatted.reading) return { ...reading(inWindow, { windowFit }), plausibility: 'ok' };
   return { ...reading(inWindow, { windowFit }), plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+}
+
+function formatOdds(windowFit: number): string {
+  return windowFit > 0 ? String(Math.round(1 / windowFit)) : 'infinitely';
 }
 
 /** The candidate window read with the highest confidence, if any has a reading. */
@@ -98,7 +103,10 @@ function mostConfident<T extends { formatted?: FormattedReading }>(readings: Arr
   return best;
 }
 
-/** A candidate window's most probable reading whose value lies in the plausibility window, if its wheels can show one. */
+/**
+ * A candidate window's most probable reading, in the layout its readers chose, whose value lies in the plausibility
+ * window, if its wheels can show one.
+ */
 function readWithinWindow(candidate: WindowReading, window: PlausibilityWindow): WindowReading | undefined {
   const strip = readWithinValues(candidate.strip, window);
   return strip && { ...candidate, strip, formatted: formatReading(strip, candidate.raw.orientationProbability) };
