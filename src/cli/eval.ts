@@ -60,7 +60,8 @@ export async function evalReader(
   }
   const worst = Number(values.worst);
   const consumption = values.previous === undefined ? undefined : parseConsumptionRange(values.previous);
-  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined) || consumption === undefined && values.previous !== undefined) {
+  const badPrevious = values.previous !== undefined && consumption === undefined;
+  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined) || badPrevious) {
     console.error(USAGE);
     return 2;
   }

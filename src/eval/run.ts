@@ -56,17 +56,19 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
     `  latency per photo           p50 ${summary.latencyMs.p50.toFixed(0)} ms, p95 ${summary.latencyMs.p95.toFixed(0)} ms`,
   ];
-  const judged = summary.plausibility;
-  if (judged.withWindow) {
+  const { withWindow, confident, ...judged } = summary.plausibility;
+  if (withWindow) {
+    const corrections = `${judged.correctionsWholeUnitsRight} of ${judged.corrections} right in whole units, ${judged.correctionsExact} exact`;
     lines.push(
       `  with the previous reading (plausibility window)`,
       `    implausible               ${percent(judged.implausible)}`,
-      `    corrected                 ${percent(judged.corrected)}  (${judged.correctionsWholeUnitsRight} of ${judged.corrections} right in whole units, ${judged.correctionsExact} exact)`,
+      `    corrected                 ${percent(judged.corrected)}  (${corrections})`,
       `    not implausible: whole units exact ${percent(judged.wholeUnitExactNotImplausible)}, exact ${percent(judged.exactNotImplausible)}`,
     );
   }
   lines.push(
-    `  ok/corrected${judged.withWindow ? '' : '/unknown'} at confidence ≥ ${judged.confident.threshold}: exact ${percent(judged.confident.accuracy)}, whole units ${percent(judged.confident.wholeUnitAccuracy)} of ${percent(judged.confident.coverage)}; ${judged.confident.wholeUnitMisreads} wrong in whole units`,
+    `  ok/corrected${withWindow ? '' : '/unknown'} at confidence ≥ ${confident.threshold}: exact ${percent(confident.accuracy)}, ` +
+      `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
   );
   if (summary.worst.length) {
     lines.push('  worst misreads (most confident first)');

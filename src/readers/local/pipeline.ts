@@ -11,8 +11,8 @@ import {
   type Point, type RgbImage, type Window,
 } from './geometry.ts';
 import {
-  ALIGNED_READER_FILE, ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
-  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
+  ALIGNED_READER_FILE, ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME,
+  READER_FILES, STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
   WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
@@ -67,7 +67,7 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   }
   const best = mostConfident(readings);
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
-  const reading = (chosen: WindowReading & { formatted: FormattedReading }, raw: object = {}): MeterReading => ({
+  const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => ({
     reading: chosen.formatted.reading,
     value: chosen.formatted.value,
     confidence: clampConfidence(chosen.formatted.confidence),
@@ -84,7 +84,9 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   // How much less probable the best reading inside the window is than the free one.
   const windowFit = (inWindow?.formatted.confidence ?? 0) / Math.max(best.formatted.confidence, 1e-12);
   if (!inWindow || windowFit < IMPLAUSIBLE_BELOW_WINDOW_FIT) {
-    const improbable = inWindow ? `; the most probable reading inside the window, ${inWindow.formatted.reading}, is ${formatOdds(windowFit)} times less probable` : '';
+    const improbable = inWindow
+      ? `; the most probable reading inside the window, ${inWindow.formatted.reading}, is ${formatOdds(windowFit)} times less probable`
+      : '';
     return implausible(reading(best, { windowFit }), `${outside}${improbable}`);
   }
   return { ...reading(inWindow, { windowFit }), plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
@@ -95,13 +97,15 @@ function formatOdds(windowFit: number): string {
 }
 
 /** The candidate window read with the highest confidence, if any has a reading. */
-function mostConfident<T extends { formatted?: FormattedReading }>(readings: Array<T | undefined>): (T & { formatted: FormattedReading }) | undefined {
-  let best: (T & { formatted: FormattedReading }) | undefined;
+function mostConfident(readings: Array<WindowReading | undefined>): FormattedWindowReading | undefined {
+  let best: FormattedWindowReading | undefined;
   for (const reading of readings) {
-    if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence)) best = reading as T & { formatted: FormattedReading };
+    if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence)) best = reading as FormattedWindowReading;
   }
   return best;
 }
+
+type FormattedWindowReading = WindowReading & { formatted: FormattedReading };
 
 /**
  * A candidate window's most probable reading, in the layout its readers chose, whose value lies in the plausibility
