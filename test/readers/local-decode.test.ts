@@ -2,7 +2,8 @@ import t from 'tap';
 import {
   combineReadings, decodeCtc, decodeInLayout, formatReading, mostProbableInRange, readInLayouts, readWithinValues, type LayoutReading,
 } from '../../src/readers/local/decode.ts';
-import { ALPHABET, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
+import { judgeWithinWindow } from '../../src/readers/local/pipeline.ts';
+import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
 
@@ -212,4 +213,28 @@ t.test('window decode: both ends bound every wheel, in units of the last wheel',
   t.same(mostProbableInRange(tables, { low: 901, high: 901 })!.digits, [9, 0, 1]);
   t.equal(mostProbableInRange(tables, { low: 730, high: 250 }), undefined);
   t.ok(Math.abs(mostProbableInRange(tables, { low: 0, high: 999 })!.probability - 0.5 * 0.2 * 0.2) < 1e-12);
+});
+
+t.test('the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable', async (t) => {
+  const candidate = (reading: string, confidence: number) => ({ formatted: { reading, value: Number(reading), confidence, digitConfidences: [] } });
+  const window = { reference: '00600.000', min: 599.99, max: 660 };
+  const free = candidate('00606.494', 40);
+  const notNeeded = () => {
+    t.fail('the window decode is not needed');
+    return undefined;
+  };
+  t.same(judgeWithinWindow(free, window, notNeeded), { plausibility: 'ok', chosen: free });
+
+  const below = candidate('00500.494', 40);
+  const likely = candidate('00606.494', 40 * IMPLAUSIBLE_BELOW_WINDOW_FIT);
+  t.same(judgeWithinWindow(below, window, () => likely), { plausibility: 'corrected', chosen: likely, windowFit: IMPLAUSIBLE_BELOW_WINDOW_FIT });
+
+  const unlikely = candidate('00606.494', 2);
+  t.match(judgeWithinWindow(below, window, () => unlikely), {
+    plausibility: 'implausible', chosen: below, windowFit: 0.05,
+    reason: '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
+  });
+  t.match(judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined), {
+    plausibility: 'implausible', windowFit: 0, reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
+  });
 });

@@ -77,23 +77,35 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
     counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
   });
   if (!window) return reading(best);
-  const outside = outsideWindowReason(best.formatted, window);
-  if (!outside) return { ...reading(best), plausibility: 'ok' };
-
-  const inWindow = mostConfident(readings.map((candidate) => readWithinWindow(candidate, window)));
-  // How much less probable the best reading inside the window is than the free one.
-  const windowFit = (inWindow?.formatted.confidence ?? 0) / Math.max(best.formatted.confidence, 1e-12);
-  if (!inWindow || windowFit < IMPLAUSIBLE_BELOW_WINDOW_FIT) {
-    const improbable = inWindow
-      ? `; the most probable reading inside the window, ${inWindow.formatted.reading}, is ${formatOdds(windowFit)} times less probable`
-      : '';
-    return implausible(reading(best, { windowFit }), `${outside}${improbable}`);
-  }
-  return { ...reading(inWindow, { windowFit }), plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+  const verdict = judgeWithinWindow(best, window, () => mostConfident(readings.map((candidate) => readWithinWindow(candidate, window))));
+  if (verdict.plausibility === 'ok') return { ...reading(best), plausibility: 'ok' };
+  const { chosen, windowFit } = verdict;
+  if (verdict.plausibility === 'implausible') return implausible(reading(chosen, { windowFit }), verdict.reason);
+  return { ...reading(chosen, { windowFit }), plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
 }
 
-function formatOdds(windowFit: number): string {
-  return windowFit > 0 ? String(Math.round(1 / windowFit)) : 'infinitely';
+export type WindowVerdict<T> =
+  | { plausibility: 'ok'; chosen: T }
+  | { plausibility: 'corrected'; chosen: T; windowFit: number }
+  | { plausibility: 'implausible'; chosen: T; windowFit: number; reason: string };
+
+/**
+ * `ok` when the free reading lies in the window. Otherwise `corrected` to the most probable reading inside it
+ * (`readInside`, asked only then), unless that is less than IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable (its
+ * `windowFit`) or there is none: then `implausible`, the free reading standing, with the reason.
+ */
+export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
+  free: T, window: PlausibilityWindow, readInside: () => T | undefined,
+): WindowVerdict<T> {
+  const outside = outsideWindowReason(free.formatted, window);
+  if (!outside) return { plausibility: 'ok', chosen: free };
+  const inside = readInside();
+  const windowFit = (inside?.formatted.confidence ?? 0) / Math.max(free.formatted.confidence, 1e-12);
+  if (inside && windowFit >= IMPLAUSIBLE_BELOW_WINDOW_FIT) return { plausibility: 'corrected', chosen: inside, windowFit };
+  const improbable = inside
+    ? `; the most probable reading inside the window, ${inside.formatted.reading}, is ${Math.round(1 / windowFit)} times less probable`
+    : '';
+  return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
 }
 
 /** The candidate window read with the highest confidence, if any has a reading. */
