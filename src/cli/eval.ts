@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
-import { loadFileList, loadLabelledPhotos } from '../eval/dataset.ts';
+import { loadFileList, loadLabelledPhotos, type LabelledPhoto } from '../eval/dataset.ts';
+import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
 import { summarise, type EvalSummary } from '../eval/metrics.ts';
 import { formatSummary, readPhotos } from '../eval/run.ts';
 import { createLocalReader } from '../readers/local.ts';
@@ -13,12 +14,14 @@ const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 /** The datasets the local model was validated on, each with the photo list no training run saw. */
 const VALIDATION_SETS = ['toloka', 'bdci2020'];
 
-const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--json] [--worst N]
-       meterlens eval --validation [--json]
+const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--previous A-B] [--json] [--worst N]
+       meterlens eval --validation [--previous A-B] [--json]
 
   --dataset DIR   folder with labels.csv (file,reading[,alternatives]) and the photos it names
   --files LIST    only the photos named in LIST (one path a line, as in labels.csv)
   --validation    the local model's validation split: ../shared/datasets/{${VALIDATION_SETS.join(',')}} with ml/splits/*-val.txt
+  --previous A-B  read each photo within a plausibility window: a previous reading A to B m³ below its label
+                  (drawn with a fixed seed), the window from ${SIMULATED_TOLERANCE_M3} m³ below it to ${SIMULATED_MAX_CONSUMPTION_M3} m³ above it
   --json          machine-readable output
   --worst N       misreads to list per dataset (default 10)`;
 
@@ -43,6 +46,7 @@ export async function evalReader(
         validation: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         worst: { type: 'string', default: '10' },
+        previous: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -55,7 +59,9 @@ export async function evalReader(
     return 0;
   }
   const worst = Number(values.worst);
-  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined)) {
+  const consumption = values.previous === undefined ? undefined : parseConsumptionRange(values.previous);
+  const badPrevious = values.previous !== undefined && consumption === undefined;
+  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined) || badPrevious) {
     console.error(USAGE);
     return 2;
   }
@@ -89,11 +95,12 @@ export async function evalReader(
   const imageOptions = { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide };
   const results: Array<{ name: string; dir: string; summary: EvalSummary }> = [];
   for (const target of datasets) {
-    const summary = summarise(await readPhotos(reader, target.dir, target.photos, imageOptions), worst);
+    const windowFor = consumption && ((photo: LabelledPhoto) => simulatedWindow(photo, consumption));
+    const summary = summarise(await readPhotos(reader, target.dir, target.photos, imageOptions, windowFor), worst, config.escalateBelow);
     results.push({ name: target.name, dir: target.dir, summary });
     if (!values.json) console.log(formatSummary(`${readerName} on ${target.name}`, summary) + '\n');
   }
-  if (values.json) console.log(JSON.stringify({ reader: readerName, modelLoadMs, datasets: results }, null, 2));
+  if (values.json) console.log(JSON.stringify({ reader: readerName, modelLoadMs, previous: values.previous, datasets: results }, null, 2));
   else console.log(`${readerName} model load: ${modelLoadMs.toFixed(0)} ms`);
   return 0;
 }

@@ -1,4 +1,5 @@
 /** Scoring of meter readings against labels, as `meterlens eval` reports it. */
+import type { Plausibility } from '../readers/reader.ts';
 
 export interface ScoredCase {
   file: string;
@@ -10,6 +11,10 @@ export interface ScoredCase {
   confidence: number;
   latencyMs: number;
   error?: string;
+  /** How the reading stood against the photo's plausibility window (`unknown` without one). */
+  plausibility?: Plausibility;
+  /** The reading without the window, when the window changed it. */
+  unconstrained?: string;
 }
 
 export const CONFIDENCE_THRESHOLDS = [50, 80, 90, 95];
@@ -30,7 +35,24 @@ export interface EvalSummary {
   digitAccuracy: number;
   selective: SelectiveAccuracy[];
   latencyMs: { p50: number; p95: number };
+  plausibility: PlausibilitySummary;
   worst: ScoredCase[];
+}
+
+export interface PlausibilitySummary {
+  /** Photos read with a plausibility window. */
+  withWindow: number;
+  /** Shares of all photos. */
+  implausible: number;
+  corrected: number;
+  corrections: number;
+  correctionsWholeUnitsRight: number;
+  correctionsExact: number;
+  /** Among the photos whose reading is not flagged implausible (no reading counts as wrong). */
+  wholeUnitExactNotImplausible: number;
+  exactNotImplausible: number;
+  /** Readings not flagged implausible with confidence at least `threshold` (the service's ESCALATE_BELOW). */
+  confident: { threshold: number; coverage: number; accuracy: number | null; wholeUnitAccuracy: number | null; wholeUnitMisreads: number };
 }
 
 /** Readings compare as numbers: labels may drop leading and trailing zeros (`454.0` is `00454.000`). */
@@ -73,7 +95,7 @@ export function digitMatches(c: ScoredCase): { matched: number; total: number } 
   return best;
 }
 
-export function summarise(cases: ScoredCase[], worstCount = 10): EvalSummary {
+export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80): EvalSummary {
   const share = (test: (c: ScoredCase) => boolean) => ratio(cases.filter(test).length, cases.length);
   let matched = 0, total = 0;
   for (const c of cases) {
@@ -99,7 +121,33 @@ export function summarise(cases: ScoredCase[], worstCount = 10): EvalSummary {
     digitAccuracy: ratio(matched, total),
     selective,
     latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
+    plausibility: summarisePlausibility(cases, confidentAt),
     worst,
+  };
+}
+
+/** What reading within the plausibility window did: flagged, corrected (and whether rightly), and what stands. */
+export function summarisePlausibility(cases: ScoredCase[], confidentAt: number): PlausibilitySummary {
+  const count = (list: ScoredCase[], test: (c: ScoredCase) => boolean) => list.filter(test).length;
+  const corrected = cases.filter((c) => c.plausibility === 'corrected');
+  const standing = cases.filter((c) => c.plausibility !== 'implausible');
+  const confident = standing.filter((c) => c.predicted !== undefined && c.confidence >= confidentAt);
+  return {
+    withWindow: count(cases, (c) => c.plausibility !== undefined && c.plausibility !== 'unknown'),
+    implausible: ratio(cases.length - standing.length, cases.length),
+    corrected: ratio(corrected.length, cases.length),
+    corrections: corrected.length,
+    correctionsWholeUnitsRight: count(corrected, isWholeUnitExact),
+    correctionsExact: count(corrected, isExact),
+    wholeUnitExactNotImplausible: ratio(count(standing, isWholeUnitExact), standing.length),
+    exactNotImplausible: ratio(count(standing, isExact), standing.length),
+    confident: {
+      threshold: confidentAt,
+      coverage: ratio(confident.length, cases.length),
+      accuracy: confident.length ? ratio(count(confident, isExact), confident.length) : null,
+      wholeUnitAccuracy: confident.length ? ratio(count(confident, isWholeUnitExact), confident.length) : null,
+      wholeUnitMisreads: count(confident, (c) => !isWholeUnitExact(c)),
+    },
   };
 }
 

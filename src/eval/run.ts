@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ImageError, normaliseImage } from '../images.ts';
-import { ReaderError, type MeterReader } from '../readers/reader.ts';
+import { judgeReading } from '../readers/plausibility.ts';
+import { ReaderError, type MeterReader, type PlausibilityWindow } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
 import type { EvalSummary, ScoredCase } from './metrics.ts';
 
@@ -10,10 +11,12 @@ const PER_PHOTO_TIMEOUT_MS = 60_000;
 /**
  * Reads the photos one at a time, recording what the reader answered. Each photo is first normalised as the
  * service normalises an upload (EXIF rotation, long side, JPEG), so the reader sees what it sees in production;
- * latency is the reader's own, normalisation not included.
+ * latency is the reader's own, normalisation not included. With `windowFor`, each photo is read within its
+ * plausibility window and judged as the reader chain judges it.
  */
 export async function readPhotos(
   reader: MeterReader, dir: string, photos: LabelledPhoto[], imageOptions: { maxPixels: number; longSide: number },
+  windowFor?: (photo: LabelledPhoto) => PlausibilityWindow,
 ): Promise<ScoredCase[]> {
   const cases: ScoredCase[] = [];
   for (const photo of photos) {
@@ -27,9 +30,13 @@ export async function readPhotos(
       continue;
     }
     const started = performance.now();
+    const window = windowFor?.(photo);
     try {
-      const reading = await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS));
-      cases.push({ file: photo.file, accepted: photo.accepted, predicted: reading.reading, confidence: reading.confidence, latencyMs: performance.now() - started });
+      const reading = judgeReading(await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS), window), window);
+      cases.push({
+        file: photo.file, accepted: photo.accepted, predicted: reading.reading, confidence: reading.confidence,
+        latencyMs: performance.now() - started, plausibility: reading.plausibility, unconstrained: reading.unconstrainedReading,
+      });
     } catch (error) {
       if (!(error instanceof ReaderError)) throw error;
       cases.push({ file: photo.file, accepted: photo.accepted, confidence: 0, latencyMs: performance.now() - started, error: `${error.kind}: ${error.message}` });
@@ -57,10 +64,25 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
     `  latency per photo           p50 ${summary.latencyMs.p50.toFixed(0)} ms, p95 ${summary.latencyMs.p95.toFixed(0)} ms`,
   ];
+  const { withWindow, confident, ...judged } = summary.plausibility;
+  if (withWindow) {
+    const corrections = `${judged.correctionsWholeUnitsRight} of ${judged.corrections} right in whole units, ${judged.correctionsExact} exact`;
+    lines.push(
+      `  with the previous reading (plausibility window)`,
+      `    implausible               ${percent(judged.implausible)}`,
+      `    corrected                 ${percent(judged.corrected)}  (${corrections})`,
+      `    not implausible: whole units exact ${percent(judged.wholeUnitExactNotImplausible)}, exact ${percent(judged.exactNotImplausible)}`,
+    );
+  }
+  lines.push(
+    `  ok/corrected${withWindow ? '' : '/unknown'} at confidence ≥ ${confident.threshold}: exact ${percent(confident.accuracy)}, ` +
+      `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
+  );
   if (summary.worst.length) {
     lines.push('  worst misreads (most confident first)');
     for (const c of summary.worst) {
-      lines.push(`    ${c.file}: read ${c.predicted ?? `nothing (${c.error})`} at ${c.confidence}, expected ${c.accepted.join(' | ')}`);
+      const judgement = c.plausibility && c.plausibility !== 'unknown' ? ` (${c.plausibility}${c.unconstrained ? ` from ${c.unconstrained}` : ''})` : '';
+      lines.push(`    ${c.file}: read ${c.predicted ?? `nothing (${c.error})`} at ${c.confidence}${judgement}, expected ${c.accepted.join(' | ')}`);
     }
   }
   return lines.join('\n');

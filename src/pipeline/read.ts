@@ -1,15 +1,22 @@
 import type { Config } from '../config.ts';
-import { ReaderError, type MeterReader, type MeterReading, type ReaderFailureKind } from '../readers/reader.ts';
+import { judgeReading, type JudgedReading } from '../readers/plausibility.ts';
+import {
+  ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind,
+} from '../readers/reader.ts';
+
+export type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 
 export interface ReadAttempt {
   reader: string;
-  outcome: 'accepted' | 'low_confidence' | ReaderFailureKind;
+  /** `implausible`: a reading outside the plausibility window, passed on whatever its confidence. */
+  outcome: 'accepted' | 'low_confidence' | 'implausible' | ReaderFailureKind;
   ms: number;
   confidence?: number;
   error?: string;
 }
 
 export interface ChainReading extends MeterReading {
+  plausibility: Plausibility;
   reader: string;
   /** A later reader in the chain produced the result. */
   escalated: boolean;
@@ -40,6 +47,8 @@ export class ReadFailure extends Error {
  * Step 6: each reader in turn until one is confident. A reader that fails, times out, answers
  * nonsense or is below `escalateBelow` passes the photo on; if every reader answered but none
  * was confident, the most confident answer stands, with its honest confidence.
+ * With a plausibility window every reading is judged against it (the local reader reads within it);
+ * an implausible one passes the photo on, and stands only when no reader's answer is plausible.
  */
 export class ReaderChain {
   readonly readers: MeterReader[];
@@ -53,21 +62,22 @@ export class ReaderChain {
     this.#deadlineMs = config.readerTimeoutMs * (config.readerRetries + 1);
   }
 
-  async read(image: Buffer, signal?: AbortSignal): Promise<ChainReading> {
+  async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow): Promise<ChainReading> {
     const started = performance.now();
     const attempts: ReadAttempt[] = [];
-    let best: { reading: MeterReading; index: number } | undefined;
+    let best: { reading: JudgedReading; index: number } | undefined;
     for (const [index, reader] of this.readers.entries()) {
       signal?.throwIfAborted();
       const attemptStarted = performance.now();
       const elapsed = () => Math.round(performance.now() - attemptStarted);
       try {
         const deadline = AbortSignal.timeout(this.#deadlineMs);
-        const reading = await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline);
+        const reading = judgeReading(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window), window);
         const confident = reading.confidence >= this.#escalateBelow;
-        attempts.push({ reader: reader.name, outcome: confident ? 'accepted' : 'low_confidence', ms: elapsed(), confidence: reading.confidence });
-        if (!best || reading.confidence > best.reading.confidence) best = { reading, index };
-        if (confident) break;
+        const outcome = reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
+        attempts.push({ reader: reader.name, outcome, ms: elapsed(), confidence: reading.confidence });
+        if (!best || preferred(reading, best.reading)) best = { reading, index };
+        if (outcome === 'accepted') break;
       } catch (error) {
         signal?.throwIfAborted();
         const kind = error instanceof ReaderError ? error.kind : 'unavailable';
@@ -87,4 +97,11 @@ export class ReaderChain {
     const reasons = attempts.filter((attempt) => attempt.outcome !== 'unavailable').map((attempt) => attempt.error);
     throw new ReadFailure('unreadable', `No reading could be made from the photo: ${reasons.join('; ')}`, attempts);
   }
+}
+
+/** A plausible reading beats an implausible one; between two alike, the more confident. */
+function preferred(reading: JudgedReading, than: JudgedReading): boolean {
+  const plausible = (judged: JudgedReading) => judged.plausibility !== 'implausible';
+  if (plausible(reading) !== plausible(than)) return plausible(reading);
+  return reading.confidence > than.confidence;
 }

@@ -4,8 +4,8 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { MODEL_FILES } from './local/pipeline.ts';
 import { MODEL_NAME } from './local/spec.ts';
-import type { WorkerMessage } from './local/worker.ts';
-import { ReaderError, type MeterReader, type MeterReading } from './reader.ts';
+import type { ReadRequest, WorkerMessage } from './local/worker.ts';
+import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
 
 /**
  * Below this confidence the local model's answer is not a reading but a guess at a counter that is not there:
@@ -56,7 +56,7 @@ class LocalReader implements MeterReader {
     worker.unref();
   }
 
-  read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
+  read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow): Promise<MeterReading> {
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = this.#nextId++;
     return new Promise<MeterReading>((resolve, reject) => {
@@ -71,7 +71,7 @@ class LocalReader implements MeterReader {
         reject: (error) => { signal.removeEventListener('abort', onAbort); reject(error); },
       });
       this.#worker.ref();
-      this.#worker.postMessage({ id, image: new Uint8Array(image) });
+      this.#worker.postMessage({ id, image: new Uint8Array(image), window } satisfies ReadRequest);
     });
   }
 

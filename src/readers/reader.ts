@@ -18,11 +18,31 @@ export interface MeterReading {
   digitConfidences?: number[];
   /** Corners of the counter window in the normalised image, clockwise from top-left, in pixels. */
   counterBox?: Array<[number, number]>;
+  /** Set by a reader that read within the window itself (the local reader); the chain judges the others. */
+  plausibility?: Plausibility;
+  /** The reading without the window, when the window changed it (`corrected`). */
+  unconstrainedReading?: string;
+  /** Why the reading is `implausible`. */
+  plausibilityReason?: string;
 }
+
+/**
+ * Where the meter's next reading may plausibly lie, in m³ (a reading's `value`): not below the reference reading
+ * (`min` already allows the tolerance of a rolling wheel) and not above what the meter can have run since.
+ */
+export interface PlausibilityWindow { reference: string; min: number; max: number }
+
+/**
+ * - `ok`: inside the window.
+ * - `corrected`: read within the window, and that changed the reading (`unconstrainedReading` is the free one).
+ * - `implausible`: nothing probable inside the window; the confidence is capped low and `plausibilityReason` says why.
+ * - `unknown`: no window (no reference reading).
+ */
+export type Plausibility = 'ok' | 'corrected' | 'implausible' | 'unknown';
 
 export interface MeterReader {
   readonly name: string;
-  read(image: Buffer, signal: AbortSignal): Promise<MeterReading>;
+  read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow): Promise<MeterReading>;
 }
 
 /**

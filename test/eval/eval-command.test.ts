@@ -4,7 +4,8 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 import { evalReader } from '../../src/cli/eval.ts';
-import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
+import { SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../../src/eval/history.ts';
+import { ReaderError, type MeterReader, type PlausibilityWindow } from '../../src/readers/reader.ts';
 
 /** The photos are plain images told apart by their width, which survives the service's normalisation. */
 const PHOTO_WIDTHS = { a: 10, b: 20, c: 30 };
@@ -121,4 +122,54 @@ t.test('bad arguments exit 2 without loading a model; a missing model exits 1', 
   t.equal(await quiet(['--bogus']), 2);
   t.equal(created, 0);
   t.equal(await quiet(['--dataset', await dataset()], async () => undefined), 1);
+});
+
+t.test('--previous: each photo is read within a window from a drawn history, and the report says what the window did', async (t) => {
+  const dir = await dataset();
+  const windows: Record<string, PlausibilityWindow | undefined> = {};
+  const withinWindows: MeterReader = {
+    name: 'table',
+    async read(image, signal, window) {
+      const reading = await reader.read(image, signal);
+      windows[reading.reading] = window;
+      // The first photo is read as the local reader reads within a window: corrected from a free reading below it.
+      return reading.reading === '00721' ? { ...reading, plausibility: 'corrected', unconstrainedReading: '00121' } : { ...reading, reading: '00354.000', value: 354 };
+    },
+  };
+  const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--previous', '5-10', '--json'], 'table', async () => withinWindows));
+  t.equal(code, 0);
+  const report = JSON.parse(output);
+  t.equal(report.previous, '5-10');
+  const reference = Number(windows['00721']!.reference);
+  t.ok(reference >= 710 && reference <= 715, `the previous reading ${reference} is 5 to 10 m³ below the label`);
+  t.same(windows['00721'], { reference: windows['00721']!.reference, min: reference - SIMULATED_TOLERANCE_M3, max: reference + SIMULATED_MAX_CONSUMPTION_M3 });
+  const summary = report.datasets[0].summary;
+  t.same(summary.plausibility, {
+    withWindow: 2,
+    implausible: 1 / 3,
+    corrected: 1 / 3,
+    corrections: 1,
+    correctionsWholeUnitsRight: 1,
+    correctionsExact: 1,
+    wholeUnitExactNotImplausible: 1 / 2,
+    exactNotImplausible: 1 / 2,
+    confident: { threshold: 80, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
+  });
+  t.match(summary.worst.find((c: { file: string }) => c.file === 'b.jpg'), { predicted: '00354.000', confidence: 20, plausibility: 'implausible' });
+
+  const again = await captureLog(() => evalReader(['--dataset', dir, '--previous', '5-10'], 'table', async () => withinWindows));
+  t.match(again.output, /implausible\s+33\.3%/);
+  t.match(again.output, /corrected\s+33\.3%  \(1 of 1 right in whole units, 1 exact\)/);
+  t.match(again.output, /b\.jpg: read 00354\.000 at 20 \(implausible\)/);
+  t.equal(Number(windows['00721']!.reference), reference, 'the same history every run');
+});
+
+t.test('--previous needs a range A-B of m³ with A ≤ B', async (t) => {
+  const original = console.error;
+  console.error = () => {};
+  try {
+    for (const spec of ['30-0', 'thirty', '-5-0', '5']) t.equal(await evalReader(['--dataset', 'x', '--previous', spec], 'table', async () => reader), 2, spec);
+  } finally {
+    console.error = original;
+  }
 });

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { ReadFailure } from '../../src/pipeline/read.ts';
+import { IMPLAUSIBLE_CONFIDENCE_CAP, judgeReading } from '../../src/readers/plausibility.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import type { FakeBehaviour } from '../fakes/http-fake.ts';
@@ -101,4 +102,44 @@ t.test('the default chain adds each hosted reader whose key is set, in order', a
 t.test('READER_CHAIN must name known, available readers', async (t) => {
   await t.rejects(createReaderChain(loadConfig({ READER_CHAIN: 'openai,gemini', OPENAI_API_KEY: 'sk' })), /unknown reader "gemini"/);
   await t.rejects(createReaderChain(loadConfig({ READER_CHAIN: 'local', LOCAL_MODEL_DIR: '/nonexistent' })), /"local", which is not available/);
+});
+
+t.test('without a window every reading is of unknown plausibility', async (t) => {
+  const { chain } = await twoReaderChain(t, {}, {});
+  t.match(await chain.read(photo), { reading: '02390.276', plausibility: 'unknown' });
+});
+
+/** The window after a reading of 02400.000: 02390.276 (the fakes' default answer) is below it. */
+const afterTwoThousandFourHundred = { reference: '02400.000', min: 2399.99, max: 2460 };
+
+t.test('a hosted reading inside the window is ok', async (t) => {
+  const { chain } = await twoReaderChain(t, { answer: { reading: '02401.500', confidence: 97, unobstructed: true } }, {});
+  const result = await chain.read(photo, undefined, afterTwoThousandFourHundred);
+  t.match(result, { reading: '02401.500', confidence: 97, plausibility: 'ok', reader: 'openai' });
+  t.notOk(result.plausibilityReason);
+});
+
+t.test('a confident hosted reading outside the window is implausible: capped, and the next reader is asked', async (t) => {
+  const { chain, anthropic } = await twoReaderChain(t, {}, { answer: { reading: '02401.500', confidence: 91, unobstructed: true } });
+  const result = await chain.read(photo, undefined, afterTwoThousandFourHundred);
+  t.equal(anthropic.requests.length, 1);
+  t.match(result, { reading: '02401.500', plausibility: 'ok', reader: 'anthropic', escalated: true });
+  t.match(result.attempts, [{ reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP }, { reader: 'anthropic', outcome: 'accepted' }]);
+});
+
+t.test('a plausible answer beats a more confident implausible one; if all are implausible the best stands, flagged', async (t) => {
+  const unsure = await twoReaderChain(
+    t,
+    { answer: { reading: '02402.100', confidence: 60, unobstructed: true } },
+    { answer: { reading: '02990.100', confidence: 99, unobstructed: true } },
+  );
+  t.match(await unsure.chain.read(photo, undefined, afterTwoThousandFourHundred), { reading: '02402.100', confidence: 60, plausibility: 'ok' });
+
+  const bothOutside = await twoReaderChain(t, {}, { answer: { reading: '02990.100', confidence: 99, unobstructed: true } });
+  const flagged = await bothOutside.chain.read(photo, undefined, afterTwoThousandFourHundred);
+  t.match(flagged, { reading: '02390.276', confidence: IMPLAUSIBLE_CONFIDENCE_CAP, plausibility: 'implausible', reader: 'openai' });
+  t.match(flagged.plausibilityReason, /02390\.276 is below the reference reading 02400\.000/);
+  t.match(flagged.attempts, [{ outcome: 'implausible' }, { outcome: 'implausible' }]);
+  const above = judgeReading({ reading: '02990.100', value: 2990.1, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred);
+  t.match(above.plausibilityReason, /more than the meter can have run since the reference reading 02400\.000 \(at most 2460 m³\)/);
 });

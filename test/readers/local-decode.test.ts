@@ -1,6 +1,9 @@
 import t from 'tap';
-import { combineReadings, decodeCtc, decodeInLayout, formatReading, readInLayouts, type LayoutReading } from '../../src/readers/local/decode.ts';
-import { ALPHABET, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
+import {
+  combineReadings, decodeCtc, decodeInLayout, formatReading, mostProbableInRange, readInLayouts, readWithinValues, type LayoutReading,
+} from '../../src/readers/local/decode.ts';
+import { judgeWithinWindow } from '../../src/readers/local/pipeline.ts';
+import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
 
@@ -157,4 +160,81 @@ t.test('confidence: every digit (and the point) right, times the orientation and
 t.test('text that is not a number is refused', async (t) => {
   t.equal(formatReading({ text: '00.1.2', digitProbabilities: Array(4).fill(1), layoutFit: 1 }, 1), undefined);
   t.equal(formatReading({ text: '', digitProbabilities: [], layoutFit: 1 }, 1), undefined);
+});
+
+/** A strip whose wheels each show their digit with probability `sure`, except where `split` spreads a wheel. */
+function wheels(text: string, split: Record<number, Record<number, number>> = {}, sure = 0.9): LayoutReading {
+  const digits = [...text.replaceAll('.', '')].map(Number);
+  const digitDistributions = digits.map((digit, wheel) =>
+    Array.from({ length: 10 }, (_, d) => split[wheel]?.[d] ?? (split[wheel] ? 0 : d === digit ? sure : (1 - sure) / 9)));
+  return { text, digitProbabilities: digitDistributions.map((distribution, i) => distribution[digits[i]!]!), digitDistributions, layoutFit: 1 };
+}
+
+t.test('window decode: the free reading when it lies in the window', async (t) => {
+  const strip = wheels('00758.407');
+  const within = readWithinValues(strip, { min: 700, max: 760 })!;
+  t.equal(within.text, '00758.407');
+  t.same(within.digitProbabilities, strip.digitProbabilities);
+});
+
+t.test('window decode: a rolling wheel takes the neighbouring digit the window allows', async (t) => {
+  // The units wheel is read as 0 or 6, the 0 a little more probable: 600.494 is below the window.
+  const strip = wheels('00600.494', { 4: { 0: 0.55, 6: 0.4, 8: 0.05 } });
+  const within = readWithinValues(strip, { min: 605.9, max: 660 })!;
+  t.equal(within.text, '00606.494');
+  t.equal(readWithinValues(strip, { min: 599, max: 700 })!.text, '00600.494');
+  t.ok(Math.abs(within.digitProbabilities[4]! - 0.4) < 1e-9, 'the wheel is as sure as its chosen digit');
+});
+
+t.test('window decode: a 9 → 0 carry turns every wheel it runs through', async (t) => {
+  // 00123.999 rolling to 00124.000: each fractional wheel between 9 and 0, the units wheel between 3 and 4.
+  const rolling = { 0: 0.3, 9: 0.7 };
+  const strip = wheels('00123.999', { 4: { 3: 0.6, 4: 0.4 }, 5: rolling, 6: rolling, 7: rolling });
+  t.equal(readWithinValues(strip, { min: 123.5, max: 200 })!.text, '00123.999', 'the lower side when the window allows it');
+  t.equal(readWithinValues(strip, { min: 124, max: 200 })!.text, '00124.000', 'the carried side when only it is inside');
+  const rolledBack = { 0: 0.7, 9: 0.3 };
+  const carried = wheels('00124.000', { 4: { 4: 0.6, 3: 0.4 }, 5: rolledBack, 6: rolledBack, 7: rolledBack });
+  t.equal(readWithinValues(carried, { min: 100, max: 123.9995 })!.text, '00123.999', 'and back: the wheels still at 9');
+});
+
+t.test('window decode: a window that excludes the free reading gets the best reading inside it, however improbable', async (t) => {
+  const strip = wheels('00379');
+  const within = readWithinValues(strip, { min: 37.9, max: 97.9 })!;
+  t.equal(within.text, '00079');
+  t.ok(within.digitProbabilities[2]! < 0.02, 'the changed wheel is improbable');
+  t.equal(readWithinValues(wheels('99999'), { min: 100000, max: 100060 }), undefined, 'no reading of five wheels lies there');
+});
+
+t.test('window decode: both ends bound every wheel, in units of the last wheel', async (t) => {
+  const favoured: Array<Record<number, number>> = [{ 9: 0.5, 7: 0.2 }, { 0: 0.2 }, { 0: 0.2 }];
+  const tables = favoured.map((digits) => Array.from({ length: 10 }, (_, digit) => digits[digit] ?? 0.05));
+  t.same(mostProbableInRange(tables, { low: 250, high: 730 })!.digits, [7, 0, 0]);
+  t.same(mostProbableInRange(tables, { low: 250, high: 999 })!.digits, [9, 0, 0]);
+  t.same(mostProbableInRange(tables, { low: 901, high: 901 })!.digits, [9, 0, 1]);
+  t.equal(mostProbableInRange(tables, { low: 730, high: 250 }), undefined);
+  t.ok(Math.abs(mostProbableInRange(tables, { low: 0, high: 999 })!.probability - 0.5 * 0.2 * 0.2) < 1e-12);
+});
+
+t.test('the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable', async (t) => {
+  const candidate = (reading: string, confidence: number) => ({ formatted: { reading, value: Number(reading), confidence, digitConfidences: [] } });
+  const window = { reference: '00600.000', min: 599.99, max: 660 };
+  const free = candidate('00606.494', 40);
+  const notNeeded = () => {
+    t.fail('the window decode is not needed');
+    return undefined;
+  };
+  t.same(judgeWithinWindow(free, window, notNeeded), { plausibility: 'ok', chosen: free });
+
+  const below = candidate('00500.494', 40);
+  const likely = candidate('00606.494', 40 * IMPLAUSIBLE_BELOW_WINDOW_FIT);
+  t.same(judgeWithinWindow(below, window, () => likely), { plausibility: 'corrected', chosen: likely, windowFit: IMPLAUSIBLE_BELOW_WINDOW_FIT });
+
+  const unlikely = candidate('00606.494', 2);
+  t.match(judgeWithinWindow(below, window, () => unlikely), {
+    plausibility: 'implausible', chosen: below, windowFit: 0.05,
+    reason: '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
+  });
+  t.match(judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined), {
+    plausibility: 'implausible', windowFit: 0, reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
+  });
 });

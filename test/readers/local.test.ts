@@ -7,6 +7,7 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
 import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
+import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/readers/plausibility.ts';
 import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
 
 const MODEL_DIR = loadConfig({}).localModelDir;
@@ -76,6 +77,18 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       t.ok(Math.abs(centre[0]! - (counter.left + counter.width / 2)) < counter.width / 4, `box centre x at scale ${scale}`);
       t.ok(Math.abs(centre[1]! - (counter.top + counter.height / 2)) < counter.height, `box centre y at scale ${scale}`);
     }
+  });
+
+  t.test('within a plausibility window: ok inside it; implausible, capped and explained, far from it', async (t) => {
+    const { image } = await drawMeter('00758', '407');
+    const free = await reader.read(image, signal());
+    const around = { reference: free.reading, min: free.value - 0.01, max: free.value + 60 };
+    t.match(await reader.read(image, signal(), around), { reading: free.reading, confidence: free.confidence, plausibility: 'ok' });
+    const later = { reference: '05000.000', min: 4999.99, max: 5060 };
+    const flagged = await reader.read(image, signal(), later);
+    t.match(flagged, { reading: free.reading, plausibility: 'implausible' });
+    t.ok(flagged.confidence <= IMPLAUSIBLE_CONFIDENCE_CAP);
+    t.match(flagged.plausibilityReason, new RegExp(`${free.reading.replace('.', '\\.')} is below the reference reading 05000\\.000`));
   });
 
   t.test('a drawn meter turned sideways or upside down reads as it does upright', async (t) => {

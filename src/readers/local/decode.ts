@@ -216,3 +216,85 @@ export function formatReading(
     digitConfidences: strip.digitProbabilities.map((p) => Math.round(100 * p)),
   };
 }
+
+/** Readings in units of the last wheel, both ends included. */
+export interface WheelRange { low: number; high: number }
+
+/**
+ * The most probable digits for the wheels (each wheel's probabilities of 0–9) whose number, in units of the last
+ * wheel, lies in `range`: a dynamic programme over the wheels, left to right. Its states say whether the digits so
+ * far still equal the range's low end and its high end (the next digit is then bounded by that end's digit), and
+ * whether a carry is running: a wheel read one above its own most probable digit has rolled, so the wheels to its
+ * right that look like 9 have rolled on to 0 (and one read one below: those that look like 0 are still at 9).
+ * `00123.999` with its units wheel rolling to 4 is thus `00124.000` or `00123.999`, never `00124.999`.
+ * Undefined when no number of that many wheels is in the range.
+ */
+export function mostProbableInRange(distributions: number[][], range: WheelRange): { digits: number[]; probability: number } | undefined {
+  const wheels = distributions.length;
+  const low = Math.max(0, Math.ceil(range.low));
+  const high = Math.min(10 ** wheels - 1, Math.floor(range.high));
+  if (low > high) return undefined;
+  const lowDigits = [...String(low).padStart(wheels, '0')].map(Number);
+  const highDigits = [...String(high).padStart(wheels, '0')].map(Number);
+  // State = carry * 4 + (on the low end ? 1 : 0) + (on the high end ? 2 : 0); score = log probability of the best prefix.
+  let score = new Array<number>(4 * CARRIES.length).fill(-Infinity);
+  score[BOTH_ENDS] = 0;
+  const back: Array<Array<{ from: number; digit: number }>> = [];
+  distributions.forEach((distribution, wheel) => {
+    const next = new Array<number>(score.length).fill(-Infinity);
+    const choices: Array<{ from: number; digit: number }> = [];
+    const seen = mostProbableDigit(distribution);
+    score.forEach((prefix, state) => {
+      if (prefix === -Infinity) return;
+      const carry = CARRIES[state >> 2]!;
+      const onLow = (state & 1) !== 0, onHigh = (state & 2) !== 0;
+      const carried = carry !== 'none' && seen === CARRY_FROM[carry] ? CARRY_TO[carry] : undefined;
+      for (let digit = onLow ? lowDigits[wheel]! : 0; digit <= (onHigh ? highDigits[wheel]! : 9); digit++) {
+        if (carried !== undefined && digit !== carried) continue;
+        const nextCarry = carried !== undefined ? carry : digit === (seen + 1) % 10 ? 'up' : digit === (seen + 9) % 10 ? 'down' : 'none';
+        const target = 4 * CARRIES.indexOf(nextCarry) + (onLow && digit === lowDigits[wheel] ? 1 : 0) + (onHigh && digit === highDigits[wheel] ? 2 : 0);
+        const candidate = prefix + Math.log(Math.max(distribution[digit]!, 1e-12));
+        if (candidate > next[target]!) {
+          next[target] = candidate;
+          choices[target] = { from: state, digit };
+        }
+      }
+    });
+    back.push(choices);
+    score = next;
+  });
+  const best = Math.max(...score);
+  if (best === -Infinity) return undefined;
+  let state = score.indexOf(best);
+  const digits: number[] = [];
+  for (let wheel = wheels - 1; wheel >= 0; wheel--) {
+    const { from, digit } = back[wheel]![state]!;
+    digits.unshift(digit);
+    state = from;
+  }
+  return { digits, probability: Math.exp(best) };
+}
+
+const CARRIES = ['none', 'up', 'down'] as const;
+const BOTH_ENDS = 3;
+/** A running carry turns the wheels that look like CARRY_FROM into CARRY_TO. */
+const CARRY_FROM = { up: 9, down: 0 } as const;
+const CARRY_TO = { up: 0, down: 9 } as const;
+
+/**
+ * The strip's most probable reading (on its wheels, in its layout) whose value in m³ lies between `min` and `max`:
+ * the fractional wheels are the ones after the point. Undefined when its wheels cannot show such a value.
+ */
+export function readWithinValues(strip: LayoutReading, values: { min: number; max: number }): LayoutReading | undefined {
+  const unitsPerM3 = 10 ** (strip.text.split('.')[1]?.length ?? 0);
+  // The tolerance keeps float products such as 0.1 * 1000 from moving an end by a unit.
+  const range = { low: Math.ceil(values.min * unitsPerM3 - 1e-6), high: Math.floor(values.max * unitsPerM3 + 1e-6) };
+  const best = mostProbableInRange(strip.digitDistributions, range);
+  if (!best) return undefined;
+  let wheel = 0;
+  return {
+    ...strip,
+    text: [...strip.text].map((kind) => (kind === '.' ? '.' : String(best.digits[wheel++]))).join(''),
+    digitProbabilities: best.digits.map((digit, i) => strip.digitDistributions[i]![digit]!),
+  };
+}

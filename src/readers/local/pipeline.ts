@@ -1,15 +1,18 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { ReaderError, clampConfidence, type MeterReading } from '../reader.ts';
-import { combineReadings, formatReading, mostProbableDigit, readInLayouts, type FormattedReading, type LayoutReading } from './decode.ts';
+import { implausible, outsideWindowReason } from '../plausibility.ts';
+import { ReaderError, clampConfidence, type MeterReading, type PlausibilityWindow } from '../reader.ts';
+import {
+  combineReadings, formatReading, mostProbableDigit, readInLayouts, readWithinValues, type FormattedReading, type LayoutReading,
+} from './decode.ts';
 import {
   rectifyInto, scaleWindow, sliceWindow, turnWindow, windowAroundWheels, windowCorners, windowsFromMask,
   type Point, type RgbImage, type Window,
 } from './geometry.ts';
 import {
-  ALIGNED_READER_FILE, ALPHABET, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME, READER_FILES,
-  STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
+  ALIGNED_READER_FILE, ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME,
+  READER_FILES, STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
   WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
@@ -19,13 +22,13 @@ const REFINE_CONTEXT = 2.5;
 
 /** The two-stage model: find candidate counter windows, then read the strips cut out of them. Runs on the calling thread. */
 export interface MeterModel {
-  read(image: Buffer): Promise<MeterReading>;
+  read(image: Buffer, window?: PlausibilityWindow): Promise<MeterReading>;
 }
 
 export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
   const [localisers, [wheelReader], stripReaders] = await Promise.all([LOCALISER_FILES, [WHEEL_READER_FILE], READER_FILES]
     .map((files) => loadSessions(modelDir, files, threads)));
-  return { read: (image) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image) };
+  return { read: (image, window) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image, window) };
 }
 
 /**
@@ -49,7 +52,7 @@ interface Sessions {
 /** The readers of a window; without the wheel reader the strip readers alone decide (as training code reads). */
 export type WindowReaders = Omit<Sessions, 'localisers' | 'wheelReader'> & { wheelReader?: ort.InferenceSession };
 
-async function readMeter({ localisers, ...readers }: Sessions, image: Buffer): Promise<MeterReading> {
+async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, window?: PlausibilityWindow): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
   const candidates: Window[] = [];
   for (const localiser of localisers) candidates.push(...await localise(localiser, photo));
@@ -62,17 +65,67 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer): P
     const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
     readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, wheelCentres) }));
   }
-  const best = readings.reduce((a, b) => ((b.formatted?.confidence ?? -1) > (a.formatted?.confidence ?? -1) ? b : a));
-  if (!best.formatted) throw new ReaderError('unparseable', `the local model read "${best.strip.text}", which is not a number`);
-  return {
-    reading: best.formatted.reading,
-    value: best.formatted.value,
-    confidence: clampConfidence(best.formatted.confidence),
+  const best = mostConfident(readings);
+  if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
+  const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => ({
+    reading: chosen.formatted.reading,
+    value: chosen.formatted.value,
+    confidence: clampConfidence(chosen.formatted.confidence),
     model: MODEL_NAME,
-    raw: { ...best.raw, candidates: candidates.length },
-    digitConfidences: best.formatted.digitConfidences,
-    counterBox: windowCorners(scaleWindow(best.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
-  };
+    raw: { ...chosen.raw, candidates: candidates.length, ...raw },
+    digitConfidences: chosen.formatted.digitConfidences,
+    counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
+  });
+  if (!window) return reading(best);
+  const verdict = judgeWithinWindow(best, window, () => mostConfident(readings.map((candidate) => readWithinWindow(candidate, window))));
+  if (verdict.plausibility === 'ok') return { ...reading(best), plausibility: 'ok' };
+  const { chosen, windowFit } = verdict;
+  if (verdict.plausibility === 'implausible') return implausible(reading(chosen, { windowFit }), verdict.reason);
+  return { ...reading(chosen, { windowFit }), plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+}
+
+export type WindowVerdict<T> =
+  | { plausibility: 'ok'; chosen: T }
+  | { plausibility: 'corrected'; chosen: T; windowFit: number }
+  | { plausibility: 'implausible'; chosen: T; windowFit: number; reason: string };
+
+/**
+ * `ok` when the free reading lies in the window. Otherwise `corrected` to the most probable reading inside it
+ * (`readInside`, asked only then), unless that is less than IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable (its
+ * `windowFit`) or there is none: then `implausible`, the free reading standing, with the reason.
+ */
+export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
+  free: T, window: PlausibilityWindow, readInside: () => T | undefined,
+): WindowVerdict<T> {
+  const outside = outsideWindowReason(free.formatted, window);
+  if (!outside) return { plausibility: 'ok', chosen: free };
+  const inside = readInside();
+  const windowFit = (inside?.formatted.confidence ?? 0) / Math.max(free.formatted.confidence, 1e-12);
+  if (inside && windowFit >= IMPLAUSIBLE_BELOW_WINDOW_FIT) return { plausibility: 'corrected', chosen: inside, windowFit };
+  const improbable = inside
+    ? `; the most probable reading inside the window, ${inside.formatted.reading}, is ${Math.round(1 / windowFit)} times less probable`
+    : '';
+  return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
+}
+
+/** The candidate window read with the highest confidence, if any has a reading. */
+function mostConfident(readings: Array<WindowReading | undefined>): FormattedWindowReading | undefined {
+  let best: FormattedWindowReading | undefined;
+  for (const reading of readings) {
+    if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence)) best = reading as FormattedWindowReading;
+  }
+  return best;
+}
+
+type FormattedWindowReading = WindowReading & { formatted: FormattedReading };
+
+/**
+ * A candidate window's most probable reading, in the layout its readers chose, whose value lies in the plausibility
+ * window, if its wheels can show one.
+ */
+function readWithinWindow(candidate: WindowReading, window: PlausibilityWindow): WindowReading | undefined {
+  const strip = readWithinValues(candidate.strip, window);
+  return strip && { ...candidate, strip, formatted: formatReading(strip, candidate.raw.orientationProbability) };
 }
 
 /** A candidate window turned the way its counter reads. */

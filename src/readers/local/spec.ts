@@ -57,3 +57,10 @@ export const WHEEL_READER_FILE = 'wheels.onnx';
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
 export const MODEL_NAME = 'local-crnn-v6';
+/**
+ * With a plausibility window and a free reading outside it, the reading is `implausible` when the most probable
+ * reading inside the window is less than this fraction as probable as the free one (confidence against confidence),
+ * and `corrected` to it otherwise. Chosen on a quarter of the training photos (every fourth not in ml/splits, 411)
+ * with a simulated history 0–30 m³ below the label (MODEL_CARD.md): corrections kept at lower fits were mostly wrong.
+ */
+export const IMPLAUSIBLE_BELOW_WINDOW_FIT = 0.3;

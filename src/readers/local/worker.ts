@@ -3,10 +3,10 @@
  * calls it, so reading here keeps the service's event loop free while a photo is read.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ReaderError } from '../reader.ts';
+import { ReaderError, type PlausibilityWindow } from '../reader.ts';
 import { loadMeterModel } from './pipeline.ts';
 
-export interface ReadRequest { id: number; image: Uint8Array }
+export interface ReadRequest { id: number; image: Uint8Array; window?: PlausibilityWindow }
 export type WorkerMessage =
   | { type: 'ready' }
   | { type: 'failed-to-load'; message: string }
@@ -19,9 +19,9 @@ const post = (message: WorkerMessage) => port.postMessage(message);
 try {
   const { modelDir, threads } = workerData as { modelDir: string; threads: number };
   const model = await loadMeterModel(modelDir, threads);
-  port.on('message', async ({ id, image }: ReadRequest) => {
+  port.on('message', async ({ id, image, window }: ReadRequest) => {
     try {
-      post({ type: 'result', id, reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength)) });
+      post({ type: 'result', id, reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength), window) });
     } catch (error) {
       const kind = error instanceof ReaderError ? error.kind : 'unavailable';
       post({ type: 'error', id, kind, message: error instanceof Error ? error.message : String(error) });

@@ -1,0 +1,43 @@
+/** Judging a reading against the meter's plausibility window, for every reader alike. */
+import type { MeterReading, Plausibility, PlausibilityWindow } from './reader.ts';
+
+/**
+ * An implausible reading's confidence is at most this: below any sensible ESCALATE_BELOW, so the chain asks the
+ * next reader, and low enough that nobody bills from it unseen.
+ */
+export const IMPLAUSIBLE_CONFIDENCE_CAP = 20;
+
+export type JudgedReading = MeterReading & { plausibility: Plausibility };
+
+/**
+ * A reading with its plausibility: `unknown` without a window; a reader's own judgement when it read within the
+ * window itself; otherwise `ok` inside the window and `implausible` (confidence capped, with the reason) outside it.
+ */
+export function judgeReading(reading: MeterReading, window?: PlausibilityWindow): JudgedReading {
+  if (!window) return { ...reading, plausibility: 'unknown' };
+  if (reading.plausibility) return { ...reading, plausibility: reading.plausibility };
+  const reason = outsideWindowReason(reading, window);
+  return reason ? implausible(reading, reason) : { ...reading, plausibility: 'ok' };
+}
+
+/** Why `reading` lies outside the window; undefined when it lies inside. */
+export function outsideWindowReason({ reading, value }: Pick<MeterReading, 'reading' | 'value'>, window: PlausibilityWindow): string | undefined {
+  if (value < window.min) return `${reading} is below the reference reading ${window.reference} (meters do not run backwards)`;
+  if (value > window.max) {
+    return `${reading} is more than the meter can have run since the reference reading ${window.reference} (at most ${formatM3(window.max)} m³)`;
+  }
+  return undefined;
+}
+
+export function implausible(reading: MeterReading, reason: string): JudgedReading {
+  return {
+    ...reading,
+    confidence: Math.min(reading.confidence, IMPLAUSIBLE_CONFIDENCE_CAP),
+    plausibility: 'implausible',
+    plausibilityReason: reason,
+  };
+}
+
+function formatM3(value: number): string {
+  return String(Number(value.toFixed(3)));
+}
