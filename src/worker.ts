@@ -1,6 +1,7 @@
 import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
+import { readContext } from './pipeline/plausibility.ts';
 import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
 import { QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
@@ -56,8 +57,9 @@ export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promi
   const meter = await loadMeter(deps.db, job.data.meterId);
   if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
   try {
-    const result = await deps.readers.read(meter.jpeg, job.signal);
-    await recordReading(deps, meter.ref, result);
+    const context = await readContext(deps.db, meter.ref.meterId);
+    const result = await deps.readers.read(meter.jpeg, job.signal, context.window);
+    await recordReading(deps, meter.ref, result, context);
   } catch (error) {
     if (!(error instanceof ReadFailure)) throw error;
     // Unreachable models may be back soon: let pg-boss retry, and give up on the last attempt.

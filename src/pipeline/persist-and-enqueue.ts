@@ -2,10 +2,12 @@ import type { PgBoss } from 'pg-boss';
 import { bossAdapter, type Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
 import type { NormalisedImage } from '../images.ts';
+import { upsertMeterPoint } from '../meters/meter-points.ts';
 import { enqueueRead } from '../queue.ts';
 import type { AuthenticatedKey } from './authenticate.ts';
 import type { ActivePlan } from './check-subscription.ts';
 import { reserveUsage } from './check-usage.ts';
+import type { MeterIdentity } from './identify-meter.ts';
 
 export interface AcceptedMeter {
   meterId: string;
@@ -19,11 +21,12 @@ export interface AcceptedMeter {
  */
 export async function persistAndEnqueue(
   deps: { db: Db; boss: PgBoss },
-  submission: { key: AuthenticatedKey; plan: ActivePlan; image: NormalisedImage; mode: MeterMode },
+  submission: { key: AuthenticatedKey; plan: ActivePlan; image: NormalisedImage; mode: MeterMode; identity?: MeterIdentity },
 ): Promise<AcceptedMeter> {
-  const { key, plan, image, mode } = submission;
+  const { key, plan, image, mode, identity = {} } = submission;
   return deps.db.transaction().execute(async (tx) => {
     await reserveUsage(tx, key.accountId, plan);
+    const meterPointId = identity.meterId ? await upsertMeterPoint(tx, key.accountId, identity.meterId) : null;
     const meter = await tx
       .insertInto('meters')
       .values({
@@ -35,6 +38,9 @@ export async function persistAndEnqueue(
         error_code: null,
         error_message: null,
         finished_at: null,
+        meter_point_id: meterPointId,
+        previous_reading: identity.previousReading?.reading ?? null,
+        previous_read_at: identity.previousReading?.readAt ?? null,
       })
       .returning(['id', 'reference_id'])
       .executeTakeFirstOrThrow();

@@ -1,5 +1,7 @@
 import type { Config } from '../config.ts';
-import { ReaderError, type MeterReader, type MeterReading, type ReaderFailureKind } from '../readers/reader.ts';
+import {
+  ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind,
+} from '../readers/reader.ts';
 
 export interface ReadAttempt {
   reader: string;
@@ -15,7 +17,15 @@ export interface ChainReading extends MeterReading {
   escalated: boolean;
   attempts: ReadAttempt[];
   readMs: number;
+  plausibility: Plausibility;
+  /** The free decode, when the window changed it (`corrected`). */
+  unconstrainedReading?: string;
+  /** Why the reading is `implausible`. */
+  plausibilityReason?: string;
 }
+
+/** The most an `implausible` reading's confidence can be: below any sane ESCALATE_BELOW, so the chain goes on. */
+export const IMPLAUSIBLE_CONFIDENCE_CAP = 20;
 
 /**
  * - `unreadable`: the readers looked and found no reading.
@@ -52,17 +62,17 @@ export class ReaderChain {
     this.#deadlineMs = config.readerTimeoutMs * (config.readerRetries + 1);
   }
 
-  async read(image: Buffer, signal?: AbortSignal): Promise<ChainReading> {
+  async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow): Promise<ChainReading> {
     const started = performance.now();
     const attempts: ReadAttempt[] = [];
-    let best: { reading: MeterReading; index: number } | undefined;
+    let best: { reading: JudgedReading; index: number } | undefined;
     for (const [index, reader] of this.readers.entries()) {
       signal?.throwIfAborted();
       const attemptStarted = performance.now();
       const elapsed = () => Math.round(performance.now() - attemptStarted);
       try {
         const deadline = AbortSignal.timeout(this.#deadlineMs);
-        const reading = await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline);
+        const reading = judgePlausibility(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline), window);
         const confident = reading.confidence >= this.#escalateBelow;
         attempts.push({ reader: reader.name, outcome: confident ? 'accepted' : 'low_confidence', ms: elapsed(), confidence: reading.confidence });
         if (!best || reading.confidence > best.reading.confidence) best = { reading, index };
@@ -86,4 +96,19 @@ export class ReaderChain {
     const reasons = attempts.filter((attempt) => attempt.outcome !== 'unavailable').map((attempt) => attempt.error);
     throw new ReadFailure('unreadable', `No reading could be made from the photo: ${reasons.join('; ')}`, attempts);
   }
+}
+
+type JudgedReading = MeterReading & Pick<ChainReading, 'plausibility' | 'unconstrainedReading' | 'plausibilityReason'>;
+
+/** A reading outside the window is `implausible`, its confidence capped so that the chain escalates. */
+function judgePlausibility(reading: MeterReading, window: PlausibilityWindow | undefined): JudgedReading {
+  if (!window) return { ...reading, plausibility: 'unknown' };
+  if (reading.value >= window.min && reading.value <= window.max) return { ...reading, plausibility: 'ok' };
+  const side = reading.value < window.min ? `below ${window.min}: meters do not run backwards` : `above ${window.max}: more than the meter's maximum flow allows`;
+  return {
+    ...reading,
+    confidence: Math.min(reading.confidence, IMPLAUSIBLE_CONFIDENCE_CAP),
+    plausibility: 'implausible',
+    plausibilityReason: `${reading.reading} is ${side} since the reference ${window.reference}`,
+  };
 }

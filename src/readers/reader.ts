@@ -20,6 +20,22 @@ export interface MeterReading {
   counterBox?: Array<[number, number]>;
 }
 
+/** The readings a meter can plausibly show now, in m³; `min` already includes the tolerance. */
+export interface PlausibilityWindow {
+  /** The reading the window is built around, as the dial showed it. */
+  reference: string;
+  min: number;
+  max: number;
+}
+
+/**
+ * - `ok`: inside the window.
+ * - `corrected`: the decode constrained to the window differs from the free one.
+ * - `implausible`: nothing probable inside the window; the confidence is capped low.
+ * - `unknown`: no window (no reference for this meter).
+ */
+export type Plausibility = 'ok' | 'corrected' | 'implausible' | 'unknown';
+
 export interface MeterReader {
   readonly name: string;
   read(image: Buffer, signal: AbortSignal): Promise<MeterReading>;

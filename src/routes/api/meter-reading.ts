@@ -4,7 +4,9 @@ import { ApiError } from '../../errors.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
+import { identifyMeter } from '../../pipeline/identify-meter.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
+import { plausibilityJson, readContext } from '../../pipeline/plausibility.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { validateImage } from '../../pipeline/validate-image.ts';
@@ -32,19 +34,22 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
-    const image = await validateImage(request, config);
-    const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
+    const { image, fields } = await validateImage(request, config);
+    const identity = identifyMeter(fields);
+    const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, identity, mode: 'async' });
     return reply.code(202).send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
   app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request) => {
     const { key, plan } = submitter(request);
-    const image = await validateImage(request, config);
-    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, mode: 'sync' });
+    const { image, fields } = await validateImage(request, config);
+    const identity = identifyMeter(fields);
+    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
+    const context = await readContext(db, accepted.meterId);
     let result;
     try {
-      result = await readers.read(image.jpeg);
+      result = await readers.read(image.jpeg, undefined, context.window);
     } catch (error) {
       const reason = error instanceof ReadFailure
         ? { code: error.code, message: error.message }
@@ -52,7 +57,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await recordFailure({ db, boss }, meter, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const readingId = await recordReading({ db, boss }, meter, result);
+    const readingId = await recordReading({ db, boss }, meter, result, context);
     if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
     return {
       reference_id: accepted.referenceId,
@@ -63,6 +68,8 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       escalated: result.escalated,
       model: result.model,
       reading_id: Number(readingId),
+      meter_id: context.meterId,
+      plausibility: plausibilityJson(result, context),
     };
   });
 };
