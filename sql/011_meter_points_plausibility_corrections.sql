@@ -21,7 +21,7 @@ ALTER TABLE meters
   ADD COLUMN previous_reading text CHECK (previous_reading ~ '^[0-9]+(\.[0-9]+)?$'),
   ADD COLUMN previous_read_at timestamptz;
 
-CREATE INDEX meters_meter_point_created ON meters (meter_point_id, created_at DESC, id DESC)
+CREATE INDEX meters_meter_point ON meters (meter_point_id, id DESC)
   WHERE meter_point_id IS NOT NULL;
 
 -- The reading judged against the window [window_min, window_max] made from the reference.

@@ -77,7 +77,7 @@ export function plausibilityJson(
 }
 
 async function lastTrustedReading(
-  db: Db, meterPointId: string, before: { id: string; created_at: Date },
+  db: Db, meterPointId: string, before: { id: string },
 ): Promise<MeterReference | undefined> {
   const row = await db
     .selectFrom('meters as m')
@@ -88,13 +88,12 @@ async function lastTrustedReading(
     )
     .select(['m.created_at', 'm.previous_reading', 'm.previous_read_at', 'r.reading', 'r.plausibility', 'c.reading as corrected'])
     .where('m.meter_point_id', '=', meterPointId)
-    .where(sql<boolean>`(m.created_at, m.id) < (${before.created_at}, ${before.id})`)
+    .where('m.id', '<', before.id)
     .where((eb) => eb.or([
       eb('c.reading', 'is not', null),
       eb.and([eb('r.reading', 'is not', null), eb('r.plausibility', '<>', 'implausible')]),
       eb('m.previous_reading', 'is not', null),
     ]))
-    .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
     .limit(1)
     .executeTakeFirst();
