@@ -4,6 +4,7 @@ import { InvalidInputError, NotFoundError } from './accounts/errors.ts';
 import { accountCommands } from './cli/accounts.ts';
 import { UsageError, type CommandArgs } from './cli/args.ts';
 import { withCommandContext, type Command } from './cli/context.ts';
+import { datasetCommands } from './cli/dataset.ts';
 import { keyCommands } from './cli/keys.ts';
 import { Output } from './cli/output.ts';
 import { planCommands } from './cli/plans.ts';
@@ -23,6 +24,7 @@ const COMMANDS: Command[] = [
   ...keyCommands,
   ...webhookCommands,
   ...userCommands,
+  ...datasetCommands,
   readCommand,
 ];
 
