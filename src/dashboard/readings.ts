@@ -54,8 +54,10 @@ function submissions(db: Db, accountId: string) {
   return db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .innerJoin('api_keys as k', 'k.id', 'm.api_key_id')
     .select([
+      'p.external_id as meterId',
       'm.reference_id as referenceId',
       'm.created_at as createdAt',
       'm.status',

@@ -1,3 +1,4 @@
+import { UUID_PATTERN } from '../dashboard/readings.ts';
 import type { Db } from '../db/database.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
 
@@ -18,6 +19,7 @@ export type CorrectionOutcome =
 export async function correctReading(
   db: Db, accountId: string, referenceId: string, reading: string, by: Corrector,
 ): Promise<CorrectionOutcome> {
+  if (!UUID_PATTERN.test(referenceId)) return { outcome: 'not_found' };
   const meter = await db
     .selectFrom('meters')
     .select(['id', 'status'])

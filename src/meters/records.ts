@@ -48,6 +48,10 @@ export function submissionRecords(db: Db, accountId: string) {
     .where('m.account_id', '=', accountId);
 }
 
+export function submissionRecord(db: Db, accountId: string, referenceId: string): Promise<SubmissionRecord | undefined> {
+  return submissionRecords(db, accountId).where('m.reference_id', '=', referenceId).executeTakeFirst();
+}
+
 export type SubmissionRecord = Awaited<ReturnType<ReturnType<typeof submissionRecords>['executeTakeFirstOrThrow']>>;
 
 /** The value a person gave, else the machine's; null when there is neither. */

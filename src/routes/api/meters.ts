@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { UUID_PATTERN } from '../../dashboard/readings.ts';
 import { ApiError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
 import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
@@ -46,10 +45,8 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   app.post<CorrectionRequest>('/meter-reading/:referenceId/correction', async (request) => {
     const key = apiKey(request);
     const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
-    const notFound = new ApiError(404, 'reference_id', 'No submission with this reference_id in your account');
-    if (!UUID_PATTERN.test(request.params.referenceId)) throw notFound;
     const corrected = await correctReading(db, key.accountId, request.params.referenceId, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
-    if (corrected.outcome === 'not_found') throw notFound;
+    if (corrected.outcome === 'not_found') throw new ApiError(404, 'reference_id', 'No submission with this reference_id in your account');
     if (corrected.outcome === 'not_finished') throw new ApiError(409, 'reference_id', 'The submission is still being read: correct it once it has finished');
     return submissionJson(corrected.record);
   });
