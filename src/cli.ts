@@ -6,6 +6,7 @@ import { UsageError, type CommandArgs } from './cli/args.ts';
 import { withCommandContext, type Command } from './cli/context.ts';
 import { datasetCommands } from './cli/dataset.ts';
 import { keyCommands } from './cli/keys.ts';
+import { meterCommands } from './cli/meters.ts';
 import { Output } from './cli/output.ts';
 import { planCommands } from './cli/plans.ts';
 import { readCommand } from './cli/read.ts';
@@ -24,6 +25,7 @@ const COMMANDS: Command[] = [
   ...keyCommands,
   ...webhookCommands,
   ...userCommands,
+  ...meterCommands,
   ...datasetCommands,
   readCommand,
 ];

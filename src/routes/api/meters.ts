@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
 import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
+import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
 import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { meterIdField, readingField } from '../../pipeline/identify-meter.ts';
@@ -15,6 +16,7 @@ declare module 'fastify' {
 }
 
 type HistoryRequest = { Params: { meterId: string }; Querystring: { limit?: string; cursor?: string } };
+type SettingsRequest = { Params: { meterId: string }; Body: unknown };
 type CorrectionRequest = { Params: { referenceId: string }; Body: unknown };
 
 /**
@@ -40,6 +42,17 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
       readings: history.records.map(submissionJson),
       next_cursor: history.nextBefore ? encodeCursor(history.nextBefore) : null,
     };
+  });
+
+  /** The meter's own max flow for its plausibility window (null: the account's); names a meter before its first photo too. */
+  app.patch<SettingsRequest>('/meters/:meterId', async (request) => {
+    const meterId = meterIdField(request.params.meterId);
+    const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
+    if (maxFlow !== null && !isMaxFlow(maxFlow)) {
+      throw new ApiError(422, 'max_flow_m3_per_hour', `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`);
+    }
+    const settings = await setMeterMaxFlow(db, apiKey(request).accountId, meterId, maxFlow);
+    return { meter_id: settings.meterId, max_flow_m3_per_hour: settings.maxFlow, effective_max_flow_m3_per_hour: settings.effectiveMaxFlow };
   });
 
   app.post<CorrectionRequest>('/meter-reading/:referenceId/correction', async (request) => {
