@@ -159,7 +159,7 @@ t.test('meter-reading API', async (t) => {
       model: service.config.openai.model,
       reading_id: Number,
     });
-    t.same(Object.keys(response.body).sort(), ['confidence', 'escalated', 'model', 'reading', 'reading_id', 'reference_id', 'status', 'value']);
+    t.same(Object.keys(response.body).sort(), ['confidence', 'escalated', 'meter_id', 'model', 'plausibility', 'reading', 'reading_id', 'reference_id', 'status', 'value']);
     const deliveries = await service.db.selectFrom('webhook_deliveries').select('id').execute();
     t.equal(deliveries.length, 0);
   });
