@@ -104,11 +104,8 @@ type JudgedReading = MeterReading & Pick<ChainReading, 'plausibility' | 'unconst
 function judgePlausibility(reading: MeterReading, window: PlausibilityWindow | undefined): JudgedReading {
   if (!window) return { ...reading, plausibility: 'unknown' };
   if (reading.value >= window.min && reading.value <= window.max) return { ...reading, plausibility: 'ok' };
-  const side = reading.value < window.min ? `below ${window.min}: meters do not run backwards` : `above ${window.max}: more than the meter's maximum flow allows`;
-  return {
-    ...reading,
-    confidence: Math.min(reading.confidence, IMPLAUSIBLE_CONFIDENCE_CAP),
-    plausibility: 'implausible',
-    plausibilityReason: `${reading.reading} is ${side} since the reference ${window.reference}`,
-  };
+  const reason = reading.value < window.min
+    ? `${reading.reading} is below ${window.min}, the reference ${window.reference} less a wheel step: meters do not run backwards`
+    : `${reading.reading} is above ${window.max}, the reference ${window.reference} plus the meter's maximum flow since then`;
+  return { ...reading, confidence: Math.min(reading.confidence, IMPLAUSIBLE_CONFIDENCE_CAP), plausibility: 'implausible', plausibilityReason: reason };
 }
