@@ -9,6 +9,7 @@ import gracefulClose from './plugins/app/graceful-close.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
 import multipart from './plugins/external/multipart.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
+import meterRoutes from './routes/api/meters.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
 import healthRoutes from './routes/health.ts';
 
@@ -44,6 +45,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
   await app.register(multipart);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });
+  await app.register(meterRoutes, { prefix: '/api' });
   await app.register(dashboardRoutes, { prefix: '/dashboard' });
   app.get('/', (_request, reply) => reply.redirect('/dashboard', 303));
   return app;

@@ -4,7 +4,9 @@ import { InvalidInputError, NotFoundError } from './accounts/errors.ts';
 import { accountCommands } from './cli/accounts.ts';
 import { UsageError, type CommandArgs } from './cli/args.ts';
 import { withCommandContext, type Command } from './cli/context.ts';
+import { datasetCommands } from './cli/dataset.ts';
 import { keyCommands } from './cli/keys.ts';
+import { meterCommands } from './cli/meters.ts';
 import { Output } from './cli/output.ts';
 import { planCommands } from './cli/plans.ts';
 import { readCommand } from './cli/read.ts';
@@ -23,6 +25,8 @@ const COMMANDS: Command[] = [
   ...keyCommands,
   ...webhookCommands,
   ...userCommands,
+  ...meterCommands,
+  ...datasetCommands,
   readCommand,
 ];
 

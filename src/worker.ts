@@ -1,6 +1,7 @@
 import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
+import { readContext } from './pipeline/plausibility.ts';
 import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
 import { normaliseUpload } from './pipeline/normalise.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
@@ -61,8 +62,9 @@ export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promi
   try {
     // A retried job finds the upright JPEG its first attempt stored.
     const jpeg = meter.image.jpeg ?? (await normaliseUpload(deps, meter.ref.meterId, meter.image.upload!));
-    const result = await deps.readers.read(jpeg, job.signal);
-    await recordReading(deps, meter.ref, result);
+    const context = await readContext(deps.db, meter.ref.meterId);
+    const result = await deps.readers.read(jpeg, job.signal, context.window);
+    await recordReading(deps, meter.ref, result, context);
   } catch (error) {
     if (!(error instanceof ReadFailure)) throw error;
     // Unreachable models may be back soon: let pg-boss retry, and give up on the last attempt.

@@ -136,6 +136,8 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
       escalated: false,
       model: service.config.openai.model,
       reading_id: Number(reading.id),
+      meter_id: null,
+      plausibility: { status: 'unknown', reference: null, reference_source: null, window: null },
     },
   });
   t.match(webhook.headers['webhook-id'], /^msg_/);

@@ -2,7 +2,7 @@ import type { Db } from '../db/database.ts';
 import type { MeterStatus } from '../db/schema.ts';
 
 export const METER_STATUSES: readonly MeterStatus[] = ['pending', 'processing', 'completed', 'failed'];
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RECENT_LIMIT = 100;
 
 /** The account's most recent submissions, newest first, optionally of one status. */
@@ -54,8 +54,10 @@ function submissions(db: Db, accountId: string) {
   return db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .innerJoin('api_keys as k', 'k.id', 'm.api_key_id')
     .select([
+      'p.external_id as meterId',
       'm.reference_id as referenceId',
       'm.created_at as createdAt',
       'm.status',

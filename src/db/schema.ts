@@ -1,4 +1,8 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { Plausibility } from '../readers/reader.ts';
+
+/** Where a plausibility window's reference came from (see src/pipeline/plausibility.ts). */
+export type ReferenceSource = 'previous_reading' | 'reading' | 'correction';
 
 /** Kysely's view of the tables in sql/. The SQL files are the source of truth. */
 export interface Database {
@@ -7,6 +11,8 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   api_keys: ApiKeysTable;
   meters: MetersTable;
+  meter_points: MeterPointsTable;
+  reading_corrections: ReadingCorrectionsTable;
   meter_images: MeterImagesTable;
   readings: ReadingsTable;
   api_usage: ApiUsageTable;
@@ -33,6 +39,8 @@ export interface PlansTable {
 export interface AccountsTable {
   id: Id;
   name: string;
+  /** numeric: pg returns it as a string. */
+  max_flow_m3_per_hour: ColumnType<string, number | string | undefined, number | string>;
   created_at: CreatedAt;
 }
 
@@ -78,8 +86,32 @@ export interface MetersTable {
   created_at: CreatedAt;
   started_at: Date | null;
   finished_at: Date | null;
+  meter_point_id: ColumnType<string | null, string | number | null | undefined, never>;
+  previous_reading: ColumnType<string | null, string | null | undefined, never>;
+  previous_read_at: ColumnType<Date | null, Date | null | undefined, never>;
 }
 export type Meter = Selectable<MetersTable>;
+
+/** A physical meter, named by the client's `meter_id` (its external_id). */
+export interface MeterPointsTable {
+  id: Id;
+  account_id: IdRef;
+  external_id: string;
+  max_flow_m3_per_hour: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  created_at: CreatedAt;
+}
+
+export interface ReadingCorrectionsTable {
+  id: Id;
+  meter_id: IdRef;
+  reading: string;
+  value: ColumnType<string, number | string, never>;
+  api_key_id: ColumnType<string | null, string | number | null, never>;
+  user_id: ColumnType<string | null, string | number | null, never>;
+  /** Who, as shown then: the key's project and prefix, or the user's email. */
+  corrected_by: string;
+  created_at: CreatedAt;
+}
 
 export interface MeterImagesTable {
   meter_id: IdRef;
@@ -108,6 +140,14 @@ export interface ReadingsTable {
   attempts: ColumnType<unknown, string, never>;
   read_ms: number;
   raw_answer: ColumnType<unknown, string | null, never>;
+  plausibility: ColumnType<Plausibility, Plausibility | undefined, never>;
+  reference_reading: ColumnType<string | null, string | null | undefined, never>;
+  reference_source: ColumnType<ReferenceSource | null, ReferenceSource | null | undefined, never>;
+  reference_read_at: ColumnType<Date | null, Date | null | undefined, never>;
+  window_min: ColumnType<string | null, number | null | undefined, never>;
+  window_max: ColumnType<string | null, number | null | undefined, never>;
+  unconstrained_reading: ColumnType<string | null, string | null | undefined, never>;
+  plausibility_reason: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
 }
 export type NewReading = Insertable<ReadingsTable>;

@@ -2,10 +2,11 @@ import type { PgBoss } from 'pg-boss';
 import type { Tx } from '../db/database.ts';
 import type { WebhookEvent } from '../db/schema.ts';
 import { queueEvent } from '../webhooks/deliver.ts';
+import { plausibilityJson, type ReadContext } from './plausibility.ts';
 import type { ChainReading } from './read.ts';
 
 export type MeterOutcome =
-  | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string }
+  | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string; context?: ReadContext }
   | { status: 'failed'; meterId: string; accountId: string; referenceId: string; error: { code: string; message: string } };
 
 /**
@@ -22,7 +23,7 @@ export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promi
 
 function eventData(outcome: MeterOutcome): Record<string, unknown> {
   if (outcome.status === 'failed') return { reference_id: outcome.referenceId, error: outcome.error };
-  const { reading } = outcome;
+  const { reading, context = { meterId: null } } = outcome;
   return {
     reference_id: outcome.referenceId,
     reading: reading.reading,
@@ -31,5 +32,7 @@ function eventData(outcome: MeterOutcome): Record<string, unknown> {
     escalated: reading.escalated,
     model: reading.model,
     reading_id: Number(outcome.readingId),
+    meter_id: context.meterId,
+    plausibility: plausibilityJson(reading, context),
   };
 }

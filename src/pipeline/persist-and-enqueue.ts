@@ -3,10 +3,12 @@ import type { PgBoss } from 'pg-boss';
 import { bossAdapter, type Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
 import type { CheckedImage } from '../images.ts';
+import { upsertMeterPoint } from '../meters/meter-points.ts';
 import { enqueueRead } from '../queue.ts';
 import type { AuthenticatedKey } from './authenticate.ts';
 import type { ActivePlan } from './check-subscription.ts';
 import { reserveUsage } from './check-usage.ts';
+import type { MeterIdentity } from './identify-meter.ts';
 
 export interface AcceptedMeter {
   meterId: string;
@@ -23,10 +25,11 @@ export interface AcceptedMeter {
  */
 export async function persistAndEnqueue(
   deps: { db: Db; boss: PgBoss },
-  submission: { key: AuthenticatedKey; plan: ActivePlan; image: CheckedImage; mode: MeterMode },
+  submission: { key: AuthenticatedKey; plan: ActivePlan; image: CheckedImage; mode: MeterMode; identity?: MeterIdentity },
 ): Promise<AcceptedMeter> {
-  const { key, plan, image, mode } = submission;
+  const { key, plan, image, mode, identity = {} } = submission;
   return deps.db.transaction().execute(async (tx) => {
+    const meterPointId = identity.meterId ? await upsertMeterPoint(tx, key.accountId, identity.meterId) : null;
     // One statement: the meter, its image and the key's last use.
     const meter = await tx
       .with('meter', (db) =>
@@ -41,6 +44,9 @@ export async function persistAndEnqueue(
             error_code: null,
             error_message: null,
             finished_at: null,
+            meter_point_id: meterPointId,
+            previous_reading: identity.previousReading?.reading ?? null,
+            previous_read_at: identity.previousReading?.readAt ?? null,
           })
           .returning(['id', 'reference_id']),
       )

@@ -16,12 +16,16 @@ export interface ReadAttempt {
 }
 
 export interface ChainReading extends MeterReading {
-  plausibility: Plausibility;
   reader: string;
   /** A later reader in the chain produced the result. */
   escalated: boolean;
   attempts: ReadAttempt[];
   readMs: number;
+  plausibility: Plausibility;
+  /** The free decode, when the window changed it (`corrected`). */
+  unconstrainedReading?: string;
+  /** Why the reading is `implausible`. */
+  plausibilityReason?: string;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
 import { notify } from './notify.ts';
+import type { ReadContext } from './plausibility.ts';
 import type { ChainReading } from './read.ts';
 
 export interface MeterRef {
@@ -21,7 +22,9 @@ export interface FailureReason {
  * Returns the reading id, or undefined when the meter had already finished (a retried job, or
  * one that expired while it ran).
  */
-export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading): Promise<string | undefined> {
+export async function recordReading(
+  deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading, context: ReadContext = { meterId: null },
+): Promise<string | undefined> {
   return deps.db.transaction().execute(async (tx) => {
     if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;
     const { id: readingId } = await tx
@@ -39,10 +42,18 @@ export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: Meter
         attempts: JSON.stringify(result.attempts),
         read_ms: result.readMs,
         raw_answer: result.raw === undefined ? null : JSON.stringify(result.raw),
+        plausibility: result.plausibility,
+        reference_reading: context.reference?.reading ?? null,
+        reference_source: context.reference?.source ?? null,
+        reference_read_at: context.reference?.readAt ?? null,
+        window_min: context.window?.min ?? null,
+        window_max: context.window?.max ?? null,
+        unconstrained_reading: result.unconstrainedReading ?? null,
+        plausibility_reason: result.plausibilityReason ?? null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId });
+    if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
     return readingId;
   });
 }

@@ -63,7 +63,7 @@ async function newMeter() {
 
 async function completedOutcome(account = accountId): Promise<MeterOutcome> {
   const meter = await newMeter();
-  const reading = { reading: '004217.35', value: 4217.35, confidence: 93, model: 'local-crnn-v1', escalated: false } as ChainReading;
+  const reading = { reading: '004217.35', value: 4217.35, confidence: 93, model: 'local-crnn-v1', escalated: false, plausibility: 'unknown' } as ChainReading;
   return { status: 'completed', meterId: meter.id, accountId: account, referenceId: meter.reference_id, reading, readingId: '42' };
 }
 
@@ -133,6 +133,8 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
     escalated: false,
     model: 'local-crnn-v1',
     reading_id: 42,
+    meter_id: null,
+    plausibility: { status: 'unknown', reference: null, reference_source: null, window: null },
   });
   t.equal(payload.event, 'reading.completed');
   t.equal(new Date(payload.timestamp).toISOString(), payload.timestamp, 'ISO-8601 timestamp');

@@ -4,8 +4,10 @@ import { ApiError } from '../../errors.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
+import { identifyMeter } from '../../pipeline/identify-meter.ts';
 import { normaliseUpload } from '../../pipeline/normalise.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
+import { plausibilityJson, readContext } from '../../pipeline/plausibility.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { notMultipart, validateImage } from '../../pipeline/validate-image.ts';
@@ -42,20 +44,23 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
-    const { image } = await validateImage(request, config);
-    const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
+    const { image, fields } = await validateImage(request, config);
+    const identity = identifyMeter(fields);
+    const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, identity, mode: 'async' });
     return reply.code(202).send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
   app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request) => {
     const { key, plan } = submitter(request);
-    const { image } = await validateImage(request, config);
-    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, mode: 'sync' });
+    const { image, fields } = await validateImage(request, config);
+    const identity = identifyMeter(fields);
+    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
+    const context = await readContext(db, accepted.meterId);
     let result;
     try {
       const jpeg = await normaliseUpload({ db, config }, accepted.meterId, image.upload);
-      result = await readers.read(jpeg);
+      result = await readers.read(jpeg, undefined, context.window);
     } catch (error) {
       const reason = error instanceof ReadFailure
         ? { code: error.code, message: error.message }
@@ -63,7 +68,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await recordFailure({ db, boss }, meter, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const readingId = await recordReading({ db, boss }, meter, result);
+    const readingId = await recordReading({ db, boss }, meter, result, context);
     if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
     return {
       reference_id: accepted.referenceId,
@@ -74,6 +79,8 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       escalated: result.escalated,
       model: result.model,
       reading_id: Number(readingId),
+      meter_id: context.meterId,
+      plausibility: plausibilityJson(result, context),
     };
   });
 };

@@ -12,6 +12,7 @@ import view from '../../plugins/external/view.ts';
 import { WebhookEndpointError } from '../../webhooks/endpoints.ts';
 import authRoutes from './auth.ts';
 import keyRoutes from './keys.ts';
+import meterRoutes from './meters.ts';
 import readingRoutes from './readings.ts';
 import usageRoutes from './usage.ts';
 import webhookRoutes from './webhooks.ts';
@@ -51,6 +52,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
     await signedIn.register(webhookRoutes);
     await signedIn.register(usageRoutes);
     await signedIn.register(readingRoutes);
+    await signedIn.register(meterRoutes);
   });
 }
 

@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { NotFoundError } from '../../accounts/errors.ts';
+import { InvalidInputError, NotFoundError } from '../../accounts/errors.ts';
 import { METER_STATUSES, parseMeterStatus, readingDetail, readingPhoto, recentReadings } from '../../dashboard/readings.ts';
+import { ApiError } from '../../errors.ts';
+import { correctReading } from '../../meters/corrections.ts';
+import { submissionRecord } from '../../meters/records.ts';
+import { readingField } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
 
 type ReadingParams = { Params: { referenceId: string } };
@@ -19,7 +23,24 @@ export default async function readingRoutes(app: FastifyInstance): Promise<void>
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
     if (!reading) throw notFound();
-    return reply.page('reading', { title: 'Reading', section: 'readings', reading });
+    const record = await submissionRecord(db, accountId(request), request.params.referenceId);
+    return reply.page('reading', { title: 'Reading', section: 'readings', reading, record });
+  });
+
+  app.post<ReadingParams & { Body: { reading?: string } }>('/readings/:referenceId/correction', async (request, reply) => {
+    const { referenceId } = request.params;
+    const user = request.user!;
+    let reading;
+    try {
+      reading = readingField(request.body.reading, 'reading');
+    } catch (error) {
+      if (error instanceof ApiError) throw new InvalidInputError('The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
+      throw error;
+    }
+    const corrected = await correctReading(db, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
+    if (corrected.outcome === 'not_found') throw notFound();
+    if (corrected.outcome === 'not_finished') throw new InvalidInputError('This submission is still being read: correct it once it has finished.');
+    return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
   });
 
   app.get<ReadingParams>('/readings/:referenceId/photo', async (request, reply) => {

@@ -182,7 +182,7 @@ t.test('meter-reading API', async (t) => {
       model: service.config.openai.model,
       reading_id: Number,
     });
-    t.same(Object.keys(response.body).sort(), ['confidence', 'escalated', 'model', 'reading', 'reading_id', 'reference_id', 'status', 'value']);
+    t.same(Object.keys(response.body).sort(), ['confidence', 'escalated', 'meter_id', 'model', 'plausibility', 'reading', 'reading_id', 'reference_id', 'status', 'value']);
     const meter = await waitForMeter(service.db, response.body.reference_id);
     const deliveries = await service.db.selectFrom('webhook_deliveries').select('id').where('meter_id', '=', meter.id).execute();
     t.equal(deliveries.length, 0);

@@ -1,0 +1,36 @@
+import { NotFoundError, requireId } from '../accounts/errors.ts';
+import { isMaxFlow, MAX_FLOW_LIMIT, setAccountMaxFlow, setMeterMaxFlow } from '../meters/meter-points.ts';
+import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
+import { optionalOption, requiredOption, UsageError } from './args.ts';
+import type { Command } from './context.ts';
+
+export const meterCommands: Command[] = [
+  {
+    name: 'meters max-flow',
+    synopsis: '--account N [--meter ID] --m3-per-hour X|account',
+    description: "the highest flow the plausibility window allows: the account's default, or one meter's (account: back to the default)",
+    options: { account: { type: 'string' }, meter: { type: 'string' }, 'm3-per-hour': { type: 'string' } },
+    async run({ database, output }, args) {
+      const accountId = requireId(requiredOption(args, 'account'), '--account');
+      const meterId = optionalOption(args, 'meter');
+      const flowText = requiredOption(args, 'm3-per-hour');
+      const maxFlow = meterId && flowText === 'account' ? null : Number(flowText);
+      if (maxFlow !== null && !isMaxFlow(maxFlow)) {
+        throw new UsageError(`--m3-per-hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}${meterId ? ', or "account"' : ''}, got "${flowText}"`);
+      }
+      const db = await database();
+      if (!meterId) {
+        if (!(await setAccountMaxFlow(db, accountId, maxFlow!))) throw new NotFoundError(`no account ${accountId}`);
+        output.print({ account: Number(accountId), maxFlowM3PerHour: maxFlow }, `account ${accountId}: meters without their own max flow allow ${maxFlow} m³/h`);
+        return;
+      }
+      if (!METER_ID_PATTERN.test(meterId)) throw new UsageError('--meter must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
+      if (!(await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst())) throw new NotFoundError(`no account ${accountId}`);
+      const settings = await setMeterMaxFlow(db, accountId, meterId, maxFlow);
+      output.print(
+        { account: Number(accountId), meter: meterId, maxFlowM3PerHour: settings.maxFlow, effectiveMaxFlowM3PerHour: settings.effectiveMaxFlow },
+        `meter ${meterId} of account ${accountId}: ${settings.effectiveMaxFlow} m³/h${settings.maxFlow === null ? " (the account's)" : ''}`,
+      );
+    },
+  },
+];

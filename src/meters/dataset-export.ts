@@ -1,0 +1,60 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Db } from '../db/database.ts';
+
+export const LABELS_HEADER = ['file', 'reading', 'quad', 'label', 'machine_reading', 'reference_id', 'meter_id', 'labelled_at'];
+
+export interface ExportedPhoto {
+  file: string;
+  reading: string;
+  label: 'corrected' | 'confirmed';
+}
+
+/**
+ * Writes every photo a person labelled (its newest correction; `confirmed` when equal to the
+ * machine's reading, `corrected` otherwise) as `<reference_id>.jpg`, upright as the readers saw
+ * it, and `labels.csv` in the format `meterlens eval --dataset` and ml/ read. `quad` is the
+ * counter box the reader found (x y, clockwise from top-left), empty when it found none.
+ */
+export async function exportDataset(
+  db: Db, dir: string, filter: { accountId?: string; since?: Date } = {},
+): Promise<ExportedPhoto[]> {
+  let query = db
+    .selectFrom('meters as m')
+    .innerJoinLateral(
+      (eb) => eb
+        .selectFrom('reading_corrections')
+        .select(['reading', 'created_at'])
+        .whereRef('meter_id', '=', 'm.id')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .as('c'),
+      (join) => join.onTrue(),
+    )
+    .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
+    .select(['m.id', 'm.reference_id', 'p.external_id', 'c.reading', 'c.created_at', 'r.reading as machine_reading', 'r.counter_box'])
+    .orderBy('c.created_at')
+    .orderBy('m.id');
+  if (filter.accountId) query = query.where('m.account_id', '=', filter.accountId);
+  if (filter.since) query = query.where('c.created_at', '>=', filter.since);
+  const rows = await query.execute();
+
+  await mkdir(dir, { recursive: true });
+  const lines = [LABELS_HEADER.join(',')];
+  const exported: ExportedPhoto[] = [];
+  for (const row of rows) {
+    const image = await db.selectFrom('meter_images').select('jpeg').where('meter_id', '=', row.id).executeTakeFirst();
+    // A photo that never decoded has no upright JPEG to learn from.
+    if (!image?.jpeg) continue;
+    const file = `${row.reference_id}.jpg`;
+    await writeFile(path.join(dir, file), image.jpeg);
+    const label = row.reading === row.machine_reading ? 'confirmed' : 'corrected';
+    const quad = row.counter_box?.flat().map((coordinate) => Math.round(coordinate)).join(' ') ?? '';
+    // Every cell is digits, a uuid, an ISO time or a meter_id ([A-Za-z0-9._:/-]): none needs quoting.
+    lines.push([file, row.reading, quad, label, row.machine_reading ?? '', row.reference_id, row.external_id ?? '', row.created_at.toISOString()].join(','));
+    exported.push({ file, reading: row.reading, label });
+  }
+  await writeFile(path.join(dir, 'labels.csv'), `${lines.join('\n')}\n`);
+  return exported;
+}

@@ -1,0 +1,58 @@
+import type { Db } from '../db/database.ts';
+
+/** The account's meter point named `externalId`, created on its first submission. */
+export async function upsertMeterPoint(db: Db, accountId: string, externalId: string): Promise<string> {
+  const point = await db
+    .insertInto('meter_points')
+    .values({ account_id: accountId, external_id: externalId })
+    // A no-op update, so that RETURNING gives the id of an existing row too.
+    .onConflict((conflict) => conflict.columns(['account_id', 'external_id']).doUpdateSet({ external_id: externalId }))
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return point.id;
+}
+
+export async function findMeterPoint(db: Db, accountId: string, externalId: string) {
+  return db
+    .selectFrom('meter_points')
+    .select(['id', 'external_id as externalId'])
+    .where('account_id', '=', accountId)
+    .where('external_id', '=', externalId)
+    .executeTakeFirst();
+}
+
+/** The largest flow a setting may name, in m³/h: beyond any water meter, so a typo is caught. */
+export const MAX_FLOW_LIMIT = 10_000;
+
+export function isMaxFlow(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 && value <= MAX_FLOW_LIMIT;
+}
+
+/** Sets (null: clears, back to the account's) one meter's max flow; creates the meter point if needed. */
+export async function setMeterMaxFlow(db: Db, accountId: string, externalId: string, maxFlow: number | null) {
+  const point = await db
+    .insertInto('meter_points')
+    .values({ account_id: accountId, external_id: externalId, max_flow_m3_per_hour: maxFlow })
+    .onConflict((conflict) => conflict.columns(['account_id', 'external_id']).doUpdateSet({ max_flow_m3_per_hour: maxFlow }))
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return meterSettings(db, point.id);
+}
+
+/** A meter's own max flow (null: none) and the one its plausibility windows use. */
+export async function meterSettings(db: Db, meterPointId: string) {
+  const row = await db
+    .selectFrom('meter_points as p')
+    .innerJoin('accounts as a', 'a.id', 'p.account_id')
+    .select(['p.external_id', 'p.max_flow_m3_per_hour', 'a.max_flow_m3_per_hour as account_max_flow'])
+    .where('p.id', '=', meterPointId)
+    .executeTakeFirstOrThrow();
+  const own = row.max_flow_m3_per_hour === null ? null : Number(row.max_flow_m3_per_hour);
+  return { meterId: row.external_id, maxFlow: own, effectiveMaxFlow: own ?? Number(row.account_max_flow) };
+}
+
+/** The account's default max flow, for meters without their own; false when there is no such account. */
+export async function setAccountMaxFlow(db: Db, accountId: string, maxFlow: number): Promise<boolean> {
+  const updated = await db.updateTable('accounts').set({ max_flow_m3_per_hour: maxFlow }).where('id', '=', accountId).executeTakeFirst();
+  return updated.numUpdatedRows > 0n;
+}

@@ -1,0 +1,52 @@
+import { ApiError } from '../errors.ts';
+import { parseReading } from '../readers/reader.ts';
+import type { UploadFields } from './validate-image.ts';
+
+export const METER_ID_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
+/** More digits than any meter has: a reading this long is not one. */
+const MAX_READING_LENGTH = 24;
+/** Clocks differ: a previous reading "from the future" by up to this much is let through. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** The physical meter a photo is of, and what the client trusts about it; every part optional. */
+export interface MeterIdentity {
+  meterId?: string;
+  previousReading?: { reading: string; readAt?: Date };
+}
+
+/** Step 4b: the optional text fields `meter_id`, `previous_reading` and `previous_read_at`, checked. */
+export function identifyMeter(fields: UploadFields): MeterIdentity {
+  const identity: MeterIdentity = {};
+  if (fields.meter_id !== undefined) identity.meterId = meterIdField(fields.meter_id);
+  if (fields.previous_reading !== undefined) {
+    identity.previousReading = { reading: readingField(fields.previous_reading, 'previous_reading') };
+    if (fields.previous_read_at !== undefined) identity.previousReading.readAt = readAtField(fields.previous_read_at);
+  } else if (fields.previous_read_at !== undefined) {
+    throw new ApiError(422, 'previous_read_at', 'previous_read_at needs previous_reading: send the reading it was taken at');
+  }
+  return identity;
+}
+
+export function meterIdField(value: string): string {
+  if (!METER_ID_PATTERN.test(value)) {
+    throw new ApiError(422, 'meter_id', 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
+  }
+  return value;
+}
+
+/** A reading a person or client gives: digits with an optional decimal point, e.g. "00606.494" or 606.494. */
+export function readingField(value: unknown, field: string): string {
+  const text = typeof value === 'number' && Number.isFinite(value) && value >= 0 ? String(value) : value;
+  const parsed = typeof text === 'string' && text.trim().length <= MAX_READING_LENGTH ? parseReading(text) : undefined;
+  if (!parsed) throw new ApiError(422, field, `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point`);
+  return parsed.reading;
+}
+
+function readAtField(value: string): Date {
+  const readAt = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value.trim()) ? new Date(value.trim()) : undefined;
+  if (!readAt || Number.isNaN(readAt.getTime())) {
+    throw new ApiError(422, 'previous_read_at', 'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z');
+  }
+  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new ApiError(422, 'previous_read_at', 'previous_read_at is in the future');
+  return readAt;
+}

@@ -1,0 +1,78 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../../errors.ts';
+import { correctReading } from '../../meters/corrections.ts';
+import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
+import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
+import { submissionJson } from '../../meters/records.ts';
+import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
+import { meterIdField, readingField } from '../../pipeline/identify-meter.ts';
+
+const DEFAULT_HISTORY_LIMIT = 20;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey: AuthenticatedKey | null;
+  }
+}
+
+type HistoryRequest = { Params: { meterId: string }; Querystring: { limit?: string; cursor?: string } };
+type SettingsRequest = { Params: { meterId: string }; Body: unknown };
+type CorrectionRequest = { Params: { referenceId: string }; Body: unknown };
+
+/**
+ * A meter's history and corrections of readings. Authenticated like the submit endpoints, but
+ * neither counts as a request nor needs a current subscription: a client can always see and fix its data.
+ */
+export default async function meterRoutes(app: FastifyInstance): Promise<void> {
+  const { db } = app.deps;
+  app.decorateRequest('apiKey', null);
+  app.addHook('onRequest', async (request) => {
+    request.apiKey = await authenticate(db, request.headers.authorization);
+  });
+
+  app.get<HistoryRequest>('/meters/:meterId/readings', async (request) => {
+    const meterId = meterIdField(request.params.meterId);
+    const limit = historyLimit(request.query.limit);
+    const before = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
+    if (request.query.cursor !== undefined && !before) throw new ApiError(422, 'cursor', 'cursor must be a next_cursor this API returned');
+    const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
+    if (!history) throw new ApiError(404, 'meter_id', `No meter "${meterId}" in your account`);
+    return {
+      meter_id: meterId,
+      readings: history.records.map(submissionJson),
+      next_cursor: history.nextBefore ? encodeCursor(history.nextBefore) : null,
+    };
+  });
+
+  /** The meter's own max flow for its plausibility window (null: the account's); names a meter before its first photo too. */
+  app.patch<SettingsRequest>('/meters/:meterId', async (request) => {
+    const meterId = meterIdField(request.params.meterId);
+    const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
+    if (maxFlow !== null && !isMaxFlow(maxFlow)) {
+      throw new ApiError(422, 'max_flow_m3_per_hour', `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`);
+    }
+    const settings = await setMeterMaxFlow(db, apiKey(request).accountId, meterId, maxFlow);
+    return { meter_id: settings.meterId, max_flow_m3_per_hour: settings.maxFlow, effective_max_flow_m3_per_hour: settings.effectiveMaxFlow };
+  });
+
+  app.post<CorrectionRequest>('/meter-reading/:referenceId/correction', async (request) => {
+    const key = apiKey(request);
+    const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
+    const corrected = await correctReading(db, key.accountId, request.params.referenceId, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    if (corrected.outcome === 'not_found') throw new ApiError(404, 'reference_id', 'No submission with this reference_id in your account');
+    if (corrected.outcome === 'not_finished') throw new ApiError(409, 'reference_id', 'The submission is still being read: correct it once it has finished');
+    return submissionJson(corrected.record);
+  });
+}
+
+function historyLimit(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_HISTORY_LIMIT;
+  const limit = /^[0-9]{1,3}$/.test(value) ? Number(value) : NaN;
+  if (!(limit >= 1 && limit <= HISTORY_MAX_LIMIT)) throw new ApiError(422, 'limit', `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`);
+  return limit;
+}
+
+function apiKey(request: FastifyRequest): AuthenticatedKey {
+  if (!request.apiKey) throw new Error('the onRequest authentication did not run');
+  return request.apiKey;
+}

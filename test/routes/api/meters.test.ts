@@ -1,0 +1,176 @@
+import t from 'tap';
+import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
+import { createCustomer, startTestService, waitForMeter } from '../../helpers/service.ts';
+
+/** The fake model's default answer (test/fakes/http-fake.ts). */
+const MODEL_READING = '02390.276';
+
+t.test('meter identity, plausibility, history and corrections', async (t) => {
+  const service = await startTestService(t);
+  const photo = await renderMeterPhoto();
+
+  /** Submits the photo with text fields, before and after the file as a client may send them. */
+  async function submit(key: string, fields: Record<string, string>, options: { sync?: boolean; fieldsAfterImage?: boolean } = {}) {
+    const form = new FormData();
+    const append = () => Object.entries(fields).forEach(([name, value]) => form.append(name, value));
+    if (!options.fieldsAfterImage) append();
+    form.append('image', new Blob([photo]), 'meter.jpg');
+    if (options.fieldsAfterImage) append();
+    const response = await fetch(`${service.url}/api/meter-reading${options.sync === false ? '' : '/sync'}`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form,
+    });
+    return { status: response.status, body: await response.json() as any };
+  }
+
+  async function api(key: string, method: string, path: string, body?: unknown) {
+    const response = await fetch(`${service.url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: await response.json() as any };
+  }
+
+  t.test('bad meter_id, previous_reading and previous_read_at get a 422 naming the field, and are not counted', async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 1 });
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ meter_id: '' }, 'meter_id'],
+      [{ meter_id: 'x'.repeat(65) }, 'meter_id'],
+      [{ meter_id: 'flat 3' }, 'meter_id'],
+      [{ meter_id: 'zähler' }, 'meter_id'],
+      [{ previous_reading: 'abc' }, 'previous_reading'],
+      [{ previous_reading: '-5' }, 'previous_reading'],
+      [{ previous_reading: '1.2.3' }, 'previous_reading'],
+      [{ previous_reading: '9'.repeat(2000) }, 'previous_reading'],
+      [{ previous_reading: '606', previous_read_at: 'yesterday' }, 'previous_read_at'],
+      [{ previous_reading: '606', previous_read_at: '2026-11-01T08:00' }, 'previous_read_at'],
+      [{ previous_reading: '606', previous_read_at: new Date(Date.now() + 86_400_000).toISOString() }, 'previous_read_at'],
+      [{ previous_read_at: '2026-11-01T08:00:00Z' }, 'previous_read_at'],
+    ];
+    for (const [fields, field] of cases) {
+      for (const sync of [true, false]) {
+        const response = await submit(customer.key, fields, { sync });
+        t.equal(response.status, 422, `${JSON.stringify(fields).slice(0, 60)} (${sync ? 'sync' : 'async'})`);
+        t.same(Object.keys(response.body.errors), [field]);
+      }
+    }
+    const accepted = await submit(customer.key, { meter_id: 'SN-1/a:b.c_d', previous_reading: '2390', previous_read_at: '2026-11-01' }, { fieldsAfterImage: true });
+    t.equal(accepted.status, 200, 'valid fields are accepted, after the file too; the refusals did not use up the limit of 1');
+    t.equal(accepted.body.meter_id, 'SN-1/a:b.c_d');
+  });
+
+  t.test('the window comes from the last reading, then from previous_reading and corrections', async (t) => {
+    const customer = await createCustomer(service.db);
+    const first = await submit(customer.key, { meter_id: 'M1' });
+    t.equal(first.status, 200);
+    t.same(first.body.plausibility, { status: 'unknown', reference: null, reference_source: null, window: null }, 'no history: unknown');
+
+    const second = await submit(customer.key, { meter_id: 'M1' });
+    t.same(second.body.plausibility, {
+      status: 'ok', reference: MODEL_READING, reference_source: 'reading', window: { min: 2390.275, max: 2392.776 },
+    }, 'the last reading is the reference; one red-wheel step below, one hour of 2.5 m³/h above');
+    t.equal(second.body.confidence, 97);
+
+    const implausible = await submit(customer.key, { meter_id: 'M1', previous_reading: '2400.5' });
+    t.match(implausible.body, {
+      confidence: 20,
+      plausibility: { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading', reason: /below 2400\.4/ },
+    }, 'a reading below the client\'s previous reading is implausible, its confidence capped');
+
+    const afterImplausible = await submit(customer.key, { meter_id: 'M1' });
+    t.match(afterImplausible.body.plausibility, { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading' },
+      'an implausible reading is no reference: the previous_reading it came with is');
+
+    const replaced = await submit(customer.key, { meter_id: 'M1', previous_reading: '2390', previous_read_at: new Date(Date.now() - 3_600_000).toISOString() });
+    t.match(replaced.body.plausibility, { status: 'ok', reference: '2390', window: { min: 2389 } },
+      'a previous_reading below the last reading resets the reference (meter replaced); whole units: one unit of tolerance');
+
+    const correction = await api(customer.key, 'POST', `/meter-reading/${replaced.body.reference_id}/correction`, { reading: '02390.100' });
+    t.equal(correction.status, 200);
+    t.match(correction.body, {
+      reference_id: replaced.body.reference_id, meter_id: 'M1', reading: MODEL_READING, value: 2390.276,
+      correction: { reading: '02390.100', value: 2390.1, corrected_by: `api key ${customer.keyId}`, corrected_at: String },
+    }, 'the machine reading stays beside the correction');
+    const afterCorrection = await submit(customer.key, { meter_id: 'M1' });
+    t.match(afterCorrection.body.plausibility, { status: 'ok', reference: '02390.100', reference_source: 'correction' },
+      'the corrected value is the next reference');
+
+    const other = await submit(customer.key, { meter_id: 'M2' });
+    t.equal(other.body.plausibility.status, 'unknown', 'each meter has its own history');
+    const anonymous = await submit(customer.key, {});
+    t.equal(anonymous.body.meter_id, null);
+    t.equal(anonymous.body.plausibility.status, 'unknown');
+  });
+
+  t.test('the worker reads async submissions against the window, records it and sends it by webhook data', async (t) => {
+    const customer = await createCustomer(service.db);
+    await submit(customer.key, { meter_id: 'W1' });
+    const accepted = await submit(customer.key, { meter_id: 'W1', previous_reading: '3000' }, { sync: false, fieldsAfterImage: true });
+    t.equal(accepted.status, 202);
+    const meter = await waitForMeter(service.db, accepted.body.reference_id);
+    t.equal(meter.status, 'completed');
+    const reading = await service.db.selectFrom('readings').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
+    t.match(reading, {
+      plausibility: 'implausible', confidence: 20, reference_reading: '3000', reference_source: 'previous_reading',
+      window_min: '2999', plausibility_reason: /below 2999/,
+    });
+    t.equal(Number(reading.window_max), 3000 + 2.5 * 366 * 24, 'no previous_read_at: taken as up to a year old');
+  });
+
+  t.test('corrections: 404 for other accounts, 422 for bad readings, 409 while being read', async (t) => {
+    const customer = await createCustomer(service.db);
+    const stranger = await createCustomer(service.db);
+    const done = await submit(customer.key, { meter_id: 'C1' });
+    const path = `/meter-reading/${done.body.reference_id}/correction`;
+    t.match(await api(stranger.key, 'POST', path, { reading: '1' }), { status: 404, body: { errors: { reference_id: [String] } } });
+    t.match(await api(customer.key, 'POST', '/meter-reading/not-a-uuid/correction', { reading: '1' }), { status: 404 });
+    for (const body of [{}, { reading: 'twelve' }, { reading: '' }, { reading: -1 }, { reading: null }, []]) {
+      t.match(await api(customer.key, 'POST', path, body), { status: 422, body: { errors: { reading: [/meter reading/] } } }, JSON.stringify(body));
+    }
+    t.match(await api(customer.key, 'POST', path, { reading: 2390.3 }), { status: 200, body: { correction: { reading: '2390.3' } } }, 'a number is a reading');
+    t.match(await api('meterlens_live_' + '0'.repeat(32), 'POST', path, { reading: '1' }), { status: 422, body: { errors: { authorization: [String] } } });
+
+    const pending = await submit(customer.key, { meter_id: 'C1' }, { sync: false });
+    await service.db.updateTable('meters').set({ status: 'processing' }).where('reference_id', '=', pending.body.reference_id).execute();
+    // The worker may already have finished it; pin it as still being read.
+    const finished = await service.db.selectFrom('meters').select('status').where('reference_id', '=', pending.body.reference_id).executeTakeFirstOrThrow();
+    if (finished.status === 'processing') {
+      t.match(await api(customer.key, 'POST', `/meter-reading/${pending.body.reference_id}/correction`, { reading: '1' }), { status: 409 });
+    }
+  });
+
+  t.test('history: newest first, cursor-paginated, only the account\'s own meters', async (t) => {
+    const customer = await createCustomer(service.db);
+    const stranger = await createCustomer(service.db);
+    const references: string[] = [];
+    for (let i = 0; i < 5; i++) references.push((await submit(customer.key, { meter_id: 'H/1' })).body.reference_id);
+    await submit(customer.key, { meter_id: 'H2' });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = `?limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+      const page = await api(customer.key, 'GET', `/meters/${encodeURIComponent('H/1')}/readings${query}`);
+      t.equal(page.status, 200);
+      t.ok(page.body.readings.length <= 2);
+      seen.push(...page.body.readings.map((reading: { reference_id: string }) => reading.reference_id));
+      cursor = page.body.next_cursor;
+      pages += 1;
+    } while (cursor);
+    t.same(seen, [...references].reverse(), 'every submission of the meter once, newest first');
+    t.equal(pages, 3);
+    const full = await api(customer.key, 'GET', '/meters/H%2F1/readings');
+    t.match(full.body.readings[0], { meter_id: 'H/1', status: 'completed', reading: MODEL_READING, plausibility: { status: 'ok' }, correction: null });
+    t.equal(full.body.readings[4].plausibility.status, 'unknown');
+
+    t.match(await api(stranger.key, 'GET', '/meters/H%2F1/readings'), { status: 404, body: { errors: { meter_id: [String] } } });
+    t.match(await api(customer.key, 'GET', '/meters/unknown/readings'), { status: 404 });
+    t.match(await api(customer.key, 'GET', '/meters/bad%20id/readings'), { status: 422, body: { errors: { meter_id: [String] } } });
+    for (const limit of ['0', '101', 'x', '-1', '1.5']) {
+      t.match(await api(customer.key, 'GET', `/meters/H2/readings?limit=${limit}`), { status: 422, body: { errors: { limit: [String] } } }, limit);
+    }
+    t.match(await api(customer.key, 'GET', '/meters/H2/readings?cursor=nonsense'), { status: 422, body: { errors: { cursor: [String] } } });
+    t.match(await api(customer.key, 'GET', '/meters/H2/readings?limit=100'), { status: 200, body: { next_cursor: null } });
+  });
+});
+
