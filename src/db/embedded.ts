@@ -140,7 +140,7 @@ async function copyBinaries(nativeDir: string, copyDir: string, runAs: OsUser): 
       `the postgres user cannot reach ${nativeDir}, and copying PostgreSQL to ${copyDir} failed (${(error as Error).message}); ${WHAT_TO_SET}`,
     );
   } finally {
-    await rm(staging, { recursive: true, force: true });
+    await rm(staging, { recursive: true, force: true }).catch(() => {}); // not there when ROOT_HOME could not be made
   }
   if (!(await canTraverse(runAs, path.join(copyDir, 'bin', 'postgres')))) {
     throw new EmbeddedPostgresError(`the postgres user cannot run ${copyDir}/bin/postgres; ${WHAT_TO_SET}`);
