@@ -7,9 +7,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { removeEmbeddedPostgres, startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { freePort } from './helpers/ports.ts';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'node_modules', '.bin');
@@ -23,7 +23,7 @@ if (!env.DATABASE_URL) {
     await removeAbandonedRuns();
     embedded = await startEmbeddedPostgres({
       dataDir: runDir,
-      port: Number(env.TEST_EMBEDDED_PG_PORT ?? (await freePort())),
+      port: env.TEST_EMBEDDED_PG_PORT ? Number(env.TEST_EMBEDDED_PG_PORT) : await freePort(),
       role: 'owner',
       log: (message) => console.log(`# ${message}`),
     });
@@ -48,12 +48,4 @@ async function removeAbandonedRuns(): Promise<void> {
     const pid = /^run-(\d+)$/.exec(entry)?.[1];
     if (pid && !existsSync(`/proc/${pid}`)) await removeEmbeddedPostgres(path.join(runsDir, entry));
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }

@@ -95,8 +95,7 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
 /** Stops the server on `dataDir` and deletes `dataDir` with its cluster, also where that lives out of DATA_DIR. */
 export async function removeEmbeddedPostgres(dataDir: string): Promise<void> {
   await stopEmbeddedPostgres(dataDir);
-  const link = await linkedCluster(path.join(dataDir, 'postgres'));
-  if (link) await rm(link, { recursive: true, force: true });
+  await removeCluster(path.join(dataDir, 'postgres'));
   await rm(dataDir, { recursive: true, force: true });
 }
 
@@ -132,7 +131,7 @@ async function copyBinaries(nativeDir: string, copyDir: string, runAs: OsUser): 
     await mkdir(ROOT_HOME, { recursive: true, mode: 0o755 });
     await cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
     await chmod(staging, 0o755);
-    await rm(copyDir, { recursive: true, force: true }); // a copy that failed the ownership check
+    if (!isRootOwnedAndClosed(copyDir)) await rm(copyDir, { recursive: true, force: true }); // a copy that fails the ownership check
     await rename(staging, copyDir).catch((error: NodeJS.ErrnoException) => {
       if (!isRootOwnedAndClosed(copyDir)) throw error; // else another process put its copy there first
     });
@@ -141,7 +140,7 @@ async function copyBinaries(nativeDir: string, copyDir: string, runAs: OsUser): 
       `the postgres user cannot reach ${nativeDir}, and copying PostgreSQL to ${copyDir} failed (${(error as Error).message}); ${WHAT_TO_SET}`,
     );
   } finally {
-    await rm(staging, { recursive: true, force: true });
+    await rm(staging, { recursive: true, force: true }).catch(() => {}); // not there when ROOT_HOME could not be made
   }
   if (!(await canTraverse(runAs, path.join(copyDir, 'bin', 'postgres')))) {
     throw new EmbeddedPostgresError(`the postgres user cannot run ${copyDir}/bin/postgres; ${WHAT_TO_SET}`);

@@ -9,10 +9,10 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import t, { type Test } from 'tap';
 import * as embedded from '../../src/db/embedded.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const root = path.join(import.meta.dirname, '..', '..');
 const asRoot = process.getuid?.() === 0;
-const portBase = 30_000 + (process.pid % 10_000) * 2;
 const quiet = () => {};
 
 async function dataDirReachableByEveryone(t: Test): Promise<string> {
@@ -41,7 +41,7 @@ async function checkoutInClosedFolder(t: Test): Promise<string> {
     for (const dataDir of [path.join(checkout, 'data'), ...(await runDirs(checkout))]) await embedded.removeEmbeddedPostgres(dataDir);
     await rm(closed, { recursive: true, force: true });
   });
-  for (const part of ['src', 'sql', 'test/run.ts', 'package.json', '.taprc', 'tsconfig.json']) {
+  for (const part of ['src', 'sql', 'test/run.ts', 'test/helpers/ports.ts', 'package.json', '.taprc', 'tsconfig.json']) {
     await cp(path.join(root, part), path.join(checkout, part), { recursive: true });
   }
   await mkdir(path.join(checkout, 'node_modules'));
@@ -66,7 +66,7 @@ t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only roo
     const { startEmbeddedPostgres } = (await import(pathToFileURL(path.join(checkout, 'src', 'db', 'embedded.ts')).href)) as typeof embedded;
     const dataDir = path.join(checkout, 'data');
     const messages: string[] = [];
-    const start = () => startEmbeddedPostgres({ dataDir, port: portBase, role: 'owner', log: (message) => messages.push(message) });
+    const start = async () => startEmbeddedPostgres({ dataDir, port: await freePort(), role: 'owner', log: (message) => messages.push(message) });
     const connects = async (url: string) => {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
@@ -97,7 +97,7 @@ t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only roo
       '  await client.end();',
       '});',
     ].join('\n'));
-    const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: String(portBase + 1) };
+    const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: '' }; // its own free port
     const { stdout } = await promisify(execFile)(process.execPath, ['test/run.ts', 'connects.test.ts', '--disable-coverage'], { cwd: checkout, env });
     t.match(stdout, /the cluster is in \/var\/lib\/meterlens\/clusters\//);
     t.match(stdout, /# \{ total: 1, pass: 1 \}|ok 1 - connects/);
@@ -107,11 +107,11 @@ t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only roo
 
 t.test('stop stops the postmaster running now, also after a restart from outside', async (t) => {
   const dataDir = await dataDirReachableByEveryone(t);
-  const server = await embedded.startEmbeddedPostgres({ dataDir, port: portBase + 2, role: 'owner', log: quiet });
+  const server = await embedded.startEmbeddedPostgres({ dataDir, port: await freePort(), role: 'owner', log: quiet });
   const firstPid = await postmasterPid(dataDir);
   process.kill(firstPid, 'SIGINT');
   while (isRunning(firstPid)) await sleep(50);
-  await embedded.startEmbeddedPostgres({ dataDir, port: portBase + 2, role: 'guest', log: quiet });
+  await embedded.startEmbeddedPostgres({ dataDir, port: await freePort(), role: 'guest', log: quiet });
   const restartedPid = await postmasterPid(dataDir);
   t.not(restartedPid, firstPid);
 
@@ -121,7 +121,7 @@ t.test('stop stops the postmaster running now, also after a restart from outside
 });
 
 t.test('a port taken by another PostgreSQL: one line that says so, never the other server', async (t) => {
-  const port = portBase + 3;
+  const port = await freePort();
   const other = await dataDirReachableByEveryone(t);
   await embedded.startEmbeddedPostgres({ dataDir: other, port, role: 'owner', log: quiet });
   const dataDir = await dataDirReachableByEveryone(t);
