@@ -64,7 +64,9 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
   await ensureQueue(boss, QUEUES.deliverWebhook, {}, {
     notify: true,
     retryLimit: 5,
+    // 5 s, then doubling: a dead worker's attempt is soon retried, and one that could not record its attempt outlasts a 2-minute outage.
     retryDelay: 5,
+    retryBackoff: true,
     expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + DELIVERY_BOOKKEEPING_SECONDS,
     heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
   });

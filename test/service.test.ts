@@ -1,13 +1,13 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { renderMeterPhoto } from './fakes/meter-photo.ts';
 import { startFakeOpenAI } from './fakes/openai-server.ts';
+import { embeddedServeEnv } from './helpers/serve.ts';
 
 const root = path.join(import.meta.dirname, '..');
 
@@ -15,21 +15,9 @@ const root = path.join(import.meta.dirname, '..');
  * `npm start` as a user runs it: no DATABASE_URL, so an embedded PostgreSQL under DATA_DIR.
  */
 t.test('the all-in-one service on its embedded database', async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'meterlens-serve-'));
-  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user, who must reach its data
   const model = await startFakeOpenAI({ delayMs: 1500 });
   const port = 20_000 + (process.pid % 20_000);
-  const env = {
-    ...process.env,
-    DATABASE_URL: '',
-    DATA_DIR: dataDir,
-    EMBEDDED_PG_PORT: String(port + 1),
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
-    READER_CHAIN: 'openai',
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: 'sk-test',
-  };
+  const { dataDir, env } = await embeddedServeEnv(port, model.url);
   const url = `http://127.0.0.1:${port}`;
   const postmasterPid = path.join(dataDir, 'postgres', 'postmaster.pid');
   const started: ChildProcess[] = [];

@@ -1,12 +1,12 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { embeddedServeEnv } from './helpers/serve.ts';
 
 const root = path.join(import.meta.dirname, '..');
 
@@ -15,24 +15,13 @@ const root = path.join(import.meta.dirname, '..');
  * finishes must still cut it after SHUTDOWN_GRACE_SECONDS, stop its embedded PostgreSQL and exit.
  */
 t.test('SIGTERM with a hung upload open: serve exits within the grace period and stops its PostgreSQL', async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'meterlens-shutdown-'));
-  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user, who must reach its data
   const port = 40_000 + (process.pid % 20_000);
   const graceSeconds = 2;
-  const env = {
-    ...process.env,
-    DATABASE_URL: '',
-    DATA_DIR: dataDir,
-    EMBEDDED_PG_PORT: String(port + 1),
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
-    READER_CHAIN: 'openai',
-    OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
-    OPENAI_API_KEY: 'sk-test',
+  const { dataDir, env } = await embeddedServeEnv(port, 'http://127.0.0.1:9/v1', {
     SHUTDOWN_GRACE_SECONDS: String(graceSeconds),
     // Longer than the test: the grace period, not the request deadline, must end the upload.
     REQUEST_TIMEOUT_SECONDS: '600',
-  };
+  });
   const serve = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   serve.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -32,8 +32,15 @@ interface Scene {
 }
 
 /** The web app in this process; reads and deliveries by spawned workers (or `inProcessWorker`). */
-async function setUp(t: Test, options: { inProcessWorker?: boolean; readDelayMs?: number } = {}): Promise<Scene> {
-  const service = await startTestService(t, { worker: options.inProcessWorker ?? false, model: { delayMs: options.readDelayMs ?? 300 } });
+async function setUp(
+  t: Test,
+  options: { inProcessWorker?: boolean; readDelayMs?: number; env?: Record<string, string> } = {},
+): Promise<Scene> {
+  const service = await startTestService(t, {
+    worker: options.inProcessWorker ?? false,
+    model: { delayMs: options.readDelayMs ?? 300 },
+    env: options.env,
+  });
   // As service.ts does: the queue's connection errors during an outage are reported, not thrown.
   service.boss.on('error', () => {});
   const receiver = await startWebhookReceiver();
@@ -185,4 +192,31 @@ t.test('SIGTERM with requests in flight', async (t) => {
   t.ok(refusals.every((answer) => answer.body.errors?.server), 'SIGTERM: refusals are in the error envelope');
   const accepted = answers.filter((answer) => answer.status === 202).map((answer) => answer.body.reference_id as string);
   await checkNothingLost(t, scene, accepted, 'SIGTERM in flight');
+});
+
+t.test('recovery from a worker killed mid-read and mid-delivery, with the default queue settings', async (t) => {
+  // The test's own queue instance supervises as a worker with the default interval would.
+  const scene = await setUp(t, { readDelayMs: 60_000, env: { QUEUE_SUPERVISE_SECONDS: String(loadConfig({}).queueSuperviseSeconds) } });
+  const neverAnswers: Answer = () => {};
+  scene.receiver.answer('/hook', neverAnswers);
+  const worker = spawnRole(t, 'worker', { ...scene.env, READER_TIMEOUT_MS: '120000' });
+  await worker.ready;
+  const { accepted } = await submitSteadily(scene, 1, 1);
+  await waitFor(async () => scene.service.model.requests.length, (count) => count > 0);
+
+  worker.child.kill('SIGKILL');
+  const readKilledAt = Date.now();
+  scene.service.model.setBehaviour({ delayMs: 100 });
+  const second = spawnRole(t, 'worker', scene.env);
+  await second.ready;
+  await waitFor(async () => scene.receiver.requestsTo('/hook').length, (count) => count > 0, 120_000);
+  const readRecoverySeconds = (Date.now() - readKilledAt) / 1000;
+
+  // The webhook's first attempt is now waiting on a receiver that never answers: kill that worker too.
+  second.child.kill('SIGKILL');
+  const deliveryKilledAt = Date.now();
+  await spawnRole(t, 'worker', scene.env).ready;
+  await checkNothingLost(t, scene, accepted, 'recovery with defaults');
+  const deliveryRecoverySeconds = (Date.now() - deliveryKilledAt) / 1000;
+  console.log(`# recovery with defaults: read retried and webhook sent ${readRecoverySeconds.toFixed(1)} s after SIGKILL mid-read; webhook delivered ${deliveryRecoverySeconds.toFixed(1)} s after SIGKILL mid-delivery`);
 });
