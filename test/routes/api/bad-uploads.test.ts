@@ -172,7 +172,7 @@ t.test('bad uploads', async (t) => {
     const request = multipart([
       { name: 'previous_reading', body: '00123.456' },
       imagePart(),
-      { name: 'meter_id', body: 'flat 4 cold' },
+      { name: 'meter_id', body: 'flat-4:cold' },
       { name: 'previous_read_at', body: '2026-10-01T08:00:00Z' },
     ]);
     await send(connection, '/api/meter-reading', customer.key, request);

@@ -74,7 +74,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     const implausible = await submit(customer.key, { meter_id: 'M1', previous_reading: '2400.5' });
     t.match(implausible.body, {
       confidence: 20,
-      plausibility: { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading', reason: /below 2400\.4/ },
+      plausibility: { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading', reason: /below the reference reading 2400\.5/ },
     }, 'a reading below the client\'s previous reading is implausible, its confidence capped');
 
     const afterImplausible = await submit(customer.key, { meter_id: 'M1' });
@@ -112,7 +112,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     const reading = await service.db.selectFrom('readings').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
     t.match(reading, {
       plausibility: 'implausible', confidence: 20, reference_reading: '3000', reference_source: 'previous_reading',
-      window_min: '2999', plausibility_reason: /below 2999/,
+      window_min: '2999', plausibility_reason: /below the reference reading 3000/,
     });
     t.equal(Number(reading.window_max), 3000 + 2.5 * 366 * 24, 'no previous_read_at: taken as up to a year old');
   });
