@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import type { Config } from './config.ts';
@@ -6,8 +5,10 @@ import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
 import errorEnvelope from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
+import requestIdHeader, { requestId } from './plugins/app/request-id.ts';
 import multipart from './plugins/external/multipart.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
+import meterResultRoutes from './routes/api/meter-results.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
 import healthRoutes from './routes/health.ts';
 
@@ -27,16 +28,18 @@ declare module 'fastify' {
 export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger === false ? false : { level: deps.config.logLevel },
-    genReqId: () => randomUUID(),
+    genReqId: requestId,
     requestIdHeader: false,
     trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
   });
   app.decorate('deps', deps);
+  await app.register(requestIdHeader);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
   await app.register(multipart);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });
+  await app.register(meterResultRoutes, { prefix: '/api' });
   await app.register(dashboardRoutes, { prefix: '/dashboard' });
   app.get('/', (_request, reply) => reply.redirect('/dashboard', 303));
   return app;

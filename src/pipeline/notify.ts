@@ -3,6 +3,7 @@ import type { Tx } from '../db/database.ts';
 import type { WebhookEvent } from '../db/schema.ts';
 import { queueEvent } from '../webhooks/deliver.ts';
 import type { ChainReading } from './read.ts';
+import { readingResult } from './reading-result.ts';
 
 export type MeterOutcome =
   | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string }
@@ -22,14 +23,5 @@ export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promi
 
 function eventData(outcome: MeterOutcome): Record<string, unknown> {
   if (outcome.status === 'failed') return { reference_id: outcome.referenceId, error: outcome.error };
-  const { reading } = outcome;
-  return {
-    reference_id: outcome.referenceId,
-    reading: reading.reading,
-    value: reading.value,
-    confidence: reading.confidence,
-    escalated: reading.escalated,
-    model: reading.model,
-    reading_id: Number(outcome.readingId),
-  };
+  return { reference_id: outcome.referenceId, ...readingResult({ ...outcome.reading, readingId: outcome.readingId }) };
 }

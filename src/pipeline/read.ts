@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import { ReaderError, type MeterReader, type MeterReading, type ReaderFailureKind } from '../readers/reader.ts';
 
@@ -15,6 +16,8 @@ export interface ChainReading extends MeterReading {
   escalated: boolean;
   attempts: ReadAttempt[];
   readMs: number;
+  /** Pixel size of the image that was read, when the reading has a counterBox (which is in this frame). */
+  frame?: { width: number; height: number };
 }
 
 /**
@@ -75,7 +78,8 @@ export class ReaderChain {
     }
     const readMs = Math.round(performance.now() - started);
     if (best) {
-      return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs };
+      const frame = best.reading.counterBox ? await imageFrame(image) : undefined;
+      return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs, frame };
     }
     if (attempts.every((attempt) => attempt.outcome === 'unavailable')) {
       const message = attempts.length
@@ -86,4 +90,9 @@ export class ReaderChain {
     const reasons = attempts.filter((attempt) => attempt.outcome !== 'unavailable').map((attempt) => attempt.error);
     throw new ReadFailure('unreadable', `No reading could be made from the photo: ${reasons.join('; ')}`, attempts);
   }
+}
+
+async function imageFrame(image: Buffer): Promise<{ width: number; height: number }> {
+  const { width, height } = await sharp(image).metadata();
+  return { width, height };
 }

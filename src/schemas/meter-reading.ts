@@ -1,18 +1,124 @@
 import { Type, type Static } from '@sinclair/typebox';
 
-export const AcceptedMeterResponse = Type.Object({
-  reference_id: Type.String({ format: 'uuid' }),
-  status: Type.Literal('pending'),
+const ReferenceId = Type.String({ format: 'uuid', description: 'The submission’s reference, returned when it was accepted' });
+const MeterStatus = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
+
+export const CounterBox = Type.Object(
+  {
+    corners: Type.Array(Type.Tuple([Type.Integer(), Type.Integer()]), {
+      minItems: 4,
+      maxItems: 4,
+      description: 'Corners of the counter window as [x, y] pixels, clockwise from top-left',
+    }),
+    image_width: Type.Integer({ description: 'Width of the stored upright image the corners are in' }),
+    image_height: Type.Integer({ description: 'Height of the stored upright image the corners are in' }),
+  },
+  { description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image' },
+);
+
+export const DigitConfidence = Type.Object({
+  digit: Type.Integer({ minimum: 0, maximum: 9 }),
+  confidence: Type.Integer({ minimum: 0, maximum: 100 }),
 });
 
-export const CompletedReadingResponse = Type.Object({
-  reference_id: Type.String({ format: 'uuid' }),
-  status: Type.Literal('completed'),
+/** What a completed reading says, the same in the sync response, GET and the webhook's `data`. */
+export const ReadingFields = {
   reading: Type.String({ description: 'Digits as the dial shows them, e.g. "02390.276"' }),
   value: Type.Number(),
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
-  escalated: Type.Boolean(),
+  escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),
   reading_id: Type.Integer(),
+  counter_box: Type.Optional(CounterBox),
+  digits: Type.Optional(
+    Type.Array(DigitConfidence, { description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them' }),
+  ),
+};
+const ReadingResult = Type.Object(ReadingFields);
+export type ReadingResult = Static<typeof ReadingResult>;
+
+export const FailureError = Type.Object({
+  code: Type.String({ description: '`unreadable`, `readers_unavailable`, `expired` or `processing_failed`' }),
+  message: Type.String(),
 });
+
+export const AcceptedMeterResponse = Type.Object(
+  { reference_id: ReferenceId, status: Type.Literal('pending') },
+  { examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'pending' }] },
+);
+
+const READING_EXAMPLE = {
+  reading: '02390.276',
+  value: 2390.276,
+  confidence: 97,
+  escalated: false,
+  model: 'meterlens-local-v6',
+  reading_id: 42,
+  counter_box: { corners: [[412, 630], [1188, 622], [1190, 774], [414, 782]], image_width: 1600, image_height: 1200 },
+  digits: [0, 2, 3, 9, 0, 2, 7, 6].map((digit) => ({ digit, confidence: 97 })),
+};
+
+export const CompletedReadingResponse = Type.Object(
+  { reference_id: ReferenceId, status: Type.Literal('completed'), ...ReadingFields },
+  { examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }] },
+);
 export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
+
+/** A submission as GET shows it: the reading fields once completed, `error` once failed. */
+export const MeterResult = Type.Composite(
+  [
+    Type.Object({
+      reference_id: ReferenceId,
+      status: MeterStatus,
+      created_at: Type.String({ format: 'date-time' }),
+      finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+      error: Type.Optional(FailureError),
+    }),
+    Type.Partial(ReadingResult),
+  ],
+  {
+    examples: [
+      {
+        reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+        status: 'completed',
+        created_at: '2026-11-22T10:14:58.120Z',
+        finished_at: '2026-11-22T10:15:00.000Z',
+        ...READING_EXAMPLE,
+      },
+    ],
+  },
+);
+export type MeterResult = Static<typeof MeterResult>;
+
+export const MeterResultList = Type.Object({
+  data: Type.Array(MeterResult, { description: 'Newest first' }),
+  has_more: Type.Boolean({ description: 'More submissions match: ask again with `starting_after` = `next_cursor`' }),
+  next_cursor: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
+    description: 'The reference_id of the last item, to pass as `starting_after`; null when there is no more',
+  }),
+});
+
+export const MeterReferenceParams = Type.Object({ reference_id: Type.String({ description: 'The submission’s reference_id (a UUID)' }) });
+
+export const MAX_LIST_LIMIT = 100;
+export const MeterListQuery = Type.Object(
+  {
+    status: Type.Optional(MeterStatus),
+    created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created after this instant (RFC 3339)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 20 })),
+    starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' })),
+  },
+  { additionalProperties: false },
+);
+export type MeterListQuery = Static<typeof MeterListQuery>;
+
+/** `{"errors":{"<field>":["<message>"]}}`, sometimes with reference_id, status or request_id beside it. */
+export const ErrorEnvelope = Type.Object(
+  {
+    errors: Type.Record(Type.String(), Type.Array(Type.String(), { minItems: 1 })),
+    reference_id: Type.Optional(ReferenceId),
+    status: Type.Optional(Type.Literal('failed')),
+    request_id: Type.Optional(Type.String()),
+  },
+  { examples: [{ errors: { image: ['Missing the field "image": attach the meter photo as a file'] } }] },
+);

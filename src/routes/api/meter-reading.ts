@@ -6,6 +6,7 @@ import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscri
 import { checkUsage } from '../../pipeline/check-usage.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
+import { readingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { validateImage } from '../../pipeline/validate-image.ts';
 import { AcceptedMeterResponse, CompletedReadingResponse } from '../../schemas/meter-reading.ts';
@@ -34,7 +35,10 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
     const image = await validateImage(request, config);
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
-    return reply.code(202).send({ reference_id: accepted.referenceId, status: 'pending' as const });
+    return reply
+      .code(202)
+      .header('location', `/api/meter-reading/${accepted.referenceId}`)
+      .send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
   app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request) => {
@@ -54,16 +58,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const readingId = await recordReading({ db, boss }, meter, result);
     if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
-    return {
-      reference_id: accepted.referenceId,
-      status: 'completed' as const,
-      reading: result.reading,
-      value: result.value,
-      confidence: result.confidence,
-      escalated: result.escalated,
-      model: result.model,
-      reading_id: Number(readingId),
-    };
+    return { reference_id: accepted.referenceId, status: 'completed' as const, ...readingResult({ ...result, readingId }) };
   });
 };
 
