@@ -4,6 +4,7 @@ import { ApiError } from '../../errors.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
+import { IDEMPOTENCY_KEY_HEADER, idempotentResponses, replayOrClaim } from '../../pipeline/idempotency.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
 import { readingResult } from '../../pipeline/reading-result.ts';
@@ -23,17 +24,21 @@ const RETRY_AFTER_SECONDS = 30;
 const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, boss, config, readers } = app.deps;
   app.decorateRequest('submitter', null);
+  idempotentResponses(app);
 
   // Steps 1–3 run on the headers alone, before a byte of the upload is read.
   app.addHook('onRequest', async (request) => {
     const key = await authenticate(db, request.headers.authorization);
     const plan = await checkSubscription(db, key.accountId);
-    await checkUsage(db, key.accountId, plan);
+    // A retry with an Idempotency-Key may be a replay, which a used-up quota must not refuse;
+    // reserveUsage still refuses a new submission over the limit.
+    if (!request.headers[IDEMPOTENCY_KEY_HEADER]) await checkUsage(db, key.accountId, plan);
     request.submitter = { key, plan };
   });
 
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
     const image = await validateImage(request, config);
+    if (await replayOrClaim(db, request, reply, submitter(request).key.accountId, image.jpeg)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
     return reply
       .code(202)
@@ -41,9 +46,10 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       .send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
-  app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request) => {
+  app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request, reply) => {
     const { key, plan } = submitter(request);
     const image = await validateImage(request, config);
+    if (await replayOrClaim(db, request, reply, key.accountId, image.jpeg)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     let result;
