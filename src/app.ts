@@ -7,6 +7,7 @@ import errorEnvelope from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import requestIdHeader, { requestId } from './plugins/app/request-id.ts';
 import multipart from './plugins/external/multipart.ts';
+import openapi from './plugins/external/openapi.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import meterResultRoutes from './routes/api/meter-results.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
@@ -37,6 +38,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
   await app.register(multipart);
+  await app.register(openapi);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });
   await app.register(meterResultRoutes, { prefix: '/api' });

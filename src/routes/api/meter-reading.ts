@@ -10,7 +10,7 @@ import { ReadFailure } from '../../pipeline/read.ts';
 import { readingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { validateImage } from '../../pipeline/validate-image.ts';
-import { AcceptedMeterResponse, CompletedReadingResponse } from '../../schemas/meter-reading.ts';
+import { AsyncSubmission, SyncSubmission } from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,7 +36,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     request.submitter = { key, plan };
   });
 
-  app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
+  app.post('/meter-reading', { schema: AsyncSubmission }, async (request, reply) => {
     const image = await validateImage(request, config);
     if (await replayOrClaim(db, request, reply, submitter(request).key.accountId, image.jpeg)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
@@ -46,7 +46,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       .send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
-  app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request, reply) => {
+  app.post('/meter-reading/sync', { schema: SyncSubmission }, async (request, reply) => {
     const { key, plan } = submitter(request);
     const image = await validateImage(request, config);
     if (await replayOrClaim(db, request, reply, key.accountId, image.jpeg)) return reply;

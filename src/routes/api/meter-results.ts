@@ -3,7 +3,15 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors.ts';
 import { meterResult, meterResults } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
-import { ErrorEnvelope, MeterListQuery, MeterReferenceParams, MeterResult, MeterResultList } from '../../schemas/meter-reading.ts';
+import {
+  errorEnvelope,
+  INPUT_ERROR,
+  MeterListQuery,
+  MeterReferenceParams,
+  MeterResult,
+  MeterResultList,
+  SERVER_ERROR,
+} from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,7 +39,12 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'A submission’s status and result',
         tags: ['Readings'],
         params: MeterReferenceParams,
-        response: { 200: MeterResult, 404: ErrorEnvelope, 422: ErrorEnvelope },
+        response: {
+          200: MeterResult,
+          404: errorEnvelope('`reference_id`: no submission of this account has this reference (or it is not a UUID)'),
+          422: errorEnvelope(INPUT_ERROR),
+          500: errorEnvelope(SERVER_ERROR),
+        },
       },
     },
     async (request) => meterResult(db, account(request), request.params.reference_id),
@@ -45,7 +58,7 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'The account’s submissions, newest first',
         tags: ['Readings'],
         querystring: MeterListQuery,
-        response: { 200: MeterResultList, 422: ErrorEnvelope },
+        response: { 200: MeterResultList, 422: errorEnvelope(INPUT_ERROR), 500: errorEnvelope(SERVER_ERROR) },
       },
     },
     async (request) => {
