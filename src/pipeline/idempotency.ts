@@ -7,7 +7,7 @@ import { ApiError } from '../errors.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** How long a key's response is replayed (Stripe's 24 hours). */
-export const IDEMPOTENCY_KEY_HOURS = 24;
+const IDEMPOTENCY_KEY_HOURS = 24;
 /** 1–255 printable ASCII characters, as Stripe allows. */
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 /** A claim still running after this is a crashed process's, and may be taken over. */

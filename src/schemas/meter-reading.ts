@@ -3,7 +3,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 const ReferenceId = Type.String({ format: 'uuid', description: 'The submission’s reference, returned when it was accepted' });
 const MeterStatus = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
 
-export const CounterBox = Type.Object(
+const CounterBox = Type.Object(
   {
     corners: Type.Array(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2, description: '[x, y]' }), {
       minItems: 4,
@@ -16,13 +16,13 @@ export const CounterBox = Type.Object(
   { description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image' },
 );
 
-export const DigitConfidence = Type.Object({
+const DigitConfidence = Type.Object({
   digit: Type.Integer({ minimum: 0, maximum: 9 }),
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
 });
 
 /** What a completed reading says, the same in the sync response, GET and the webhook's `data`. */
-export const ReadingFields = {
+const ReadingFields = {
   reading: Type.String({ description: 'Digits as the dial shows them, e.g. "02390.276"' }),
   value: Type.Number(),
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
@@ -37,7 +37,7 @@ export const ReadingFields = {
 const ReadingResult = Type.Object(ReadingFields);
 export type ReadingResult = Static<typeof ReadingResult>;
 
-export const FailureError = Type.Object({
+const FailureError = Type.Object({
   code: Type.String({ description: '`unreadable`, `readers_unavailable`, `expired` or `processing_failed`' }),
   message: Type.String(),
 });
@@ -108,7 +108,7 @@ export const MeterResultList = Type.Object(
 
 export const MeterReferenceParams = Type.Object({ reference_id: Type.String({ description: 'The submission’s reference_id (a UUID)' }) });
 
-export const MAX_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 100;
 export const MeterListQuery = Type.Object(
   {
     status: Type.Optional(MeterStatus),
@@ -118,7 +118,6 @@ export const MeterListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-export type MeterListQuery = Static<typeof MeterListQuery>;
 
 const ErrorFields = {
   errors: Type.Record(Type.String(), Type.Array(Type.String(), { minItems: 1 }), {
@@ -143,7 +142,7 @@ export const INPUT_ERROR = 'Invalid input; the field names the problem: `authori
 export const SERVER_ERROR = 'Unexpected error; `request_id` says which request to quote';
 
 /** The errors both POST endpoints can answer besides their own. */
-export const SubmissionErrors = {
+const SubmissionErrors = {
   409: errorEnvelope('`idempotency`: a request with this Idempotency-Key is still running after 20 s; retry later'),
   422: errorEnvelope(INPUT_ERROR),
   500: errorEnvelope(SERVER_ERROR),
@@ -161,7 +160,7 @@ export const MeterPhotoUpload = Type.Object({
   previous_read_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the previous reading was taken (RFC 3339)' })),
 });
 
-export const SubmissionHeaders = Type.Object({
+const SubmissionHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       description:
