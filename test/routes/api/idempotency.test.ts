@@ -2,7 +2,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { purgeExpiredIdempotencyKeys } from '../../../src/pipeline/idempotency.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
-import { createCustomer, startTestService, submitPhoto, type Customer, type TestService } from '../../helpers/service.ts';
+import { createCustomer, startTestService, submitPhoto, waitFor, type Customer, type TestService } from '../../helpers/service.ts';
 
 async function meterCount(service: TestService, customer: Customer): Promise<number> {
   const row = await service.db.selectFrom('meters').select(sql<number>`count(*)::int`.as('count')).where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
@@ -119,12 +119,15 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
     t.equal(await usage(service, customer), 1);
   });
 
-  t.test('concurrent sync requests: the retry waits for the slow first answer', async (t) => {
+  t.test('concurrent sync requests: a retry while the first is being read waits for its answer', async (t) => {
     const customer = await createCustomer(service.db);
-    service.model.setBehaviour({ delayMs: 400 });
+    service.model.setBehaviour({ delayMs: 1000 });
     t.teardown(() => service.model.setBehaviour({}));
     const first = submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('slow') });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor(
+      () => service.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', customer.accountId).executeTakeFirst(),
+      (claim) => claim !== undefined,
+    );
     const retry = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('slow') });
     t.match(retry, { status: 200, body: (await first).body });
     t.equal(retry.headers.get('idempotent-replayed'), 'true');
