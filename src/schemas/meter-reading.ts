@@ -42,11 +42,16 @@ const FailureError = Type.Object({
   message: Type.String(),
 });
 
+/** Present only on a replayed response. */
+const replayedHeader = {
+  'idempotent-replayed': Type.Literal('true', { description: 'Only on a retry with a known Idempotency-Key: this is the first request’s response' }),
+};
+
 export const AcceptedMeterResponse = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('pending') },
   {
     description: 'Accepted: the meter, its image and its read job are stored; the result comes by webhook',
-    headers: { location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }) },
+    headers: { location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }), ...replayedHeader },
     examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'pending' }],
   },
 );
@@ -64,7 +69,7 @@ const READING_EXAMPLE = {
 
 export const CompletedReadingResponse = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('completed'), ...ReadingFields },
-  { description: 'Read', examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }] },
+  { description: 'Read', headers: replayedHeader, examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }] },
 );
 export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
 
