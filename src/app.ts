@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import type { Config } from './config.ts';
@@ -7,9 +6,12 @@ import type { ReaderChain } from './pipeline/read.ts';
 import errorEnvelope, { clientErrorEnvelope } from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
+import requestIdHeader, { requestId } from './plugins/app/request-id.ts';
 import multipart from './plugins/external/multipart.ts';
+import openapi from './plugins/external/openapi.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import meterRoutes from './routes/api/meters.ts';
+import meterResultRoutes from './routes/api/meter-results.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
 import healthRoutes from './routes/health.ts';
 
@@ -29,7 +31,7 @@ declare module 'fastify' {
 export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger === false ? false : { level: deps.config.logLevel },
-    genReqId: () => randomUUID(),
+    genReqId: requestId,
     requestIdHeader: false,
     trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
     // Node's own deadline, behind request-deadline's: it also ends requests whose headers never finish.
@@ -39,13 +41,16 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     clientErrorHandler: clientErrorEnvelope,
   });
   app.decorate('deps', deps);
+  await app.register(requestIdHeader);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
   await app.register(requestDeadline);
   await app.register(multipart);
+  await app.register(openapi);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });
   await app.register(meterRoutes, { prefix: '/api' });
+  await app.register(meterResultRoutes, { prefix: '/api' });
   await app.register(dashboardRoutes, { prefix: '/dashboard' });
   app.get('/', (_request, reply) => reply.redirect('/dashboard', 303));
   return app;

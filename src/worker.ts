@@ -1,6 +1,7 @@
 import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
+import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
 import { normaliseUpload } from './pipeline/normalise.ts';
@@ -27,7 +28,10 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
     deliverWebhook(deps, job.data.deliveryId),
   );
   await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));
-  await boss.work(QUEUES.expireStaleMeters, () => expireStaleMeters(deps, config.meterDeadlineSeconds));
+  await boss.work(QUEUES.expireStaleMeters, async () => {
+    await expireStaleMeters(deps, config.meterDeadlineSeconds);
+    await purgeExpiredIdempotencyKeys(deps.db);
+  });
   await boss.schedule(QUEUES.expireStaleMeters, '* * * * *');
 }
 

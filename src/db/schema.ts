@@ -22,6 +22,7 @@ export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
   login_attempts: LoginAttemptsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -227,4 +228,14 @@ export interface LoginAttemptsTable {
   email: string;
   ip: string;
   attempted_at: CreatedAt;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: IdRef;
+  idempotency_key: string;
+  request_sha256: string;
+  status_code: number | null;
+  response_headers: ColumnType<Record<string, string> | null, string | null, string | null>;
+  response_body: string | null;
+  created_at: CreatedAt;
 }

@@ -4,6 +4,7 @@ import type { WebhookEvent } from '../db/schema.ts';
 import { queueEvent } from '../webhooks/deliver.ts';
 import { plausibilityJson, type ReadContext } from './plausibility.ts';
 import type { ChainReading } from './read.ts';
+import { readingResult } from './reading-result.ts';
 
 export type MeterOutcome =
   | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string; context?: ReadContext }
@@ -26,12 +27,7 @@ function eventData(outcome: MeterOutcome): Record<string, unknown> {
   const { reading, context = { meterId: null } } = outcome;
   return {
     reference_id: outcome.referenceId,
-    reading: reading.reading,
-    value: reading.value,
-    confidence: reading.confidence,
-    escalated: reading.escalated,
-    model: reading.model,
-    reading_id: Number(outcome.readingId),
+    ...readingResult({ ...reading, readingId: outcome.readingId }),
     meter_id: context.meterId,
     plausibility: plausibilityJson(reading, context),
   };

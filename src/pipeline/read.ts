@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import { judgeReading, type JudgedReading } from '../readers/plausibility.ts';
 import {
@@ -26,6 +27,8 @@ export interface ChainReading extends MeterReading {
   unconstrainedReading?: string;
   /** Why the reading is `implausible`. */
   plausibilityReason?: string;
+  /** Pixel size of the image that was read, when the reading has a counterBox (which is in this frame). */
+  frame?: { width: number; height: number };
 }
 
 /**
@@ -90,7 +93,8 @@ export class ReaderChain {
     }
     const readMs = Math.round(performance.now() - started);
     if (best) {
-      return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs };
+      const frame = best.reading.counterBox ? await imageFrame(image) : undefined;
+      return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs, frame };
     }
     if (attempts.every((attempt) => attempt.outcome === 'unavailable')) {
       const message = attempts.length
@@ -108,4 +112,9 @@ function preferred(reading: JudgedReading, than: JudgedReading): boolean {
   const plausible = (judged: JudgedReading) => judged.plausibility !== 'implausible';
   if (plausible(reading) !== plausible(than)) return plausible(reading);
   return reading.confidence > than.confidence;
+}
+
+async function imageFrame(image: Buffer): Promise<{ width: number; height: number }> {
+  const { width, height } = await sharp(image).metadata();
+  return { width, height };
 }

@@ -1,8 +1,24 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
-export const AcceptedMeterResponse = Type.Object({
-  reference_id: Type.String({ format: 'uuid' }),
-  status: Type.Literal('pending'),
+const ReferenceId = Type.String({ format: 'uuid', description: 'The submission’s reference, returned when it was accepted' });
+const MeterStatus = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
+
+const CounterBox = Type.Object(
+  {
+    corners: Type.Array(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2, description: '[x, y]' }), {
+      minItems: 4,
+      maxItems: 4,
+      description: 'Corners of the counter window as [x, y] pixels, clockwise from top-left',
+    }),
+    image_width: Type.Integer({ description: 'Width of the stored upright image the corners are in' }),
+    image_height: Type.Integer({ description: 'Height of the stored upright image the corners are in' }),
+  },
+  { description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image' },
+);
+
+const DigitConfidence = Type.Object({
+  digit: Type.Integer({ minimum: 0, maximum: 9 }),
+  confidence: Type.Integer({ minimum: 0, maximum: 100 }),
 });
 
 export const PlausibilityResponse = Type.Object({
@@ -14,16 +30,201 @@ export const PlausibilityResponse = Type.Object({
   reason: Type.Optional(Type.String({ description: 'Why the reading is implausible' })),
 });
 
-export const CompletedReadingResponse = Type.Object({
-  reference_id: Type.String({ format: 'uuid' }),
-  status: Type.Literal('completed'),
+/** What a completed reading says, the same in the sync response, GET and the webhook's `data`. */
+const ReadingFields = {
   reading: Type.String({ description: 'Digits as the dial shows them, e.g. "02390.276"' }),
   value: Type.Number(),
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
-  escalated: Type.Boolean(),
+  escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),
   reading_id: Type.Integer(),
-  meter_id: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s meter_id, if it sent one' }),
-  plausibility: PlausibilityResponse,
+  meter_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'The client\'s meter_id, if it sent one' })),
+  plausibility: Type.Optional(PlausibilityResponse),
+  counter_box: Type.Optional(CounterBox),
+  digits: Type.Optional(
+    Type.Array(DigitConfidence, { description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them' }),
+  ),
+};
+const ReadingResult = Type.Object(ReadingFields);
+export type ReadingResult = Static<typeof ReadingResult>;
+
+const FailureError = Type.Object({
+  code: Type.String({ description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`' }),
+  message: Type.String(),
 });
+
+/** Present only on a replayed response. */
+const replayedHeader = {
+  'idempotent-replayed': Type.Literal('true', { description: 'Only on a retry with a known Idempotency-Key: this is the first request’s response' }),
+};
+
+export const AcceptedMeterResponse = Type.Object(
+  { reference_id: ReferenceId, status: Type.Literal('pending') },
+  {
+    description: 'Accepted: the meter, its image and its read job are stored; the result comes by webhook',
+    headers: { location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }), ...replayedHeader },
+    examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'pending' }],
+  },
+);
+
+const READING_EXAMPLE = {
+  reading: '02390.276',
+  value: 2390.276,
+  confidence: 97,
+  escalated: false,
+  model: 'meterlens-local-v6',
+  reading_id: 42,
+  counter_box: { corners: [[412, 630], [1188, 622], [1190, 774], [414, 782]], image_width: 1600, image_height: 1200 },
+  digits: [0, 2, 3, 9, 0, 2, 7, 6].map((digit) => ({ digit, confidence: 97 })),
+};
+
+export const CompletedReadingResponse = Type.Object(
+  { reference_id: ReferenceId, status: Type.Literal('completed'), ...ReadingFields },
+  { description: 'Read', headers: replayedHeader, examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }] },
+);
 export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
+
+/** A submission as GET shows it: the reading fields once completed, `error` once failed. */
+export const MeterResult = Type.Composite(
+  [
+    Type.Object({
+      reference_id: ReferenceId,
+      status: MeterStatus,
+      created_at: Type.String({ format: 'date-time' }),
+      finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+      error: Type.Optional(FailureError),
+    }),
+    Type.Partial(ReadingResult),
+  ],
+  {
+    description: 'The submission: its status; the reading fields once completed; `error` once failed',
+    examples: [
+      {
+        reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+        status: 'completed',
+        created_at: '2026-11-22T10:14:58.120Z',
+        finished_at: '2026-11-22T10:15:00.000Z',
+        ...READING_EXAMPLE,
+      },
+    ],
+  },
+);
+export type MeterResult = Static<typeof MeterResult>;
+
+export const MeterResultList = Type.Object(
+  {
+    data: Type.Array(MeterResult, { description: 'Newest first' }),
+    has_more: Type.Boolean({ description: 'More submissions match: ask again with `starting_after` = `next_cursor`' }),
+    next_cursor: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
+      description: 'The reference_id of the last item, to pass as `starting_after`; null when there is no more',
+    }),
+  },
+  { description: 'A page of submissions' },
+);
+
+export const MeterReferenceParams = Type.Object({ reference_id: Type.String({ description: 'The submission’s reference_id (a UUID)' }) });
+
+const MAX_LIST_LIMIT = 100;
+export const MeterListQuery = Type.Object(
+  {
+    status: Type.Optional(MeterStatus),
+    created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created after this instant (RFC 3339)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 20 })),
+    starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' })),
+  },
+  { additionalProperties: false },
+);
+
+const ErrorFields = {
+  errors: Type.Record(Type.String(), Type.Array(Type.String(), { minItems: 1 }), {
+    description: 'Each field that is wrong, with what is wrong with it',
+  }),
+  reference_id: Type.Optional(ReferenceId),
+  status: Type.Optional(Type.Literal('failed')),
+  request_id: Type.Optional(Type.String({ description: 'On a 500: the id to quote' })),
+};
+
+/** `{"errors":{"<field>":["<message>"]}}`, sometimes with reference_id, status or request_id beside it. */
+export function errorEnvelope(description: string, headers?: Record<string, TSchema>) {
+  return Type.Object(ErrorFields, {
+    description,
+    additionalProperties: true,
+    examples: [{ errors: { image: ['Missing the field "image": attach the meter photo as a file'] } }],
+    ...(headers ? { headers } : {}),
+  });
+}
+
+export const INPUT_ERROR = 'Invalid input; the field names the problem: `authorization` (bad or inactive key), `subscription`, `usage` (monthly limit), `image`, `idempotency`, or a query parameter';
+export const SERVER_ERROR = 'Unexpected error; `request_id` says which request to quote';
+
+/** The errors both POST endpoints can answer besides their own. */
+const SubmissionErrors = {
+  409: errorEnvelope('`idempotency`: a request with this Idempotency-Key is still running after 20 s; retry later'),
+  422: errorEnvelope(INPUT_ERROR),
+  500: errorEnvelope(SERVER_ERROR),
+};
+
+/** The multipart form both POST endpoints read; documented only (the route streams it itself). */
+export const MeterPhotoUpload = Type.Object({
+  image: Type.String({
+    format: 'binary',
+    contentMediaType: 'application/octet-stream',
+    description: 'The meter photo: JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF, at most 10 MB (10 485 760 bytes)',
+  }),
+  meter_id: Type.Optional(Type.String({ description: 'Your identifier of the physical meter, to keep its readings together' })),
+  previous_reading: Type.Optional(Type.String({ description: 'The meter’s last known reading, e.g. "02380.114"' })),
+  previous_read_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the previous reading was taken (RFC 3339)' })),
+});
+
+const SubmissionHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        'Any 1–255 printable ASCII characters, unique per submission (e.g. a UUID). A retry with the same key within 24 h gets the first response back, with `Idempotent-Replayed: true`, and is neither stored nor counted',
+    }),
+  ),
+});
+
+const WebhookTimestamp = Type.String({ format: 'date-time' });
+
+export const ReadingCompletedEvent = Type.Object({
+  event: Type.Literal('reading.completed'),
+  timestamp: WebhookTimestamp,
+  data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }),
+});
+
+export const ReadingFailedEvent = Type.Object({
+  event: Type.Literal('reading.failed'),
+  timestamp: WebhookTimestamp,
+  data: Type.Object({ reference_id: ReferenceId, error: FailureError }),
+});
+
+export const WebhookTestEvent = Type.Object({
+  event: Type.Literal('webhook.test'),
+  timestamp: WebhookTimestamp,
+  data: Type.Object({ endpoint_id: Type.Integer() }),
+});
+
+const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders };
+
+/** Route schema of POST /api/meter-reading. */
+export const AsyncSubmission = {
+  ...submission,
+  summary: 'Submit a photo; the result comes by webhook',
+  response: { 202: AcceptedMeterResponse, ...SubmissionErrors },
+};
+
+/** Route schema of POST /api/meter-reading/sync. */
+export const SyncSubmission = {
+  ...submission,
+  summary: 'Submit a photo and wait for its reading',
+  description: 'No webhook is sent for sync submissions.',
+  response: {
+    200: CompletedReadingResponse,
+    ...SubmissionErrors,
+    422: errorEnvelope(`${INPUT_ERROR}. Also \`image\` with \`reference_id\` and \`status: failed\` when the readers found no reading`),
+    503: errorEnvelope('`reader`: no reader could be reached; the meter is failed (`reference_id`, `status`)', {
+      'retry-after': Type.String({ description: 'Seconds to wait before submitting again' }),
+    }),
+  },
+};

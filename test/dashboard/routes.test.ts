@@ -262,6 +262,7 @@ t.test('dashboard routes', async (t) => {
     t.match(usage.text, '<strong>3</strong> of 100 requests');
     t.match(usage.text, /<meter[^>]*max="100"[^>]*value="3"/);
     t.match(usage.text, 'Plan <strong>Trial</strong>');
+    t.match(usage.text, '<a href="/docs">API docs</a>', 'the navigation links to the API reference');
     const today = new Date().toISOString().slice(0, 10);
     t.match(usage.text, `<title>${today}: 3</title>`, 'today in the chart');
     t.equal(usage.text.match(/<rect class="bar"/g)?.length, 30, 'thirty days');

@@ -106,13 +106,21 @@ export async function createCustomer(
 /** POSTs a photo as multipart/form-data, the way a client would. */
 export async function submitPhoto(
   service: TestService,
-  options: { key?: string; authorization?: string; image?: Buffer | null; field?: string; sync?: boolean; filename?: string },
+  options: {
+    key?: string;
+    authorization?: string;
+    image?: Buffer | null;
+    field?: string;
+    sync?: boolean;
+    filename?: string;
+    headers?: Record<string, string>;
+  },
 ): Promise<{ status: number; headers: Headers; body: any }> {
   const form = new FormData();
   if (options.image !== null) {
     form.append(options.field ?? 'image', new Blob([options.image ?? Buffer.alloc(0)]), options.filename ?? 'meter.jpg');
   }
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   const authorization = options.authorization ?? (options.key ? `Bearer ${options.key}` : undefined);
   if (authorization !== undefined) headers.authorization = authorization;
   const response = await fetch(`${service.url}/api/meter-reading${options.sync ? '/sync' : ''}`, {

@@ -6,12 +6,14 @@ import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscri
 import { checkUsage } from '../../pipeline/check-usage.ts';
 import { identifyMeter } from '../../pipeline/identify-meter.ts';
 import { normaliseUpload } from '../../pipeline/normalise.ts';
+import { IDEMPOTENCY_KEY_HEADER, idempotentResponses, replayOrClaim } from '../../pipeline/idempotency.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { plausibilityJson, readContext } from '../../pipeline/plausibility.ts';
 import { ReadFailure } from '../../pipeline/read.ts';
+import { readingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { notMultipart, validateImage } from '../../pipeline/validate-image.ts';
-import { AcceptedMeterResponse, CompletedReadingResponse } from '../../schemas/meter-reading.ts';
+import { AsyncSubmission, SyncSubmission } from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,12 +27,15 @@ const RETRY_AFTER_SECONDS = 30;
 const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, boss, config, readers } = app.deps;
   app.decorateRequest('submitter', null);
+  idempotentResponses(app);
 
   // Steps 1–3 run on the headers alone, before a byte of the upload is read.
   app.addHook('onRequest', async (request) => {
     const key = await authenticate(db, request.headers.authorization);
     const plan = checkSubscription(key.subscription);
-    checkUsage(key.monthlyUsage, plan);
+    // A retry with an Idempotency-Key may be a replay, which a used-up quota must not refuse;
+    // reserveUsage still refuses a new submission over the limit.
+    if (!request.headers[IDEMPOTENCY_KEY_HEADER]) checkUsage(key.monthlyUsage, plan);
     request.submitter = { key, plan };
   });
 
@@ -43,17 +48,22 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     throw (error as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? notMultipart() : error;
   });
 
-  app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
+  app.post('/meter-reading', { schema: AsyncSubmission }, async (request, reply) => {
     const { image, fields } = await validateImage(request, config);
     const identity = identifyMeter(fields);
+    if (await replayOrClaim(db, request, reply, submitter(request).key.accountId, image.upload)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, identity, mode: 'async' });
-    return reply.code(202).send({ reference_id: accepted.referenceId, status: 'pending' as const });
+    return reply
+      .code(202)
+      .header('location', `/api/meter-reading/${accepted.referenceId}`)
+      .send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
-  app.post('/meter-reading/sync', { schema: { response: { 200: CompletedReadingResponse } } }, async (request) => {
+  app.post('/meter-reading/sync', { schema: SyncSubmission }, async (request, reply) => {
     const { key, plan } = submitter(request);
     const { image, fields } = await validateImage(request, config);
     const identity = identifyMeter(fields);
+    if (await replayOrClaim(db, request, reply, key.accountId, image.upload)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     const context = await readContext(db, accepted.meterId);
@@ -73,12 +83,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return {
       reference_id: accepted.referenceId,
       status: 'completed' as const,
-      reading: result.reading,
-      value: result.value,
-      confidence: result.confidence,
-      escalated: result.escalated,
-      model: result.model,
-      reading_id: Number(readingId),
+      ...readingResult({ ...result, readingId }),
       meter_id: context.meterId,
       plausibility: plausibilityJson(result, context),
     };

@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { ApiError } from '../errors.ts';
+
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+/** How long a key's response is replayed (Stripe's 24 hours). */
+const IDEMPOTENCY_KEY_HOURS = 24;
+/** 1–255 printable ASCII characters, as Stripe allows. */
+const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
+/** A claim still running after this is a crashed process's, and may be taken over. */
+const ABANDONED_AFTER_SECONDS = 600;
+/** How long a concurrent retry waits for the first request's answer before a 409. */
+const WAIT_FOR_FIRST_MS = 20_000;
+/** Response headers a replay repeats. */
+const REPLAYED_HEADERS = ['location', 'retry-after'];
+
+interface Claim {
+  accountId: string;
+  key: string;
+}
+
+interface StoredResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotencyClaim: Claim | null;
+  }
+}
+
+/**
+ * Registered in the routes that honour `Idempotency-Key`: the response of a request that claimed
+ * a key is stored for its retries when that request created a meter (a 2xx, or a sync error that
+ * names the failed meter); otherwise nothing was stored or counted and the key is released.
+ */
+export function idempotentResponses(app: FastifyInstance): void {
+  const { db } = app.deps;
+  app.decorateRequest('idempotencyClaim', null);
+  app.addHook('onSend', async (request, reply, payload) => {
+    const claim = request.idempotencyClaim;
+    if (!claim) return payload;
+    request.idempotencyClaim = null;
+    const body = typeof payload === 'string' ? payload : '';
+    if (createdMeter(reply.statusCode, body)) await storeResponse(db, claim, reply, body);
+    else await releaseClaim(db, claim);
+    return payload;
+  });
+}
+
+/**
+ * Before the work of a POST: without an `Idempotency-Key` nothing happens. With one, the first
+ * request claims the key and goes on; a retry gets the stored response (waiting while the first
+ * is still running), with `Idempotent-Replayed: true`. Returns true when it replayed: the reply is sent.
+ * The same key with another route or upload is a 422 `idempotency`.
+ */
+export async function replayOrClaim(
+  db: Db,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  accountId: string,
+  upload: Buffer,
+): Promise<boolean> {
+  const key = request.headers[IDEMPOTENCY_KEY_HEADER];
+  if (key === undefined) return false;
+  if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+    throw idempotencyError(422, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters');
+  }
+  const claim = { accountId, key };
+  const fingerprint = createHash('sha256').update(request.routeOptions.url ?? request.url).update('\0').update(upload).digest('hex');
+  const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
+    if (await claimKey(db, claim, fingerprint)) {
+      request.idempotencyClaim = claim;
+      return false;
+    }
+    const existing = await db
+      .selectFrom('idempotency_keys')
+      .select(['request_sha256', 'status_code', 'response_headers', 'response_body'])
+      .where('account_id', '=', accountId)
+      .where('idempotency_key', '=', key)
+      .executeTakeFirst();
+    if (existing && existing.request_sha256 !== fingerprint) {
+      throw idempotencyError(422, 'This Idempotency-Key was used with another request (another image or endpoint)');
+    }
+    if (existing?.status_code != null && existing.response_body !== null) {
+      // Not the reply itself: a FastifyReply is a thenable, which an async function would await.
+      replay(reply, { statusCode: existing.status_code, headers: existing.response_headers ?? {}, body: existing.response_body });
+      return true;
+    }
+    if (Date.now() > deadline) {
+      throw idempotencyError(409, 'A request with this Idempotency-Key is still being processed; retry later');
+    }
+    await sleep(pause);
+  }
+}
+
+/** Deletes keys past their 24 hours; the worker runs it every minute. */
+export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
+  const purged = await db
+    .deleteFrom('idempotency_keys')
+    .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS})`)
+    .executeTakeFirst();
+  return Number(purged.numDeletedRows);
+}
+
+/** One statement, so two concurrent requests cannot both claim: a new key, or an expired or abandoned one. */
+async function claimKey(db: Db, claim: Claim, fingerprint: string): Promise<boolean> {
+  const claimed = await sql`
+    INSERT INTO idempotency_keys (account_id, idempotency_key, request_sha256)
+    VALUES (${claim.accountId}, ${claim.key}, ${fingerprint})
+    ON CONFLICT (account_id, idempotency_key) DO UPDATE
+      SET request_sha256 = excluded.request_sha256, created_at = now(),
+          status_code = NULL, response_headers = NULL, response_body = NULL
+      WHERE idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS})
+         OR (idempotency_keys.status_code IS NULL
+             AND idempotency_keys.created_at < now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS}))
+    RETURNING 1`.execute(db);
+  return claimed.rows.length > 0;
+}
+
+function createdMeter(statusCode: number, body: string): boolean {
+  if (statusCode >= 200 && statusCode < 300) return true;
+  try {
+    return typeof JSON.parse(body).reference_id === 'string';
+  } catch {
+    return false;
+  }
+}
+
+async function storeResponse(db: Db, claim: Claim, reply: FastifyReply, body: string): Promise<void> {
+  const headers = Object.fromEntries(
+    REPLAYED_HEADERS.flatMap((name) => (reply.hasHeader(name) ? [[name, String(reply.getHeader(name))]] : [])),
+  );
+  await db
+    .updateTable('idempotency_keys')
+    .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: body })
+    .where('account_id', '=', claim.accountId)
+    .where('idempotency_key', '=', claim.key)
+    .execute();
+}
+
+async function releaseClaim(db: Db, claim: Claim): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where('account_id', '=', claim.accountId).where('idempotency_key', '=', claim.key).execute();
+}
+
+function replay(reply: FastifyReply, stored: StoredResponse): void {
+  reply
+    .code(stored.statusCode)
+    .headers({ ...stored.headers, 'idempotent-replayed': 'true', 'content-type': 'application/json; charset=utf-8' })
+    .send(stored.body);
+}
+
+function idempotencyError(statusCode: number, message: string): ApiError {
+  return new ApiError(statusCode, 'idempotency', message);
+}

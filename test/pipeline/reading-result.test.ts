@@ -1,0 +1,34 @@
+import t from 'tap';
+import sharp from 'sharp';
+import { ReaderChain } from '../../src/pipeline/read.ts';
+import { readingResult } from '../../src/pipeline/reading-result.ts';
+import type { MeterReader } from '../../src/readers/reader.ts';
+
+const base = { readingId: '42', reading: '02390.276', value: '2390.276', confidence: 97, escalated: false, model: 'm' };
+
+t.test('the reading fields, with numbers as numbers', async (t) => {
+  t.same(readingResult(base), { reading: '02390.276', value: 2390.276, confidence: 97, escalated: false, model: 'm', reading_id: 42 });
+});
+
+t.test('digits: one per wheel, only when the reader gave one confidence per wheel', async (t) => {
+  const confidences = [90, 91, 92, 93, 94, 95, 96, 97];
+  t.same(readingResult({ ...base, digitConfidences: confidences }).digits, [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: confidences[wheel] })));
+  t.notOk('digits' in readingResult({ ...base, digitConfidences: [90, 91] }), 'a count that does not match the wheels is left out');
+  t.notOk('digits' in readingResult({ ...base, digitConfidences: null }));
+});
+
+t.test('counter_box: the corners with the size of the image they are in', async (t) => {
+  const corners: Array<[number, number]> = [[1, 2], [3, 4], [5, 6], [7, 8]];
+  t.same(readingResult({ ...base, counterBox: corners, frame: { width: 800, height: 600 } }).counter_box, { corners, image_width: 800, image_height: 600 });
+  t.notOk('counter_box' in readingResult({ ...base, counterBox: null, frame: { width: 800, height: 600 } }));
+});
+
+t.test('the reader chain measures the frame of the image it read when the reading has a counter box', async (t) => {
+  const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } }).jpeg().toBuffer();
+  const boxed: MeterReader = {
+    name: 'boxed',
+    read: async () => ({ reading: '1', value: 1, confidence: 99, model: 'm', raw: null, counterBox: [[1, 1], [9, 1], [9, 9], [1, 9]] }),
+  };
+  const chain = new ReaderChain([boxed], { escalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
+  t.same((await chain.read(image)).frame, { width: 640, height: 480 });
+});

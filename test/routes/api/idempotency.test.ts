@@ -1,0 +1,154 @@
+import t from 'tap';
+import { sql } from 'kysely';
+import { purgeExpiredIdempotencyKeys } from '../../../src/pipeline/idempotency.ts';
+import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
+import { createCustomer, startTestService, submitPhoto, waitFor, type Customer, type TestService } from '../../helpers/service.ts';
+
+async function meterCount(service: TestService, customer: Customer): Promise<number> {
+  const row = await service.db.selectFrom('meters').select(sql<number>`count(*)::int`.as('count')).where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+  return row.count;
+}
+
+async function usage(service: TestService, customer: Customer): Promise<number> {
+  const row = await service.db.selectFrom('api_usage').select('request_count').where('account_id', '=', customer.accountId).executeTakeFirst();
+  return row?.request_count ?? 0;
+}
+
+t.test('Idempotency-Key on both POST endpoints', async (t) => {
+  const service = await startTestService(t);
+  const photo = await renderMeterPhoto();
+  const otherPhoto = await renderMeterPhoto('01234', '567');
+  const withKey = (key: string) => ({ headers: { 'idempotency-key': key } });
+
+  t.test('async: a retry replays the 202 without a second meter or count', async (t) => {
+    const customer = await createCustomer(service.db);
+    const first = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('retry-1') });
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('retry-1') });
+    t.equal(first.status, 202);
+    t.equal(first.headers.get('idempotent-replayed'), null);
+    t.equal(retry.status, 202);
+    t.equal(retry.headers.get('idempotent-replayed'), 'true');
+    t.same(retry.body, first.body);
+    t.equal(retry.headers.get('location'), first.headers.get('location'));
+    t.equal(await meterCount(service, customer), 1);
+    t.equal(await usage(service, customer), 1);
+    const another = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('retry-2') });
+    t.not(another.body.reference_id, first.body.reference_id, 'another key is another submission');
+  });
+
+  t.test('sync: a retry replays the reading without asking the model again', async (t) => {
+    const customer = await createCustomer(service.db);
+    const asked = service.model.requests.length;
+    const first = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('sync-1') });
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('sync-1') });
+    t.equal(first.status, 200);
+    t.match(retry, { status: 200, body: first.body });
+    t.equal(retry.headers.get('idempotent-replayed'), 'true');
+    t.equal(service.model.requests.length, asked + 1);
+    t.equal(await meterCount(service, customer), 1);
+  });
+
+  t.test('a sync failure that created a meter is replayed too', async (t) => {
+    const customer = await createCustomer(service.db);
+    service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+    t.teardown(() => service.model.setBehaviour({}));
+    const first = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('unreadable') });
+    service.model.setBehaviour({});
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('unreadable') });
+    t.equal(first.status, 422);
+    t.match(retry, { status: 422, body: first.body });
+    t.equal(retry.headers.get('idempotent-replayed'), 'true');
+  });
+
+  t.test('the same key with another image or endpoint is a 422 idempotency', async (t) => {
+    const customer = await createCustomer(service.db);
+    t.equal((await submitPhoto(service, { key: customer.key, image: photo, ...withKey('k') })).status, 202);
+    const otherImage = await submitPhoto(service, { key: customer.key, image: otherPhoto, ...withKey('k') });
+    t.match(otherImage, { status: 422, body: { errors: { idempotency: [/another request/] } } });
+    const otherEndpoint = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('k') });
+    t.match(otherEndpoint, { status: 422, body: { errors: { idempotency: [/another request/] } } });
+    t.equal(await meterCount(service, customer), 1);
+  });
+
+  t.test('keys are per account', async (t) => {
+    const one = await createCustomer(service.db);
+    const two = await createCustomer(service.db);
+    const first = await submitPhoto(service, { key: one.key, image: photo, ...withKey('shared') });
+    const second = await submitPhoto(service, { key: two.key, image: otherPhoto, ...withKey('shared') });
+    t.equal(second.status, 202);
+    t.not(second.body.reference_id, first.body.reference_id);
+    t.equal(second.headers.get('idempotent-replayed'), null);
+  });
+
+  t.test('a malformed key is a 422 idempotency', async (t) => {
+    const customer = await createCustomer(service.db);
+    const response = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('k'.repeat(256)) });
+    t.match(response, { status: 422, body: { errors: { idempotency: [/1 to 255/] } } });
+    t.equal(await meterCount(service, customer), 0);
+  });
+
+  t.test('a refused request stores nothing: the key can be used again', async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 1 });
+    const badImage = await submitPhoto(service, { key: customer.key, image: Buffer.from('not a photo'), ...withKey('fix-it') });
+    t.match(badImage, { status: 422, body: { errors: { image: [String] } } });
+    const accepted = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('fix-it') });
+    t.equal(accepted.status, 202, 'the same key with the corrected photo is accepted');
+    const overLimit = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('over') });
+    t.match(overLimit, { status: 422, body: { errors: { usage: [/limit of 1/] } } });
+    const keys = await service.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', customer.accountId).execute();
+    t.same(keys.map((row) => row.idempotency_key), ['fix-it'], 'the refused key was released');
+  });
+
+  t.test('a replay is answered even when the month’s quota is used up, and not counted', async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 1 });
+    const first = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('last-one') });
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('last-one') });
+    t.match(retry, { status: 202, body: first.body });
+    t.equal(await usage(service, customer), 1);
+  });
+
+  t.test('concurrent requests with one key: one meter, every answer the same', async (t) => {
+    const customer = await createCustomer(service.db);
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => submitPhoto(service, { key: customer.key, image: photo, ...withKey('burst') })),
+    );
+    t.same(new Set(responses.map((response) => response.status)), new Set([202]));
+    t.equal(new Set(responses.map((response) => response.body.reference_id)).size, 1);
+    t.equal(responses.filter((response) => response.headers.get('idempotent-replayed') === null).length, 1, 'one original');
+    t.equal(await meterCount(service, customer), 1);
+    t.equal(await usage(service, customer), 1);
+  });
+
+  t.test('concurrent sync requests: a retry while the first is being read waits for its answer', async (t) => {
+    const customer = await createCustomer(service.db);
+    service.model.setBehaviour({ delayMs: 1000 });
+    t.teardown(() => service.model.setBehaviour({}));
+    const first = submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('slow') });
+    await waitFor(
+      () => service.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', customer.accountId).executeTakeFirst(),
+      (claim) => claim !== undefined,
+    );
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, sync: true, ...withKey('slow') });
+    t.match(retry, { status: 200, body: (await first).body });
+    t.equal(retry.headers.get('idempotent-replayed'), 'true');
+    t.equal(await meterCount(service, customer), 1);
+  });
+
+  t.test('keys expire after 24 hours and are purged; an abandoned claim is taken over', async (t) => {
+    const customer = await createCustomer(service.db);
+    const first = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('old') });
+    await service.db.updateTable('idempotency_keys').set({ created_at: sql`now() - interval '25 hours'` } as never).where('account_id', '=', customer.accountId).execute();
+    const later = await submitPhoto(service, { key: customer.key, image: otherPhoto, ...withKey('old') });
+    t.equal(later.status, 202, 'an expired key is a new key');
+    t.not(later.body.reference_id, first.body.reference_id);
+
+    await sql`INSERT INTO idempotency_keys (account_id, idempotency_key, request_sha256, created_at)
+              VALUES (${customer.accountId}, 'crashed', 'whatever', now() - interval '11 minutes')`.execute(service.db);
+    t.equal((await submitPhoto(service, { key: customer.key, image: photo, ...withKey('crashed') })).status, 202);
+
+    await service.db.updateTable('idempotency_keys').set({ created_at: sql`now() - interval '25 hours'` } as never).where('idempotency_key', '=', 'old').execute();
+    t.equal(await purgeExpiredIdempotencyKeys(service.db), 1);
+    const left = await service.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', customer.accountId).execute();
+    t.same(left.map((row) => row.idempotency_key), ['crashed']);
+  });
+});

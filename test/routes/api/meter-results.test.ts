@@ -1,0 +1,194 @@
+import t from 'tap';
+import { sql } from 'kysely';
+import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
+import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
+import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
+import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type TestService } from '../../helpers/service.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+async function get(
+  service: TestService,
+  path: string,
+  key: string | undefined,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const response = await fetch(`${service.url}${path}`, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
+  return { status: response.status, headers: response.headers, body: await response.json() };
+}
+
+t.test('results by reference and lists', async (t) => {
+  const service = await startTestService(t);
+  const photo = await renderMeterPhoto();
+
+  t.test('an async submission: 202 with Location, then GET follows it to the webhook’s result', async (t) => {
+    const customer = await createCustomer(service.db);
+    const receiver = await startWebhookReceiver();
+    t.teardown(() => receiver.close());
+    await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hook` });
+    const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+    t.equal(accepted.status, 202);
+    const location = accepted.headers.get('location');
+    t.equal(location, `/api/meter-reading/${accepted.body.reference_id}`);
+    await waitForMeter(service.db, accepted.body.reference_id);
+    const result = await get(service, location!, customer.key);
+    t.equal(result.status, 200);
+    t.match(result.body, {
+      reference_id: accepted.body.reference_id,
+      status: 'completed',
+      reading: '02390.276',
+      value: 2390.276,
+      confidence: 97,
+      escalated: false,
+      created_at: String,
+      finished_at: String,
+    });
+    const delivery = await waitFor(
+      () => service.db.selectFrom('webhook_deliveries').select('payload').executeTakeFirst(),
+      (row) => row !== undefined,
+    );
+    const { created_at: _created, finished_at: _finished, status: _status, ...fields } = result.body;
+    t.same((delivery!.payload as { data: unknown }).data, fields, 'GET carries the same fields as the webhook’s data');
+  });
+
+  t.test('a sync submission: GET gives the same fields as the sync response', async (t) => {
+    const customer = await createCustomer(service.db);
+    const sync = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(sync.status, 200);
+    const result = await get(service, `/api/meter-reading/${sync.body.reference_id}`, customer.key);
+    const { created_at: _created, finished_at: _finished, ...fields } = result.body;
+    t.same(fields, sync.body);
+  });
+
+  t.test('a failed submission: GET gives the error code and message', async (t) => {
+    const customer = await createCustomer(service.db);
+    service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+    t.teardown(() => service.model.setBehaviour({}));
+    const failed = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(failed.status, 422);
+    const result = await get(service, `/api/meter-reading/${failed.body.reference_id}`, customer.key);
+    t.match(result, { status: 200, body: { status: 'failed', error: { code: 'unreadable', message: String } } });
+    t.notOk('reading' in result.body);
+  });
+
+  t.test('a pending submission: only its status', async (t) => {
+    const customer = await createCustomer(service.db);
+    const { id } = await service.db
+      .insertInto('meters')
+      .values({ account_id: customer.accountId, api_key_id: customer.keyId, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const meter = await service.db.selectFrom('meters').select('reference_id').where('id', '=', id).executeTakeFirstOrThrow();
+    const result = await get(service, `/api/meter-reading/${meter.reference_id}`, customer.key);
+    t.same(result.body, { reference_id: meter.reference_id, status: 'pending', created_at: result.body.created_at, finished_at: null });
+  });
+
+  t.test('counter_box and per-wheel digits, in the stored upright image’s frame', async (t) => {
+    const customer = await createCustomer(service.db);
+    const sync = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    const box: Array<[number, number]> = [[10, 20], [110, 22], [111, 60], [11, 58]];
+    await sql`UPDATE readings SET counter_box = ${JSON.stringify(box)}::jsonb, digit_confidences = ${[99, 98, 97, 96, 95, 94, 93, 92]}
+              WHERE id = ${sync.body.reading_id}`.execute(service.db);
+    const image = await service.db.selectFrom('meter_images as i').innerJoin('meters as m', 'm.id', 'i.meter_id').select(['i.width', 'i.height']).where('m.reference_id', '=', sync.body.reference_id).executeTakeFirstOrThrow();
+    const result = await get(service, `/api/meter-reading/${sync.body.reference_id}`, customer.key);
+    t.same(result.body.counter_box, { corners: box, image_width: image.width, image_height: image.height });
+    t.same(result.body.digits, [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: 99 - wheel })));
+  });
+
+  t.test('another account’s or a malformed reference is 404; a bad key 422', async (t) => {
+    const owner = await createCustomer(service.db);
+    const stranger = await createCustomer(service.db);
+    const sync = await submitPhoto(service, { key: owner.key, image: photo, sync: true });
+    for (const [name, path] of [
+      ['another account’s', `/api/meter-reading/${sync.body.reference_id}`],
+      ['unknown', '/api/meter-reading/00000000-0000-4000-8000-000000000000'],
+      ['malformed', '/api/meter-reading/not-a-uuid'],
+    ]) {
+      const result = await get(service, path, stranger.key);
+      t.equal(result.status, 404, name);
+      t.match(result.body, { errors: { reference_id: [/No submission/] } }, name);
+    }
+    const unauthenticated = await get(service, `/api/meter-reading/${sync.body.reference_id}`, undefined);
+    t.match(unauthenticated, { status: 422, body: { errors: { authorization: ['Invalid or inactive API key'] } } });
+  });
+
+  t.test('reading results is not usage, and works with the month’s quota used up', async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 1 });
+    const sync = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    t.equal(sync.status, 200);
+    for (let i = 0; i < 3; i++) {
+      t.equal((await get(service, `/api/meter-reading/${sync.body.reference_id}`, customer.key)).status, 200);
+      t.equal((await get(service, '/api/meter-readings', customer.key)).status, 200);
+    }
+    const usage = await service.db.selectFrom('api_usage').select('request_count').where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+    t.equal(usage.request_count, 1);
+  });
+
+  t.test('the list: newest first, a page at a time, filtered', async (t) => {
+    const customer = await createCustomer(service.db);
+    const other = await createCustomer(service.db);
+    await submitPhoto(service, { key: other.key, image: photo, sync: true });
+    const references: string[] = [];
+    for (let i = 0; i < 5; i++) references.unshift((await submitPhoto(service, { key: customer.key, image: photo, sync: true })).body.reference_id);
+    // Whole milliseconds, so created_after (a client's millisecond timestamp) splits them exactly.
+    await service.db.updateTable('meters').set({ created_at: sql`date_trunc('milliseconds', created_at)` }).where('account_id', '=', customer.accountId).execute();
+    // Same created_at for two meters: the id breaks the tie, so no page skips or repeats one.
+    await service.db.updateTable('meters').set({ created_at: sql`(SELECT created_at FROM meters WHERE reference_id = ${references[1]})` }).where('reference_id', '=', references[2]).execute();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: Awaited<ReturnType<typeof get>> = await get(service, `/api/meter-readings?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, customer.key);
+      t.equal(page.status, 200);
+      seen.push(...page.body.data.map((item: { reference_id: string }) => item.reference_id));
+      t.equal(page.body.has_more, page.body.next_cursor !== null);
+      cursor = page.body.next_cursor;
+      pages += 1;
+    } while (cursor && pages < 10);
+    t.equal(pages, 3);
+    t.same(seen, references, 'every submission once, newest first, none of another account');
+
+    const failed = await service.db.updateTable('meters').set({ status: 'failed', error_code: 'expired', error_message: 'x' }).where('reference_id', '=', references[4]).returning('reference_id').executeTakeFirstOrThrow();
+    const onlyFailed = await get(service, '/api/meter-readings?status=failed', customer.key);
+    t.same(onlyFailed.body.data.map((item: { reference_id: string }) => item.reference_id), [failed.reference_id]);
+    t.same(onlyFailed.body.data[0].error, { code: 'expired', message: 'x' });
+
+    const newest = await service.db.selectFrom('meters').select('created_at').where('reference_id', '=', references[1]).executeTakeFirstOrThrow();
+    const after = await get(service, `/api/meter-readings?created_after=${encodeURIComponent(newest.created_at.toISOString())}`, customer.key);
+    t.same(after.body.data.map((item: { reference_id: string }) => item.reference_id), [references[0]], 'strictly after');
+    t.equal((await get(service, '/api/meter-readings?limit=100', customer.key)).body.data.length, 5);
+  });
+
+  t.test('bad list parameters are 422 naming the parameter', async (t) => {
+    const customer = await createCustomer(service.db);
+    const cases: Array<[string, string]> = [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['limit=ten', 'limit'],
+      ['status=done', 'status'],
+      ['created_after=yesterday', 'created_after'],
+      ['starting_after=nope', 'starting_after'],
+      ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after'],
+    ];
+    for (const [query, field] of cases) {
+      const result = await get(service, `/api/meter-readings?${query}`, customer.key);
+      t.equal(result.status, 422, query);
+      t.same(Object.keys(result.body.errors), [field], query);
+      t.type(result.body.errors[field][0], 'string');
+    }
+  });
+
+  t.test('X-Request-Id: a sane client id is echoed, anything else replaced', async (t) => {
+    const customer = await createCustomer(service.db);
+    const echoed = await get(service, '/api/meter-readings', customer.key, { 'x-request-id': 'field-app:42.retry_1' });
+    t.equal(echoed.headers.get('x-request-id'), 'field-app:42.retry_1');
+    for (const insane of ['has space', 'x'.repeat(129), 'quote"']) {
+      const replaced = await get(service, '/api/meter-readings', customer.key, { 'x-request-id': insane });
+      t.match(replaced.headers.get('x-request-id'), UUID, insane);
+    }
+    t.match((await get(service, '/nowhere', undefined)).headers.get('x-request-id'), UUID, 'on a 404');
+    t.match((await get(service, '/api/meter-readings', undefined)).headers.get('x-request-id'), UUID, 'on a refused key');
+    const upload = await submitPhoto(service, { key: customer.key, image: photo, headers: { 'x-request-id': 'upload-1' } });
+    t.equal(upload.headers.get('x-request-id'), 'upload-1');
+  });
+});

@@ -1,0 +1,138 @@
+import t from 'tap';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { renderMeterPhoto } from '../fakes/meter-photo.ts';
+import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
+import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
+import { createCustomer, startTestService, waitFor, waitForMeter } from '../helpers/service.ts';
+
+interface Exchange {
+  method: string;
+  /** The path template as the document names it, e.g. /api/meter-reading/{reference_id}. */
+  operation: string;
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+t.test('GET /openapi.json describes every endpoint, and real responses validate against it', async (t) => {
+  const service = await startTestService(t);
+  const photo = await renderMeterPhoto();
+  const customer = await createCustomer(service.db);
+  const auth = { authorization: `Bearer ${customer.key}` };
+
+  const documentResponse = await fetch(`${service.url}/openapi.json`);
+  t.equal(documentResponse.status, 200);
+  const document: any = await documentResponse.json();
+  t.equal(document.openapi, '3.1.0');
+  t.same(Object.keys(document.paths).sort(), ['/api/meter-reading', '/api/meter-reading/sync', '/api/meter-reading/{reference_id}', '/api/meter-readings', '/healthz', '/readyz']);
+  t.same(Object.keys(document.webhooks).sort(), ['reading.completed', 'reading.failed', 'webhook.test']);
+  t.match(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
+  t.match(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, {
+    required: ['image'],
+    properties: { image: { format: 'binary' }, meter_id: {}, previous_reading: {}, previous_read_at: {} },
+  });
+
+  const exchanges: Exchange[] = [];
+  async function call(method: string, operation: string, path: string, init: RequestInit = {}): Promise<Exchange> {
+    const response = await fetch(`${service.url}${path}`, { method, ...init });
+    const exchange = { method: method.toLowerCase(), operation, status: response.status, headers: response.headers, body: await response.json() };
+    exchanges.push(exchange);
+    return exchange;
+  }
+  const upload = (image: Buffer) => {
+    const form = new FormData();
+    form.append('image', new Blob([image]), 'meter.jpg');
+    return form;
+  };
+
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hook` });
+
+  const accepted = await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: auth, body: upload(photo) });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(photo) });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(photo) });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(Buffer.from('other')) });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', { body: upload(photo) });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: auth, body: upload(Buffer.from('not a photo')) });
+  const sync = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo) });
+  service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+  const unreadable = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo) });
+  service.model.setBehaviour({ status: 500 });
+  await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo) });
+  service.model.setBehaviour({});
+
+  const referenceOf = (exchange: Exchange) => (exchange.body as { reference_id: string }).reference_id;
+  await waitForMeter(service.db, referenceOf(accepted));
+  for (const reference of [referenceOf(accepted), referenceOf(sync), referenceOf(unreadable), '00000000-0000-4000-8000-000000000000', 'nope']) {
+    await call('GET', '/api/meter-reading/{reference_id}', `/api/meter-reading/${reference}`, { headers: auth });
+  }
+  await call('GET', '/api/meter-reading/{reference_id}', `/api/meter-reading/${referenceOf(sync)}`);
+  await call('GET', '/api/meter-readings', '/api/meter-readings?limit=2', { headers: auth });
+  await call('GET', '/api/meter-readings', '/api/meter-readings?status=failed&created_after=2020-01-01T00:00:00Z', { headers: auth });
+  await call('GET', '/api/meter-readings', '/api/meter-readings?limit=1000', { headers: auth });
+  await call('GET', '/healthz', '/healthz');
+  await call('GET', '/readyz', '/readyz');
+
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+  addFormats.default(ajv);
+  ajv.addSchema(document, 'openapi.json');
+  const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+
+  for (const exchange of exchanges) {
+    const name = `${exchange.method.toUpperCase()} ${exchange.operation} → ${exchange.status}`;
+    const declared = document.paths[exchange.operation]?.[exchange.method]?.responses?.[String(exchange.status)];
+    if (!declared) {
+      t.fail(`${name} is not in the document`);
+      continue;
+    }
+    const validate = ajv.getSchema(`openapi.json#/${pointer('paths', exchange.operation, exchange.method, 'responses', String(exchange.status), 'content', 'application/json', 'schema')}`);
+    t.ok(validate?.(exchange.body), name, { errors: validate?.errors, body: exchange.body });
+    for (const header of Object.keys(declared.headers ?? {})) {
+      if (header === 'idempotent-replayed') continue; // only on replays
+      t.ok(exchange.headers.get(header), `${name} has the declared ${header} header`);
+    }
+  }
+  const statuses = new Set(exchanges.map((exchange) => `${exchange.method} ${exchange.operation} ${exchange.status}`));
+  for (const expected of ['post /api/meter-reading 202', 'post /api/meter-reading 422', 'post /api/meter-reading/sync 200', 'post /api/meter-reading/sync 422', 'post /api/meter-reading/sync 503', 'get /api/meter-reading/{reference_id} 200', 'get /api/meter-reading/{reference_id} 404', 'get /api/meter-readings 200', 'get /api/meter-readings 422']) {
+    t.ok(statuses.has(expected), `exercised ${expected}`);
+  }
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const method of Object.keys(operations as object)) {
+      t.ok(exchanges.some((exchange) => exchange.operation === path && exchange.method === method && exchange.status < 300), `a successful ${method} ${path} was checked`);
+    }
+  }
+
+  const deliveries = await waitFor(
+    () => service.db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).execute(),
+    (rows) => rows.length > 0,
+  );
+  for (const delivery of deliveries) {
+    const validate = ajv.getSchema(`openapi.json#/${pointer('webhooks', delivery.event_type, 'post', 'requestBody', 'content', 'application/json', 'schema')}`);
+    t.ok(validate?.(delivery.payload), `the ${delivery.event_type} webhook payload validates`, { errors: validate?.errors });
+  }
+});
+
+t.test('GET /docs: a reference page that loads nothing from outside', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const page = await fetch(`${service.url}/docs`);
+  t.equal(page.status, 200);
+  t.match(page.headers.get('content-type'), /text\/html/);
+  const html = await page.text();
+  const pageUrl = page.url;
+  const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => new URL(match[1], pageUrl));
+  t.ok(assets.length >= 3, 'the page has its scripts and stylesheets');
+  const texts = new Map<string, string>();
+  for (const asset of assets) {
+    t.equal(asset.origin, new URL(service.url).origin, `${asset.pathname} is served here`);
+    const response = await fetch(asset);
+    t.equal(response.status, 200, `${asset.pathname} loads`);
+    texts.set(asset.pathname.split('/').pop()!, await response.text());
+  }
+  const initializer = texts.get('swagger-initializer.js') ?? '';
+  t.notMatch(initializer.replace(/^\s*\/\/.*$/gm, ''), /https?:\/\//, 'the initializer’s code names no outside URL');
+  t.match(initializer, /\/openapi\.json/);
+  const csp = page.headers.get('content-security-policy') ?? '';
+  t.notMatch(csp, /https?:|\*/, 'the page may load nothing from another origin');
+});
