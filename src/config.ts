@@ -49,6 +49,13 @@ export interface Config {
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
 
+  /** Photos older than this are deleted (meters and readings stay); 0 keeps them forever. */
+  imageRetentionDays: number;
+  /** Finished webhook deliveries and their attempts older than this are deleted; 0 keeps them. */
+  webhookRetentionDays: number;
+  /** pg-boss deletes completed jobs this long after they finished; 0 keeps them. */
+  finishedJobRetentionDays: number;
+
   /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
   signup: 'open' | 'closed';
   /** Plan a self-signed-up account gets for its first month. */
@@ -97,6 +104,10 @@ export function loadConfig(env: Env = process.env): Config {
 
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+
+    imageRetentionDays: integer(env, 'IMAGE_RETENTION_DAYS', 90),
+    webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 30),
+    finishedJobRetentionDays: integer(env, 'FINISHED_JOB_RETENTION_DAYS', 7),
 
     signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
     defaultPlan: env.DEFAULT_PLAN ?? 'trial',

@@ -1,4 +1,7 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { DeliveryEvent, WebhookEvent } from '../webhooks/events.ts';
+
+export type { WebhookEvent };
 
 /** Kysely's view of the tables in sql/. The SQL files are the source of truth. */
 export interface Database {
@@ -45,6 +48,8 @@ export interface SubscriptionsTable {
   period_start: Date;
   period_end: Date;
   updated_at: Generated<Date>;
+  /** The period_end whose passing was announced as `subscription.expired`. */
+  expiry_announced_for: ColumnType<Date | null, never, Date>;
 }
 
 export type ApiKeyStatus = 'active' | 'inactive';
@@ -78,6 +83,8 @@ export interface MetersTable {
   created_at: CreatedAt;
   started_at: Date | null;
   finished_at: Date | null;
+  /** When the retention job deleted the photo; the meter and its reading stay. */
+  image_removed_at: ColumnType<Date | null, never, Date>;
 }
 export type Meter = Selectable<MetersTable>;
 
@@ -113,9 +120,9 @@ export interface ApiUsageTable {
   account_id: IdRef;
   month: ColumnType<Date, string, never>;
   request_count: number;
+  threshold_reached_at: ColumnType<Date | null, never, Date>;
+  limit_reached_at: ColumnType<Date | null, never, Date>;
 }
-
-export type WebhookEvent = 'reading.completed' | 'reading.failed';
 
 export interface WebhookEndpointsTable {
   id: Id;
@@ -136,8 +143,7 @@ export interface WebhookDeliveriesTable {
   event_id: string;
   endpoint_id: IdRef;
   meter_id: IdRef | null;
-  /** `webhook.test` is sent only by "send test event". */
-  event_type: WebhookEvent | 'webhook.test';
+  event_type: DeliveryEvent;
   /** json column: the exact text that is signed and sent. */
   payload: ColumnType<unknown, string, never>;
   status: Generated<DeliveryStatus>;

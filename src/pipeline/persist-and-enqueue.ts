@@ -23,7 +23,7 @@ export async function persistAndEnqueue(
 ): Promise<AcceptedMeter> {
   const { key, plan, image, mode } = submission;
   return deps.db.transaction().execute(async (tx) => {
-    await reserveUsage(tx, key.accountId, plan);
+    await reserveUsage(tx, deps.boss, key.accountId, plan);
     const meter = await tx
       .insertInto('meters')
       .values({

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
 import type { WebhookEvent } from '../../db/schema.ts';
+import { TEST_EVENT_KINDS } from '../../webhooks/events.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { redeliver, sendTestEvent } from '../../webhooks/deliver.ts';
@@ -33,7 +34,14 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
 
   const endpointPage = async (request: FastifyRequest, reply: FastifyReply, id: string, secret?: { value: string; reason: string }) => {
     const endpoint = await webhookEndpoint(db, accountId(request), id);
-    return reply.page('webhook', { title: 'Webhook endpoint', section: 'webhooks', endpoint, secret, deliveries: await recentDeliveries(db, endpoint.id) });
+    return reply.page('webhook', {
+      title: 'Webhook endpoint',
+      section: 'webhooks',
+      endpoint,
+      secret,
+      testEventKinds: TEST_EVENT_KINDS,
+      deliveries: await recentDeliveries(db, endpoint.id),
+    });
   };
   const backTo = (reply: FastifyReply, id: string) => reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}`, 303);
 
@@ -70,8 +78,8 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
     });
   }
 
-  app.post<EndpointParams>('/webhooks/:id/test', async (request, reply) => {
-    await sendTestEvent(db, boss, accountId(request), request.params.id);
+  app.post<EndpointParams & { Body: { kind?: string } }>('/webhooks/:id/test', async (request, reply) => {
+    await sendTestEvent(db, boss, accountId(request), request.params.id, request.body?.kind);
     return backTo(reply, request.params.id);
   });
 
