@@ -26,7 +26,7 @@ async function eventsOf(accountId: string, prefix: string) {
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
     .select(['d.event_type', 'd.payload'])
     .where('e.account_id', '=', accountId)
-    .where('d.event_type', 'like', `${prefix}%`)
+    .where(sql<boolean>`d.event_type LIKE ${`${prefix}%`}`)
     .orderBy('d.id')
     .execute();
   return rows.map((row) => ({ type: row.event_type, data: (row.payload as { data: Record<string, unknown> }).data }));
