@@ -6,6 +6,7 @@ import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
 import errorEnvelope from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
+import metrics from './plugins/app/metrics.ts';
 import multipart from './plugins/external/multipart.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
@@ -34,10 +35,19 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
   app.decorate('deps', deps);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
+  await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });
   await app.register(multipart);
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });
   await app.register(dashboardRoutes, { prefix: '/dashboard' });
   app.get('/', (_request, reply) => reply.redirect('/dashboard', 303));
+  return app;
+}
+
+/** What a worker-only process listens on for Prometheus: /metrics and nothing else. */
+export async function buildMetricsServer(deps: Pick<AppDeps, 'config' | 'db'>): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops });
+  await app.register(errorEnvelope);
+  await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });
   return app;
 }

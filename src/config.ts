@@ -56,6 +56,11 @@ export interface Config {
   /** pg-boss deletes completed jobs this long after they finished; 0 keeps them. */
   finishedJobRetentionDays: number;
 
+  /** Bearer token GET /metrics requires; unset: only loopback clients may scrape. */
+  metricsToken: string | undefined;
+  /** A worker-only process serves /metrics on this port (the web process serves it on PORT). */
+  metricsPort: number | undefined;
+
   /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
   signup: 'open' | 'closed';
   /** Plan a self-signed-up account gets for its first month. */
@@ -108,6 +113,9 @@ export function loadConfig(env: Env = process.env): Config {
     imageRetentionDays: integer(env, 'IMAGE_RETENTION_DAYS', 90),
     webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 30),
     finishedJobRetentionDays: integer(env, 'FINISHED_JOB_RETENTION_DAYS', 7),
+
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsPort: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0) : undefined,
 
     signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
     defaultPlan: env.DEFAULT_PLAN ?? 'trial',

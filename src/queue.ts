@@ -1,5 +1,6 @@
 import { PgBoss, type Db as IDatabase, type Queue } from 'pg-boss';
 import type { Config } from './config.ts';
+import { pgConnectionOptions } from './db/connect.ts';
 
 /** The pg-boss queues, as operators see them in pgboss.job.name. */
 export const QUEUES = {
@@ -25,7 +26,7 @@ export interface DeliverWebhookJob {
 /** Only worker processes supervise the queues (expiry, retries, cron); web processes just send. */
 export function createBoss(connectionString: string, config: Config, options: { supervise: boolean } = { supervise: true }): PgBoss {
   return new PgBoss({
-    connectionString,
+    ...pgConnectionOptions(connectionString),
     application_name: 'meterlens-queue',
     useListenNotify: true,
     supervise: options.supervise,

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import type { Db, Tx } from '../db/database.ts';
 import { ApiError } from '../errors.ts';
+import { usageRefusals } from '../metrics.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { USAGE_THRESHOLD_SHARE } from '../webhooks/events.ts';
 import type { ActivePlan } from './check-subscription.ts';
@@ -88,6 +89,7 @@ async function announceUsageMilestone(
 }
 
 function usageLimitReached(plan: ActivePlan): ApiError {
+  usageRefusals.inc({ plan: plan.planCode });
   return new ApiError(
     422,
     'usage',

@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import { observeReaderAttempts } from '../metrics.ts';
 import { ReaderError, type MeterReader, type MeterReading, type ReaderFailureKind } from '../readers/reader.ts';
 
 export interface ReadAttempt {
@@ -73,6 +74,7 @@ export class ReaderChain {
         attempts.push({ reader: reader.name, outcome: kind, ms: elapsed(), error: (error as Error).message });
       }
     }
+    observeReaderAttempts(attempts);
     const readMs = Math.round(performance.now() - started);
     if (best) {
       return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs };

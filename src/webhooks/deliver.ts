@@ -6,6 +6,7 @@ import { request } from 'undici';
 import type { Config } from '../config.ts';
 import { bossAdapter, type Db, type Tx } from '../db/database.ts';
 import type { Database, DeliveryStatus } from '../db/schema.ts';
+import { observeWebhookAttempt } from '../metrics.ts';
 import { enqueueDelivery } from '../queue.ts';
 import { publicOnlyAgent } from './address-guard.ts';
 import { endpointNotFound, parseId, WebhookEndpointError } from './endpoints.ts';
@@ -119,6 +120,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
   const attempt = delivery.attempt_count + 1;
   const startedAt = new Date();
   const result = await post(delivery, startedAt, deps.config);
+  observeWebhookAttempt(result);
   const next = nextStep(attempt, result);
 
   await deps.db.transaction().execute(async (tx) => {

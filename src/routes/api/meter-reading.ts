@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors.ts';
+import { acceptedSubmissions } from '../../metrics.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
@@ -34,6 +35,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/meter-reading', { schema: { response: { 202: AcceptedMeterResponse } } }, async (request, reply) => {
     const image = await validateImage(request, config);
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, mode: 'async' });
+    acceptedSubmissions.inc({ mode: 'async' });
     return reply.code(202).send({ reference_id: accepted.referenceId, status: 'pending' as const });
   });
 
@@ -41,6 +43,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { key, plan } = submitter(request);
     const image = await validateImage(request, config);
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, mode: 'sync' });
+    acceptedSubmissions.inc({ mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     let result;
     try {
