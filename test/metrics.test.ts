@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { buildMetricsServer } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
+import { WEBHOOK_EVENTS } from '../src/webhooks/events.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
 import { renderMeterPhoto } from './fakes/meter-photo.ts';
 import { startWebhookReceiver } from './fakes/webhook-receiver.ts';
@@ -26,14 +29,14 @@ t.test('GET /metrics: every family, with the work just done counted', async (t) 
   const customer = await createCustomer(service.db, { monthlyLimit: 1 });
   await service.db
     .insertInto('webhook_endpoints')
-    .values({ account_id: customer.accountId, url: `${receiver.url}/hook`, secret: newWebhookSecret(), disabled_reason: null })
+    .values({ account_id: customer.accountId, url: `${receiver.url}/hook`, secret: newWebhookSecret(), events: [...WEBHOOK_EVENTS], disabled_reason: null })
     .execute();
   const accepted = await submitPhoto(service, { key: customer.key, image: await renderMeterPhoto() });
   t.equal(accepted.status, 202);
   t.equal((await submitPhoto(service, { key: customer.key, image: await renderMeterPhoto() })).status, 422, 'past the limit');
   t.equal((await waitForMeter(service.db, accepted.body.reference_id)).status, 'completed');
   // reading.completed and usage.limit_reached
-  await waitFor(async () => receiver.received.length, (count) => count >= 2);
+  t.equal(await waitFor(async () => receiver.received.length, (count) => count >= 2), 2);
 
   const { status, contentType, text } = await scrape(`Bearer ${METRICS_TOKEN}`);
   t.equal(status, 200);
@@ -64,6 +67,10 @@ t.test('GET /metrics: every family, with the work just done counted', async (t) 
   t.equal(sample(text, 'meterlens_queue_jobs{queue="read-meter",state="completed"}'), 1, 'queue depth read from pg-boss');
   t.equal(sample(text, 'meterlens_queue_jobs{queue="deliver-webhook",state="failed"}'), 0, 'empty states are reported as 0');
   t.ok(sample(text, 'meterlens_queue_oldest_job_age_seconds{queue="read-meter",state="completed"}')! >= 0);
+
+  const dashboard = readFileSync(path.join(import.meta.dirname, '..', 'ops', 'grafana-dashboard.json'), 'utf8');
+  const charted = new Set([...dashboard.matchAll(/meterlens_[a-z0-9_]+/g)].map(([name]) => name.replace(/_(bucket|count|sum)$/, '')));
+  for (const name of charted) t.match(text, new RegExp(`^# TYPE ${name} `, 'm'), `the Grafana dashboard's ${name} is served`);
 });
 
 t.test('with METRICS_TOKEN, a scrape without the token is refused', async (t) => {
