@@ -12,7 +12,6 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
 import sharp from 'sharp';
 import { createAccount } from '../src/accounts/accounts.ts';
 import { loadConfig } from '../src/config.ts';
@@ -25,6 +24,7 @@ import { createBoss, ensureQueues } from '../src/queue.ts';
 import { createReaderChain } from '../src/readers/registry.ts';
 import { deliverWebhook } from '../src/webhooks/deliver.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
+import { adminQuery } from './admin.ts';
 
 const datasets = path.join(import.meta.dirname, '..', '..', 'shared', 'datasets');
 const perDataset = Number(process.argv[2] ?? 50);
@@ -40,7 +40,7 @@ const photos = ['toloka', 'bdci2020'].flatMap((name) => {
 });
 
 const name = `meterlens_storage_${randomBytes(6).toString('hex')}`;
-await adminQuery(`CREATE DATABASE ${name}`);
+await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
 const url = Object.assign(new URL(adminUrl), { pathname: `/${name}` }).toString();
 const receiver = createServer((request, response) => request.resume().on('end', () => response.writeHead(204).end()));
 receiver.listen(0, '127.0.0.1');
@@ -116,15 +116,5 @@ try {
   await boss.stop({ graceful: false });
   await db.destroy();
   receiver.close();
-  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-}
-
-async function adminQuery(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
+  await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
