@@ -245,6 +245,14 @@ t.test('dashboard routes', async (t) => {
     const twice = await waitFor(() => client.get(page), (response) => /data-label="Attempts">2</.test(response.text));
     t.match(twice.text, /data-label="Attempts">2</);
     t.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id'], 'same event id');
+
+    t.match((await client.get(page)).text, '<option value="subscription.expired">', 'the test button offers every kind');
+    t.equal((await client.post(`${page}/test`, { kind: 'usage.threshold_reached' })).location, page);
+    await receiver.waitFor(3);
+    t.match(JSON.parse(receiver.received[2].body), { event: 'usage.threshold_reached', data: { test: true, limit: Number } });
+    const unknownKind = await client.post(`${page}/test`, { kind: 'reading.maybe' });
+    t.equal(unknownKind.status, 400);
+    t.match(unknownKind.text, 'Unknown event kind');
   });
 
   t.test('usage and readings show what the API did, with the photo and the counter box', async (t) => {
