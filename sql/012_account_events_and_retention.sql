@@ -6,7 +6,9 @@ ALTER TABLE api_usage
   ADD COLUMN limit_reached_at     timestamptz;
 
 -- subscription.expired is announced once per period: the period_end it was announced for.
+-- Periods that ended before these events existed are not announced now.
 ALTER TABLE subscriptions ADD COLUMN expiry_announced_for timestamptz;
+UPDATE subscriptions SET expiry_announced_for = period_end WHERE period_end <= now();
 
 -- Bounded storage: photos older than IMAGE_RETENTION_DAYS are deleted from meter_images; the
 -- meter and its reading stay, and this says when the photo went.

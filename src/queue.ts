@@ -38,10 +38,9 @@ export function createBoss(connectionString: string, config: Config, options: { 
 
 /** Creates or updates every queue; run by `meterlens migrate` and at start-up. */
 export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> {
-  const ensureQueue = (name: string, fixed: Pick<Queue, 'policy' | 'deadLetter'>, tunable: TunableOptions) =>
-    ensureQueueExists(boss, name, fixed, { deleteAfterSeconds: config.finishedJobRetentionDays * 86_400, ...tunable });
-  await ensureQueue(QUEUES.readMeterDeadLetter, {}, { notify: true });
+  await ensureQueue(boss, QUEUES.readMeterDeadLetter, {}, { notify: true });
   await ensureQueue(
+    boss,
     QUEUES.readMeter,
     { deadLetter: QUEUES.readMeterDeadLetter },
     {
@@ -54,23 +53,21 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
   );
   // Delivery retries are scheduled by the delivery itself (backoff, Retry-After); pg-boss retries
   // only cover a worker that died mid-attempt.
-  await ensureQueue(QUEUES.deliverWebhook, {}, { notify: true, retryLimit: 5, retryDelay: 30, expireInSeconds: 120 });
-  for (const scheduled of [QUEUES.expireStaleMeters, QUEUES.announceExpiredSubscriptions, QUEUES.purgeOldData]) {
-    await ensureQueue(scheduled, { policy: 'singleton' }, { retryLimit: 0 });
-  }
+  await ensureQueue(boss, QUEUES.deliverWebhook, {}, { notify: true, retryLimit: 5, retryDelay: 30, expireInSeconds: 120 });
+  await ensureQueue(boss, QUEUES.expireStaleMeters, { policy: 'singleton' }, { retryLimit: 0 });
+  await ensureQueue(boss, QUEUES.announceExpiredSubscriptions, { policy: 'singleton' }, { retryLimit: 0 });
+  await ensureQueue(boss, QUEUES.purgeOldData, { policy: 'singleton' }, { retryLimit: 0 });
+  // pg-boss's own maintenance deletes finished jobs this long after they finished.
+  const deleteAfterSeconds = config.finishedJobRetentionDays * 86_400;
+  for (const name of Object.values(QUEUES)) await boss.updateQueue(name, { deleteAfterSeconds });
 }
 
-type TunableOptions = Omit<Queue, 'name' | 'policy' | 'deadLetter' | 'partition'>;
-
-/**
- * Policy and dead letter are fixed when a queue is created; the rest follows the config,
- * including how long pg-boss keeps finished jobs (its own maintenance deletes them).
- */
-async function ensureQueueExists(
+/** Policy and dead letter are fixed when a queue is created; the rest follows the config. */
+async function ensureQueue(
   boss: PgBoss,
   name: string,
   fixed: Pick<Queue, 'policy' | 'deadLetter'>,
-  tunable: TunableOptions,
+  tunable: Omit<Queue, 'name' | 'policy' | 'deadLetter' | 'partition'>,
 ): Promise<void> {
   if (await boss.getQueue(name)) await boss.updateQueue(name, tunable);
   else await boss.createQueue(name, { ...fixed, ...tunable });

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import t from 'tap';
-import { purgeOldData } from '../src/retention.ts';
+import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/database.ts';
+import { createBoss, ensureQueues, QUEUES } from '../src/queue.ts';
+import { purgeOldData } from '../src/retention.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
 import { createTestDatabase } from './helpers/database.ts';
 
@@ -105,4 +107,17 @@ t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their at
   t.same(left.map((row) => row.id), [oldPending, recent]);
   const attempts = await db.selectFrom('webhook_attempts').select('delivery_id').where('delivery_id', 'in', [oldDelivered, oldFailed]).execute();
   t.same(attempts, [], 'their attempts are gone too');
+});
+
+t.test("pg-boss keeps finished jobs FINISHED_JOB_RETENTION_DAYS, on every queue", async (t) => {
+  const config = loadConfig({ FINISHED_JOB_RETENTION_DAYS: '2' });
+  const boss = createBoss(database.url, config, { supervise: false });
+  await boss.start();
+  t.teardown(() => boss.stop({ graceful: false }));
+  await ensureQueues(boss, config);
+  // pg-boss's own internal queues (__pgboss__…) keep their settings.
+  const queues = await sql<{ name: string; deletion_seconds: number }>`
+    SELECT name, deletion_seconds FROM pgboss.queue WHERE NOT starts_with(name, '__pgboss__') ORDER BY name`.execute(db);
+  t.same(queues.rows.map((queue) => queue.name), Object.values(QUEUES).sort());
+  t.same(new Set(queues.rows.map((queue) => queue.deletion_seconds)), new Set([2 * 86_400]));
 });

@@ -24,13 +24,13 @@ export const TEST_EVENT_KINDS: readonly DeliveryEvent[] = ['webhook.test', ...WE
 /** Share of the plan's monthly limit at which `usage.threshold_reached` is sent. */
 export const USAGE_THRESHOLD_SHARE = 0.8;
 
-const exampleSubscription = {
-  account_id: 1,
+const exampleTerms = {
   plan: 'starter',
   status: 'active',
   period_start: '2026-11-01T00:00:00.000Z',
   period_end: '2026-12-01T00:00:00.000Z',
 };
+const exampleSubscription = { account_id: 1, ...exampleTerms };
 
 /** What each event's `data` looks like; the test button sends these, marked `"test": true`. */
 export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> = {
@@ -51,8 +51,8 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
   'usage.threshold_reached': { month: '2026-11', count: 800, limit: 1000, plan: 'starter' },
   'usage.limit_reached': { month: '2026-11', count: 1000, limit: 1000, plan: 'starter' },
   'subscription.created': { ...exampleSubscription, previous: null },
-  'subscription.renewed': { ...exampleSubscription, period_end: '2027-01-01T00:00:00.000Z', previous: exampleSubscription },
-  'subscription.updated': { ...exampleSubscription, plan: 'pro', previous: exampleSubscription },
-  'subscription.cancelled': { ...exampleSubscription, status: 'cancelled', previous: exampleSubscription },
+  'subscription.renewed': { ...exampleSubscription, period_end: '2027-01-01T00:00:00.000Z', previous: exampleTerms },
+  'subscription.updated': { ...exampleSubscription, plan: 'pro', previous: exampleTerms },
+  'subscription.cancelled': { ...exampleSubscription, status: 'cancelled', previous: exampleTerms },
   'subscription.expired': { ...exampleSubscription, status: 'expired', previous: null },
 };
