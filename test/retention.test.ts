@@ -6,20 +6,14 @@ import { createBoss, ensureQueues, QUEUES } from '../src/queue.ts';
 import { purgeOldData } from '../src/retention.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
 import { createTestDatabase } from './helpers/database.ts';
+import { createCustomer } from './helpers/service.ts';
 
 const database = await createTestDatabase();
 t.teardown(database.drop);
 const db = createDatabase(database.url);
 t.teardown(() => db.destroy());
 
-const accountId = (await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()).id;
-const apiKeyId = (
-  await db
-    .insertInto('api_keys')
-    .values({ account_id: accountId, project_name: 'Test', key_sha256: 'b'.repeat(64), display_prefix: 'ml_', display_suffix: 'bbbb' })
-    .returning('id')
-    .executeTakeFirstOrThrow()
-).id;
+const { accountId, keyId: apiKeyId } = await createCustomer(db);
 const endpointId = (
   await db
     .insertInto('webhook_endpoints')
