@@ -2,7 +2,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { WebhookEndpoint } from '../db/schema.ts';
 import { assertPublicUrl } from './address-guard.ts';
-import { WEBHOOK_EVENTS, type WebhookEvent } from './events.ts';
+import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from './events.ts';
 import { newWebhookSecret } from './signature.ts';
 
 export { WEBHOOK_EVENTS };
@@ -27,7 +27,7 @@ export async function addWebhookEndpoint(
   input: { accountId: string; url: string; events?: WebhookEvent[] },
 ): Promise<{ id: string; secret: string }> {
   const url = await validateUrl(input.url, config);
-  const events = validateEvents(input.events ?? [...WEBHOOK_EVENTS]);
+  const events = validateEvents(input.events ?? [...DEFAULT_WEBHOOK_EVENTS]);
   const secret = newWebhookSecret();
   const { id } = await db
     .insertInto('webhook_endpoints')

@@ -16,6 +16,9 @@ export const WEBHOOK_EVENTS = [
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
+/** What an endpoint receives when it chooses nothing: the results of the readings it submits. */
+export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEvent[] = ['reading.completed', 'reading.failed'];
+
 /** `webhook.test` is sent by the test button only; endpoints cannot subscribe to it. */
 export type DeliveryEvent = WebhookEvent | 'webhook.test';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
 import type { WebhookEvent } from '../../db/schema.ts';
-import { TEST_EVENT_KINDS } from '../../webhooks/events.ts';
+import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS } from '../../webhooks/events.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { redeliver, sendTestEvent } from '../../webhooks/deliver.ts';
@@ -28,7 +28,7 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
       title: 'Webhooks',
       endpoints: await listWebhookEndpoints(db, accountId(request)),
       events: WEBHOOK_EVENTS,
-      form: { url: '', events: WEBHOOK_EVENTS },
+      form: { url: '', events: DEFAULT_WEBHOOK_EVENTS },
       ...data,
     });
 
