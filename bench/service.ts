@@ -15,7 +15,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import sharp from 'sharp';
 import { Agent, request } from 'undici';
 import { createAccount } from '../src/accounts/accounts.ts';
@@ -28,6 +27,7 @@ import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../test/fakes/meter-photo.ts';
 import { startFakeOpenAI } from '../test/fakes/openai-server.ts';
 import { startWebhookReceiver } from '../test/fakes/webhook-receiver.ts';
+import { adminQuery } from './admin.ts';
 
 const READER_DELAY_MS = 100;
 const ASYNC_CONCURRENCIES = [1, 4, 16];
@@ -426,16 +426,6 @@ async function freshDatabase(): Promise<string> {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();
-}
-
-async function adminQuery(adminUrl: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
 }
 
 /** `meterlens serve` (web and worker) as a child process, its output in bench/results/service.log. */

@@ -5,6 +5,7 @@ import type { Db } from './db/database.ts';
 import type { ReaderChain } from './pipeline/read.ts';
 import errorEnvelope, { clientErrorEnvelope } from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
+import metrics from './plugins/app/metrics.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
 import requestIdHeader, { requestId } from './plugins/app/request-id.ts';
 import multipart from './plugins/external/multipart.ts';
@@ -33,7 +34,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
     logger: options.logger === false ? false : { level: deps.config.logLevel },
     genReqId: requestId,
     requestIdHeader: false,
-    trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
+    trustProxy: trustedProxies(deps.config),
     // Node's own deadline, behind request-deadline's: it also ends requests whose headers never finish.
     requestTimeout: (deps.config.requestTimeoutSeconds + 5) * 1000,
     // graceful-close refuses requests that arrive while closing, in the error envelope.
@@ -44,6 +45,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
   await app.register(requestIdHeader);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
+  await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });
   await app.register(requestDeadline);
   await app.register(multipart);
   await app.register(openapi);
@@ -54,4 +56,17 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
   await app.register(dashboardRoutes, { prefix: '/dashboard' });
   app.get('/', (_request, reply) => reply.redirect('/dashboard', 303));
   return app;
+}
+
+/** What a worker-only process listens on for Prometheus: /metrics and nothing else. */
+export async function buildMetricsServer(deps: Pick<AppDeps, 'config' | 'db'>): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, trustProxy: trustedProxies(deps.config) });
+  await app.register(errorEnvelope);
+  await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });
+  return app;
+}
+
+/** Fastify's trustProxy: the proxies TRUST_PROXY names, or none. */
+function trustedProxies(config: Config): string[] | false {
+  return config.trustProxy.length > 0 ? config.trustProxy : false;
 }

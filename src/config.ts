@@ -59,6 +59,18 @@ export interface Config {
   /** Webhook attempts in flight to one endpoint, across all workers: a slow receiver holds no more slots. */
   webhookEndpointConcurrency: number;
 
+  /** Photos older than this are deleted (meters and readings stay); 0 keeps them forever. */
+  imageRetentionDays: number;
+  /** Finished webhook deliveries and their attempts older than this are deleted; 0 keeps them. */
+  webhookRetentionDays: number;
+  /** pg-boss deletes completed jobs this long after they finished; 0 keeps them. */
+  finishedJobRetentionDays: number;
+
+  /** Bearer token GET /metrics requires; unset: only loopback clients may scrape. */
+  metricsToken: string | undefined;
+  /** A worker-only process serves /metrics on this port (the web process serves it on PORT). */
+  metricsPort: number | undefined;
+
   /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
   signup: 'open' | 'closed';
   /** Plan a self-signed-up account gets for its first month. */
@@ -111,6 +123,13 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 2),
+
+    imageRetentionDays: integer(env, 'IMAGE_RETENTION_DAYS', 90),
+    webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 30),
+    finishedJobRetentionDays: integer(env, 'FINISHED_JOB_RETENTION_DAYS', 7),
+
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsPort: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0) : undefined,
 
     signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
     defaultPlan: env.DEFAULT_PLAN ?? 'trial',

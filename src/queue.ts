@@ -1,5 +1,6 @@
 import { PgBoss, type Db as IDatabase, type Queue } from 'pg-boss';
 import type { Config } from './config.ts';
+import { pgConnectionOptions } from './db/connect.ts';
 
 /** The pg-boss queues, as operators see them in pgboss.job.name. */
 export const QUEUES = {
@@ -8,6 +9,8 @@ export const QUEUES = {
   readMeterDeadLetter: 'read-meter-dead-letter',
   deliverWebhook: 'deliver-webhook',
   expireStaleMeters: 'expire-stale-meters',
+  announceExpiredSubscriptions: 'announce-expired-subscriptions',
+  purgeOldData: 'purge-old-data',
 } as const;
 
 export const READ_RETRY_LIMIT = 2;
@@ -33,7 +36,7 @@ export interface DeliverWebhookJob {
 /** Only worker processes supervise the queues (expiry, retries, cron); web processes just send. */
 export function createBoss(connectionString: string, config: Config, options: { supervise: boolean } = { supervise: true }): PgBoss {
   return new PgBoss({
-    connectionString,
+    ...pgConnectionOptions(connectionString),
     application_name: 'meterlens-queue',
     useListenNotify: true,
     supervise: options.supervise,
@@ -71,6 +74,11 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
     heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
   });
   await ensureQueue(boss, QUEUES.expireStaleMeters, { policy: 'singleton' }, { retryLimit: 0 });
+  await ensureQueue(boss, QUEUES.announceExpiredSubscriptions, { policy: 'singleton' }, { retryLimit: 0 });
+  await ensureQueue(boss, QUEUES.purgeOldData, { policy: 'singleton' }, { retryLimit: 0 });
+  // pg-boss's own maintenance deletes finished jobs this long after they finished.
+  const deleteAfterSeconds = config.finishedJobRetentionDays * 86_400;
+  for (const name of Object.values(QUEUES)) await boss.updateQueue(name, { deleteAfterSeconds });
 }
 
 /** Policy and dead letter are fixed when a queue is created; the rest follows the config. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.ts';
+import { buildApp, buildMetricsServer } from './app.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/connect.ts';
 import { createDatabase } from './db/database.ts';
@@ -56,6 +56,10 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
     app = await buildApp({ config, db, boss, readers });
     await app.listen({ port: config.port, host: config.host });
     log(`listening on ${config.publicUrl ?? `http://localhost:${config.port}`}`);
+  } else if (config.metricsPort !== undefined) {
+    app = await buildMetricsServer({ config, db });
+    await app.listen({ port: config.metricsPort, host: config.host });
+    log(`metrics on port ${config.metricsPort}`);
   }
 
   let stopping = false;

@@ -1,4 +1,5 @@
 import type { Job, PgBoss, WorkOptions } from 'pg-boss';
+import { announceExpiredSubscriptions } from './accounts/subscriptions.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
@@ -7,6 +8,7 @@ import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
 import { normaliseUpload } from './pipeline/normalise.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
 import { QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
 
 export interface WorkerDeps {
@@ -33,6 +35,10 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
     await purgeExpiredIdempotencyKeys(deps.db);
   });
   await boss.schedule(QUEUES.expireStaleMeters, '* * * * *');
+  await boss.work(QUEUES.announceExpiredSubscriptions, () => announceExpiredSubscriptions(deps));
+  await boss.schedule(QUEUES.announceExpiredSubscriptions, '* * * * *');
+  await boss.work(QUEUES.purgeOldData, () => purgeOldData(deps.db, config));
+  await boss.schedule(QUEUES.purgeOldData, '*/10 * * * *');
 }
 
 /**

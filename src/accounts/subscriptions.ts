@@ -1,6 +1,9 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/database.ts';
+import type { PgBoss } from 'pg-boss';
+import type { Db, Tx } from '../db/database.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
+import { queueAccountEvent } from '../webhooks/deliver.ts';
+import type { WebhookEvent } from '../webhooks/events.ts';
 import { requireAccount } from './accounts.ts';
 import { InvalidInputError, NotFoundError, requireId } from './errors.ts';
 
@@ -56,6 +59,80 @@ export async function cancelSubscription(db: Db, accountId: string | number): Pr
     .executeTakeFirst();
   if (!row) throw new NotFoundError(`account ${accountId} has no subscription`);
   return toSubscription(row);
+}
+
+export type SubscriptionChange =
+  | { action: 'set'; accountId: string | number; planCode: string; months?: number; until?: Date }
+  | { action: 'cancel'; accountId: string | number };
+
+/**
+ * A change the account's webhook endpoints hear about (the CLI's `subscriptions set|cancel`):
+ * the change and its `subscription.*` event are committed in one transaction. Creating an
+ * account with a plan uses setSubscription alone: a new account has no endpoint to tell yet.
+ */
+export async function changeSubscription(deps: { db: Db; boss: PgBoss }, change: SubscriptionChange): Promise<Subscription> {
+  return deps.db.transaction().execute(async (tx) => {
+    const previousRow = await tx
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('account_id', '=', requireId(change.accountId, 'account id'))
+      .forUpdate()
+      .executeTakeFirst();
+    const previous = previousRow && toSubscription(previousRow);
+    const current = change.action === 'cancel' ? await cancelSubscription(tx, change.accountId) : await setSubscription(tx, change);
+    const type = subscriptionEventType(previous, current);
+    if (type) await announceSubscription(tx, deps.boss, type, current, previous);
+    return current;
+  });
+}
+
+function subscriptionEventType(previous: Subscription | undefined, current: Subscription): WebhookEvent | undefined {
+  if (!previous) return 'subscription.created';
+  if (current.status === 'cancelled') return previous.status === 'cancelled' ? undefined : 'subscription.cancelled';
+  const extended = current.planCode === previous.planCode && current.periodEnd > previous.periodEnd;
+  return extended ? 'subscription.renewed' : 'subscription.updated';
+}
+
+/**
+ * The scheduled job (every minute): each active subscription whose period has ended is
+ * announced as `subscription.expired` once per period end, marked in the same transaction.
+ */
+export async function announceExpiredSubscriptions(deps: { db: Db; boss: PgBoss }): Promise<number> {
+  return deps.db.transaction().execute(async (tx) => {
+    const expired = await tx
+      .updateTable('subscriptions')
+      .set({ expiry_announced_for: sql<Date>`period_end` })
+      .where('status', '=', 'active')
+      .where('period_end', '<=', sql<Date>`now()`)
+      .where(sql<boolean>`expiry_announced_for IS DISTINCT FROM period_end`)
+      .returningAll()
+      .execute();
+    for (const row of expired) await announceSubscription(tx, deps.boss, 'subscription.expired', toSubscription(row), undefined);
+    return expired.length;
+  });
+}
+
+async function announceSubscription(
+  tx: Tx,
+  boss: PgBoss,
+  type: WebhookEvent,
+  current: Subscription,
+  previous: Subscription | undefined,
+): Promise<void> {
+  await queueAccountEvent(tx, boss, {
+    accountId: current.accountId,
+    type,
+    data: { account_id: Number(current.accountId), ...subscriptionTerms(current), previous: previous ? subscriptionTerms(previous) : null },
+  });
+}
+
+function subscriptionTerms(subscription: Subscription) {
+  return {
+    plan: subscription.planCode,
+    status: subscription.state,
+    period_start: subscription.periodStart.toISOString(),
+    period_end: subscription.periodEnd.toISOString(),
+  };
 }
 
 /** undefined when the account has never had a subscription. */

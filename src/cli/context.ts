@@ -1,7 +1,9 @@
+import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config.ts';
 import { connectDatabase } from '../db/connect.ts';
 import { createDatabase, type Db } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
+import { createBoss } from '../queue.ts';
 import type { CommandArgs } from './args.ts';
 import type { Output } from './output.ts';
 
@@ -10,6 +12,8 @@ export interface CommandContext {
   output: Output;
   /** Opened on first use, so commands that need no database (read) never start one. */
   database(): Promise<Db>;
+  /** The job queue in that database, for commands whose change sends webhook events. */
+  queue(): Promise<PgBoss>;
 }
 
 export interface Command {
@@ -34,21 +38,33 @@ export async function withCommandContext<T>(
   use: (context: CommandContext) => Promise<T>,
 ): Promise<T> {
   let opened: Promise<OpenDatabase> | undefined;
+  let queue: Promise<PgBoss> | undefined;
+  const open = () => (opened ??= openDatabase(config));
   const context: CommandContext = {
     config,
     output,
-    database: async () => (await (opened ??= openDatabase(config))).db,
+    database: async () => (await open()).db,
+    queue: async () => (queue ??= open().then((database) => startQueue(database.url, config))),
   };
   try {
     return await use(context);
   } finally {
+    await queue?.then((boss) => boss.stop({ graceful: false }), () => {});
     await opened?.then((database) => database.close(), () => {});
   }
 }
 
 interface OpenDatabase {
   db: Db;
+  url: string;
   close(): Promise<void>;
+}
+
+/** Sends only: the worker processes supervise the queues. */
+async function startQueue(url: string, config: Config): Promise<PgBoss> {
+  const boss = createBoss(url, config, { supervise: false });
+  await boss.start();
+  return boss;
 }
 
 /**
@@ -66,6 +82,7 @@ async function openDatabase(config: Config): Promise<OpenDatabase> {
   const db = createDatabase(connection.url, 2);
   return {
     db,
+    url: connection.url,
     close: async () => {
       await db.destroy();
       await connection.stop();

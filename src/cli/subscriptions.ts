@@ -1,4 +1,4 @@
-import { cancelSubscription, setSubscription, type Subscription } from '../accounts/subscriptions.ts';
+import { changeSubscription, type Subscription } from '../accounts/subscriptions.ts';
 import { dateOption, idValue, integerOption, requiredOption, UsageError, type CommandArgs } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId } from './output.ts';
@@ -9,13 +9,14 @@ export const subscriptionCommands: Command[] = [
     synopsis: '--account ID --plan CODE (--months N | --until DATE)',
     description: "start or replace an account's subscription; a past --until records an expired one",
     options: { account: { type: 'string' }, plan: { type: 'string' }, months: { type: 'string' }, until: { type: 'string' } },
-    async run({ database, output }, args) {
-      const input = {
+    async run({ database, queue, output }, args) {
+      const change = {
+        action: 'set' as const,
         accountId: idValue(requiredOption(args, 'account'), '--account'),
         planCode: requiredOption(args, 'plan'),
         ...subscriptionTerm(args),
       };
-      const subscription = await setSubscription(await database(), input);
+      const subscription = await changeSubscription({ db: await database(), boss: await queue() }, change);
       output.print(subscriptionJson(subscription), describeSubscription(subscription));
     },
   },
@@ -24,9 +25,9 @@ export const subscriptionCommands: Command[] = [
     synopsis: '--account ID',
     description: "cancel an account's subscription",
     options: { account: { type: 'string' } },
-    async run({ database, output }, args) {
+    async run({ database, queue, output }, args) {
       const accountId = idValue(requiredOption(args, 'account'), '--account');
-      const subscription = await cancelSubscription(await database(), accountId);
+      const subscription = await changeSubscription({ db: await database(), boss: await queue() }, { action: 'cancel', accountId });
       output.print(subscriptionJson(subscription), describeSubscription(subscription));
     },
   },

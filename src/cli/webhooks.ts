@@ -1,6 +1,6 @@
 import { requireAccount } from '../accounts/accounts.ts';
-import type { WebhookEvent } from '../db/schema.ts';
 import { addWebhookEndpoint, listWebhookEndpoints } from '../webhooks/endpoints.ts';
+import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from '../webhooks/events.ts';
 import { idValue, optionalOption, requiredOption } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId, table } from './output.ts';
@@ -8,8 +8,10 @@ import { jsonId, table } from './output.ts';
 export const webhookCommands: Command[] = [
   {
     name: 'webhooks add',
-    synopsis: '--account ID --url URL [--events reading.completed,reading.failed]',
-    description: 'add a webhook endpoint and print its signing secret; it is shown this once only',
+    synopsis: '--account ID --url URL [--events EVENT,…]',
+    description:
+      'add a webhook endpoint and print its signing secret; it is shown this once only. ' +
+      `Events: ${WEBHOOK_EVENTS.join(', ')} (default ${DEFAULT_WEBHOOK_EVENTS.join(',')})`,
     options: { account: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' } },
     async run({ config, database, output }, args) {
       const accountId = idValue(requiredOption(args, 'account'), '--account');

@@ -22,6 +22,7 @@ export async function readingDetail(db: Db, accountId: string, referenceId: stri
       'm.error_code as errorCode',
       'm.error_message as errorMessage',
       'm.finished_at as finishedAt',
+      'm.image_removed_at as imageRemovedAt',
       'r.value',
       'r.escalated',
       'r.read_ms as readMs',

@@ -1,6 +1,7 @@
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Db as IDatabase } from 'pg-boss';
+import { pgConnectionOptions } from './connect.ts';
 import type { Database } from './schema.ts';
 
 // `date` columns (api_usage.month) stay 'YYYY-MM-DD' strings instead of local-time Dates.
@@ -16,7 +17,7 @@ export type Tx = Transaction<Database>;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 export function createDatabase(connectionString: string, maxConnections = 10, connectTimeoutMs = CONNECT_TIMEOUT_MS): Db {
-  const pool = new pg.Pool({ connectionString, max: maxConnections, connectionTimeoutMillis: connectTimeoutMs });
+  const pool = new pg.Pool({ ...pgConnectionOptions(connectionString), max: maxConnections, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection the server closes (restart, failover, shutdown) is dropped from the pool;
   // without a listener its error event would crash the process.
   pool.on('error', (error) => console.error(`[meterlens] idle database connection closed: ${error.message}`));

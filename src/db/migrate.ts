@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
+import { pgConnectionOptions } from './connect.ts';
 
 const SQL_DIR = path.join(import.meta.dirname, '..', '..', 'sql');
 const MIGRATION_FILE = /^(\d+)_[\w-]+\.sql$/;
@@ -13,7 +14,7 @@ const MIGRATION_LOCK_KEY = 741_208_113;
  * Returns the files applied by this call.
  */
 export async function migrate(connectionString: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString });
+  const client = new pg.Client(pgConnectionOptions(connectionString));
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

@@ -1,5 +1,8 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type { Plausibility } from '../readers/reader.ts';
+import type { DeliveryEvent, WebhookEvent } from '../webhooks/events.ts';
+
+export type { WebhookEvent };
 
 /** Where a plausibility window's reference came from (see src/pipeline/plausibility.ts). */
 export type ReferenceSource = 'previous_reading' | 'reading' | 'correction';
@@ -54,6 +57,8 @@ export interface SubscriptionsTable {
   period_start: Date;
   period_end: Date;
   updated_at: Generated<Date>;
+  /** The period_end whose passing was announced as `subscription.expired`. */
+  expiry_announced_for: ColumnType<Date | null, never, Date>;
 }
 
 export type ApiKeyStatus = 'active' | 'inactive';
@@ -90,6 +95,8 @@ export interface MetersTable {
   meter_point_id: ColumnType<string | null, string | number | null | undefined, never>;
   previous_reading: ColumnType<string | null, string | null | undefined, never>;
   previous_read_at: ColumnType<Date | null, Date | null | undefined, never>;
+  /** When the retention job deleted the photo; the meter and its reading stay. */
+  image_removed_at: ColumnType<Date | null, never, Date>;
 }
 export type Meter = Selectable<MetersTable>;
 
@@ -157,9 +164,9 @@ export interface ApiUsageTable {
   account_id: IdRef;
   month: ColumnType<Date, string, never>;
   request_count: number;
+  threshold_reached_at: ColumnType<Date | null, never, Date>;
+  limit_reached_at: ColumnType<Date | null, never, Date>;
 }
-
-export type WebhookEvent = 'reading.completed' | 'reading.failed';
 
 export interface WebhookEndpointsTable {
   id: Id;
@@ -180,8 +187,7 @@ export interface WebhookDeliveriesTable {
   event_id: string;
   endpoint_id: IdRef;
   meter_id: IdRef | null;
-  /** `webhook.test` is sent only by "send test event". */
-  event_type: WebhookEvent | 'webhook.test';
+  event_type: DeliveryEvent;
   /** json column: the exact text that is signed and sent. */
   payload: ColumnType<unknown, string, never>;
   status: Generated<DeliveryStatus>;

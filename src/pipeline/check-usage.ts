@@ -1,6 +1,10 @@
 import { sql } from 'kysely';
+import type { PgBoss } from 'pg-boss';
 import type { Db, Tx } from '../db/database.ts';
 import { ApiError } from '../errors.ts';
+import { usageRefusals } from '../metrics.ts';
+import { queueAccountEvent } from '../webhooks/deliver.ts';
+import { USAGE_THRESHOLD_SHARE } from '../webhooks/events.ts';
 import type { ActivePlan } from './check-subscription.ts';
 
 /** First day of the current calendar month in UTC, as 'YYYY-MM-01'. */
@@ -29,25 +33,63 @@ export function checkUsage(monthlyUsage: number, plan: ActivePlan): void {
 
 /**
  * Counts one accepted submission, unless that would pass the limit. The row lock taken by the
- * upsert serialises concurrent submissions of one account, so the limit holds exactly.
+ * upsert serialises concurrent submissions of one account, so the limit holds exactly, and so
+ * does the once-a-month announcement of each usage milestone.
  */
-export async function reserveUsage(tx: Tx, accountId: string, plan: ActivePlan): Promise<void> {
+export async function reserveUsage(tx: Tx, boss: PgBoss, accountId: string, plan: ActivePlan): Promise<void> {
   if (plan.monthlyRequestLimit <= 0) throw usageLimitReached(plan);
+  const month = usageMonth();
   const counted = await tx
     .insertInto('api_usage')
-    .values({ account_id: accountId, month: usageMonth(), request_count: 1 })
+    .values({ account_id: accountId, month, request_count: 1 })
     .onConflict((conflict) =>
       conflict
         .columns(['account_id', 'month'])
         .doUpdateSet({ request_count: sql`api_usage.request_count + 1` })
         .where('api_usage.request_count', '<', plan.monthlyRequestLimit),
     )
-    .returning('request_count')
+    .returning(['request_count', 'threshold_reached_at', 'limit_reached_at'])
     .executeTakeFirst();
   if (!counted) throw usageLimitReached(plan);
+  await announceUsageMilestone(tx, boss, { accountId, month }, plan, counted);
+}
+
+/**
+ * The first count this month at or past 80% of the limit sends `usage.threshold_reached`, the
+ * first at the limit `usage.limit_reached`. The row is still locked by reserveUsage's upsert, so
+ * of concurrent submissions only one sees a milestone unmarked; it marks it and announces it.
+ */
+async function announceUsageMilestone(
+  tx: Tx,
+  boss: PgBoss,
+  { accountId, month }: { accountId: string; month: string },
+  plan: ActivePlan,
+  usage: { request_count: number; threshold_reached_at: Date | null; limit_reached_at: Date | null },
+): Promise<void> {
+  const limit = plan.monthlyRequestLimit;
+  const count = usage.request_count;
+  const reachedLimit = count >= limit && !usage.limit_reached_at;
+  const reachedThreshold = count >= Math.ceil(limit * USAGE_THRESHOLD_SHARE) && !usage.threshold_reached_at;
+  if (!reachedLimit && !reachedThreshold) return;
+  // Reaching the limit also passes the threshold: both are marked, only the limit is announced.
+  await tx
+    .updateTable('api_usage')
+    .set({
+      threshold_reached_at: sql<Date>`coalesce(threshold_reached_at, now())`,
+      ...(reachedLimit && { limit_reached_at: sql<Date>`now()` }),
+    })
+    .where('account_id', '=', accountId)
+    .where('month', '=', sql<Date>`${month}::date`)
+    .execute();
+  await queueAccountEvent(tx, boss, {
+    accountId,
+    type: reachedLimit ? 'usage.limit_reached' : 'usage.threshold_reached',
+    data: { month: month.slice(0, 7), count, limit, plan: plan.planCode },
+  });
 }
 
 function usageLimitReached(plan: ActivePlan): ApiError {
+  usageRefusals.inc({ plan: plan.planCode });
   return new ApiError(
     422,
     'usage',

@@ -1,7 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Tx } from '../db/database.ts';
 import type { WebhookEvent } from '../db/schema.ts';
-import { queueEvent } from '../webhooks/deliver.ts';
+import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { plausibilityJson, type ReadContext } from './plausibility.ts';
 import type { ChainReading } from './read.ts';
 import { readingResult } from './reading-result.ts';
@@ -17,9 +17,7 @@ export type MeterOutcome =
  */
 export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promise<void> {
   const type: WebhookEvent = outcome.status === 'completed' ? 'reading.completed' : 'reading.failed';
-  await queueEvent(tx, boss, { type, data: eventData(outcome), meterId: outcome.meterId }, (eb) =>
-    eb.and([eb('account_id', '=', outcome.accountId), eb('enabled', '=', true), eb(eb.val(type), '=', eb.fn.any('events'))]),
-  );
+  await queueAccountEvent(tx, boss, { accountId: outcome.accountId, type, data: eventData(outcome), meterId: outcome.meterId });
 }
 
 function eventData(outcome: MeterOutcome): Record<string, unknown> {

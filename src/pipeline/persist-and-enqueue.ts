@@ -75,7 +75,7 @@ export async function persistAndEnqueue(
       .select(['meter.id', 'meter.reference_id'])
       .executeTakeFirstOrThrow();
     if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id });
-    await reserveUsage(tx, key.accountId, plan);
+    await reserveUsage(tx, deps.boss, key.accountId, plan);
     return { meterId: meter.id, referenceId: meter.reference_id };
   });
 }

@@ -1,5 +1,6 @@
 import sharp from 'sharp';
 import type { Config } from '../config.ts';
+import { observeReaderAttempts } from '../metrics.ts';
 import { judgeReading, type JudgedReading } from '../readers/plausibility.ts';
 import {
   ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind,
@@ -91,6 +92,7 @@ export class ReaderChain {
         attempts.push({ reader: reader.name, outcome: kind, ms: elapsed(), error: (error as Error).message });
       }
     }
+    observeReaderAttempts(attempts);
     const readMs = Math.round(performance.now() - started);
     if (best) {
       const frame = best.reading.counterBox ? await imageFrame(image) : undefined;

@@ -1,5 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
+import { observeFailedReading, observeReading } from '../metrics.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './plausibility.ts';
 import type { ChainReading } from './read.ts';
@@ -25,7 +26,7 @@ export interface FailureReason {
 export async function recordReading(
   deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading, context: ReadContext = { meterId: null },
 ): Promise<string | undefined> {
-  return deps.db.transaction().execute(async (tx) => {
+  const readingId = await deps.db.transaction().execute(async (tx) => {
     if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;
     const { id: readingId } = await tx
       .insertInto('readings')
@@ -56,14 +57,18 @@ export async function recordReading(
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
     return readingId;
   });
+  if (readingId) observeReading(result);
+  return readingId;
 }
 
 export async function recordFailure(deps: { db: Db; boss: PgBoss }, meter: MeterRef, reason: FailureReason): Promise<boolean> {
-  return deps.db.transaction().execute(async (tx) => {
+  const failed = await deps.db.transaction().execute(async (tx) => {
     if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...meter, error: reason });
     return true;
   });
+  if (failed) observeFailedReading(reason.code);
+  return failed;
 }
 
 /** pending → processing; false when the meter has already finished. */

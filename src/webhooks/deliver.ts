@@ -5,10 +5,12 @@ import type { PgBoss } from 'pg-boss';
 import { request } from 'undici';
 import type { Config } from '../config.ts';
 import { bossAdapter, type Db, type Tx } from '../db/database.ts';
-import type { Database, DeliveryStatus, WebhookEvent } from '../db/schema.ts';
+import type { Database, DeliveryStatus } from '../db/schema.ts';
+import { observeWebhookAttempt } from '../metrics.ts';
 import { enqueueDelivery } from '../queue.ts';
 import { publicOnlyAgent } from './address-guard.ts';
 import { endpointNotFound, parseId, WebhookEndpointError } from './endpoints.ts';
+import { EXAMPLE_EVENT_DATA, TEST_EVENT_KINDS, type DeliveryEvent, type WebhookEvent } from './events.ts';
 import { webhookHeaders } from './signature.ts';
 
 /**
@@ -30,9 +32,6 @@ export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [
   24 * 3600,
 ];
 const LONGEST_DELAY_SECONDS = Math.max(...WEBHOOK_RETRY_DELAYS_SECONDS);
-
-/** `webhook.test` is sent by sendTestEvent only; endpoints cannot subscribe to it. */
-export type DeliveryEvent = WebhookEvent | 'webhook.test';
 
 type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => Expression<SqlBool>;
 
@@ -68,6 +67,21 @@ export async function queueEvent(
     .execute();
   for (const { id, endpoint_id } of deliveries) await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id, endpointId: endpoint_id });
   return deliveries.map(({ id }) => id);
+}
+
+/**
+ * Inside the caller's transaction: the event goes to every enabled endpoint of the account that
+ * subscribes to it. Rolled back with the change it announces.
+ */
+export async function queueAccountEvent(
+  tx: Tx,
+  boss: PgBoss,
+  event: { accountId: string; type: WebhookEvent; data: Record<string, unknown>; meterId?: string },
+): Promise<void> {
+  const { accountId, type } = event;
+  await queueEvent(tx, boss, { type, data: event.data, meterId: event.meterId ?? null }, (eb) =>
+    eb.and([eb('account_id', '=', accountId), eb('enabled', '=', true), eb(eb.val<string>(type), '=', eb.fn.any('events'))]),
+  );
 }
 
 interface AttemptResult {
@@ -106,6 +120,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
   const attempt = delivery.attempt_count + 1;
   const startedAt = new Date();
   const result = await post(delivery, startedAt, deps.config);
+  observeWebhookAttempt(result);
   const next = nextStep(attempt, result);
 
   await deps.db.transaction().execute(async (tx) => {
@@ -229,8 +244,19 @@ export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliver
   });
 }
 
-/** Sends a `webhook.test` event to one endpoint, so its owner can check the receiver. */
-export async function sendTestEvent(db: Db, boss: PgBoss, accountId: string, endpointId: string): Promise<{ deliveryId: string }> {
+/**
+ * Sends a test event to one endpoint, so its owner can check the receiver: `webhook.test`, or an
+ * example of any event kind with `"test": true` in its data.
+ */
+export async function sendTestEvent(
+  db: Db,
+  boss: PgBoss,
+  accountId: string,
+  endpointId: string,
+  kind: string = 'webhook.test',
+): Promise<{ deliveryId: string }> {
+  const type = TEST_EVENT_KINDS.find((known) => known === kind);
+  if (!type) throw new WebhookEndpointError('invalid', `Unknown event kind: ${kind}`);
   return db.transaction().execute(async (tx) => {
     const endpoint = await tx
       .selectFrom('webhook_endpoints')
@@ -243,7 +269,7 @@ export async function sendTestEvent(db: Db, boss: PgBoss, accountId: string, end
     const [deliveryId] = await queueEvent(
       tx,
       boss,
-      { type: 'webhook.test', data: { endpoint_id: Number(endpoint.id) }, meterId: null },
+      { type, data: { ...EXAMPLE_EVENT_DATA[type], endpoint_id: Number(endpoint.id), test: true }, meterId: null },
       (eb) => eb('id', '=', endpoint.id),
     );
     return { deliveryId };

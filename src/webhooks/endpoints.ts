@@ -1,10 +1,11 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
-import type { WebhookEndpoint, WebhookEvent } from '../db/schema.ts';
+import type { WebhookEndpoint } from '../db/schema.ts';
 import { assertPublicUrl } from './address-guard.ts';
+import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from './events.ts';
 import { newWebhookSecret } from './signature.ts';
 
-export const WEBHOOK_EVENTS: readonly WebhookEvent[] = ['reading.completed', 'reading.failed'];
+export { WEBHOOK_EVENTS };
 
 const MAX_URL_LENGTH = 2048;
 
@@ -26,7 +27,7 @@ export async function addWebhookEndpoint(
   input: { accountId: string; url: string; events?: WebhookEvent[] },
 ): Promise<{ id: string; secret: string }> {
   const url = await validateUrl(input.url, config);
-  const events = validateEvents(input.events ?? [...WEBHOOK_EVENTS]);
+  const events = validateEvents(input.events ?? [...DEFAULT_WEBHOOK_EVENTS]);
   const secret = newWebhookSecret();
   const { id } = await db
     .insertInto('webhook_endpoints')
@@ -106,7 +107,7 @@ async function validateUrl(raw: string, config: Config): Promise<string> {
 
 function validateEvents(events: WebhookEvent[]): WebhookEvent[] {
   if (events.length === 0) throw new WebhookEndpointError('invalid', 'Choose at least one event');
-  const unknown = events.filter((event) => !WEBHOOK_EVENTS.includes(event));
+  const unknown = events.filter((event) => !(WEBHOOK_EVENTS as readonly string[]).includes(event));
   if (unknown.length) {
     throw new WebhookEndpointError('invalid', `Unknown events: ${unknown.join(', ')}; known events are ${WEBHOOK_EVENTS.join(', ')}`);
   }

@@ -6,6 +6,8 @@ import sharp from 'sharp';
 import t from 'tap';
 import { verifyPassword } from '../../src/accounts/users.ts';
 import { createDatabase } from '../../src/db/database.ts';
+import { WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
+import { newWebhookSecret } from '../../src/webhooks/signature.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../src/pipeline/authenticate.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
@@ -83,6 +85,10 @@ t.test('accounts create with a plan starts an active subscription; subscriptions
   const row = await db.selectFrom('subscriptions').selectAll().where('account_id', '=', account.id).executeTakeFirstOrThrow();
   t.equal(row.status, 'active');
   t.ok(row.period_end.getTime() > Date.now());
+  await db
+    .insertInto('webhook_endpoints')
+    .values({ account_id: account.id, url: 'http://127.0.0.1:9/hook', secret: newWebhookSecret(), events: [...WEBHOOK_EVENTS], disabled_reason: null })
+    .execute();
 
   const expired = await json(['subscriptions', 'set', '--account', String(account.id), '--plan', 'pro', '--until', '2020-01-01']);
   t.match(expired, { planCode: 'pro', status: 'active', state: 'expired', periodEnd: '2020-01-01T00:00:00.000Z' });
@@ -93,6 +99,13 @@ t.test('accounts create with a plan starts an active subscription; subscriptions
   t.match(await json(['subscriptions', 'cancel', '--account', String(account.id)]), { status: 'cancelled', state: 'cancelled' });
   const cancelledRow = await db.selectFrom('subscriptions').select('status').where('account_id', '=', account.id).executeTakeFirstOrThrow();
   t.equal(cancelledRow.status, 'cancelled');
+  const events = await db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).orderBy('id').execute();
+  t.same(
+    events.map((event) => event.event_type),
+    ['subscription.updated', 'subscription.renewed', 'subscription.cancelled'],
+    'each change sent its event (the new account had no endpoint to hear of its creation)',
+  );
+  t.match(events[0].payload, { data: { account_id: account.id, plan: 'pro', status: 'expired', previous: { plan: 'gold', status: 'active' } } });
 
   const human = await meterlens(['accounts', 'create', '--name', 'Beta']);
   t.match(human, { code: 0, stdout: /^created account \d+ "Beta"\n$/ });

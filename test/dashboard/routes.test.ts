@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/users.ts';
 import { buildApp } from '../../src/app.ts';
+import { purgeOldData } from '../../src/retention.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
@@ -244,6 +245,14 @@ t.test('dashboard routes', async (t) => {
     const twice = await waitFor(() => client.get(page), (response) => /data-label="Attempts">2</.test(response.text));
     t.match(twice.text, /data-label="Attempts">2</);
     t.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id'], 'same event id');
+
+    t.match((await client.get(page)).text, '<option value="subscription.expired">', 'the test button offers every kind');
+    t.equal((await client.post(`${page}/test`, { kind: 'usage.threshold_reached' })).location, page);
+    await receiver.waitFor(3);
+    t.match(JSON.parse(receiver.received[2].body), { event: 'usage.threshold_reached', data: { test: true, limit: Number } });
+    const unknownKind = await client.post(`${page}/test`, { kind: 'reading.maybe' });
+    t.equal(unknownKind.status, 400);
+    t.match(unknownKind.text, 'Unknown event kind');
   });
 
   t.test('usage and readings show what the API did, with the photo and the counter box', async (t) => {
@@ -287,6 +296,14 @@ t.test('dashboard routes', async (t) => {
     t.equal(image.headers.get('content-type'), 'image/jpeg');
     t.same([...image.bytes.subarray(0, 2)], [0xff, 0xd8], 'a JPEG');
     t.equal((await client.get('/dashboard/readings/not-a-uuid')).status, 404);
+
+    await sql`UPDATE meters SET created_at = now() - interval '91 days' WHERE reference_id = ${completed.body.reference_id}`.execute(service.db);
+    t.equal((await purgeOldData(service.db, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
+    const removed = await client.get(detailPath);
+    t.match(removed.text, /The photo was deleted on [^<]+: photos are kept for a limited time\. The reading stays\./);
+    t.notMatch(removed.text, '<img');
+    t.match(removed.text, '02390.276', 'the reading stays');
+    t.equal((await client.get(`${detailPath}/photo`)).status, 404);
   });
 
   t.test("an account sees only its own things: another account's ids give 404", async (t) => {

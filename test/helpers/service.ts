@@ -53,6 +53,9 @@ export async function startTestService(
   });
   const db = createDatabase(database.url);
   const boss = createBoss(database.url, config, { supervise: true });
+  // As in service.ts: a connection the server closes is reported, not a crash. Teardown drops the
+  // database while pg-boss's scheduled workers may still hold one.
+  boss.on('error', (error) => process.stderr.write(`# queue error: ${error.message}\n`));
   await boss.start();
   await ensureQueues(boss, config);
   const readers = await createReaderChain(config);

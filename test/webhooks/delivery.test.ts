@@ -314,6 +314,13 @@ t.test('sendTestEvent sends a webhook.test event to one enabled endpoint of the 
   const payload = new Webhook(endpoint.secret).verify(request.body, request.headers as Record<string, string>);
   t.match(payload, { event: 'webhook.test', data: { endpoint_id: Number(endpoint.id) } });
 
+  const usage = await sendTestEvent(db, boss, accountId, endpoint.id, 'usage.limit_reached');
+  t.match(await delivery(usage.deliveryId), {
+    event_type: 'usage.limit_reached',
+    payload: { event: 'usage.limit_reached', data: { test: true, month: /^\d{4}-\d{2}$/, count: Number, limit: Number, plan: String } },
+  });
+  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id, 'nonsense'), { name: 'WebhookEndpointError', reason: 'invalid', message: /Unknown event kind/ });
+
   await db.updateTable('webhook_endpoints').set({ enabled: false }).where('id', '=', endpoint.id).execute();
   await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id), { name: 'WebhookEndpointError', reason: 'invalid', message: /disabled/ });
 });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors.ts';
+import { acceptedSubmissions } from '../../metrics.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
@@ -53,6 +54,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const identity = identifyMeter(fields);
     if (await replayOrClaim(db, request, reply, submitter(request).key.accountId, image.upload)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, identity, mode: 'async' });
+    acceptedSubmissions.inc({ mode: 'async' });
     return reply
       .code(202)
       .header('location', `/api/meter-reading/${accepted.referenceId}`)
@@ -65,6 +67,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const identity = identifyMeter(fields);
     if (await replayOrClaim(db, request, reply, key.accountId, image.upload)) return reply;
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });
+    acceptedSubmissions.inc({ mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     const context = await readContext(db, accepted.meterId);
     let result;

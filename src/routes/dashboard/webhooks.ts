@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
 import type { WebhookEvent } from '../../db/schema.ts';
+import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS } from '../../webhooks/events.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { redeliver, sendTestEvent } from '../../webhooks/deliver.ts';
@@ -27,13 +28,20 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
       title: 'Webhooks',
       endpoints: await listWebhookEndpoints(db, accountId(request)),
       events: WEBHOOK_EVENTS,
-      form: { url: '', events: WEBHOOK_EVENTS },
+      form: { url: '', events: DEFAULT_WEBHOOK_EVENTS },
       ...data,
     });
 
   const endpointPage = async (request: FastifyRequest, reply: FastifyReply, id: string, secret?: { value: string; reason: string }) => {
     const endpoint = await webhookEndpoint(db, accountId(request), id);
-    return reply.page('webhook', { title: 'Webhook endpoint', section: 'webhooks', endpoint, secret, deliveries: await recentDeliveries(db, endpoint.id) });
+    return reply.page('webhook', {
+      title: 'Webhook endpoint',
+      section: 'webhooks',
+      endpoint,
+      secret,
+      testEventKinds: TEST_EVENT_KINDS,
+      deliveries: await recentDeliveries(db, endpoint.id),
+    });
   };
   const backTo = (reply: FastifyReply, id: string) => reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}`, 303);
 
@@ -70,8 +78,8 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
     });
   }
 
-  app.post<EndpointParams>('/webhooks/:id/test', async (request, reply) => {
-    await sendTestEvent(db, boss, accountId(request), request.params.id);
+  app.post<EndpointParams & { Body: { kind?: string } }>('/webhooks/:id/test', async (request, reply) => {
+    await sendTestEvent(db, boss, accountId(request), request.params.id, request.body?.kind);
     return backTo(reply, request.params.id);
   });
 

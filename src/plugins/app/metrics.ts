@@ -1,0 +1,41 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Db } from '../../db/database.ts';
+import { ApiError } from '../../errors.ts';
+import { httpRequestDuration, METRICS_CONTENT_TYPE, metricsText } from '../../metrics.ts';
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+
+/**
+ * Times every request by its route pattern (never the raw URL: ids would make a series each)
+ * and serves GET /metrics: to `Authorization: Bearer <METRICS_TOKEN>` when a token is set,
+ * otherwise to loopback clients only.
+ */
+export default fp(async (app: FastifyInstance, options: { db: Db; token: string | undefined }) => {
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    httpRequestDuration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  app.get('/metrics', async (request, reply) => {
+    authorizeScrape(request, options.token);
+    return reply.type(METRICS_CONTENT_TYPE).send(await metricsText(options.db));
+  });
+});
+
+function authorizeScrape(request: FastifyRequest, token: string | undefined): void {
+  if (token === undefined) {
+    if (!LOOPBACK.test(request.ip)) {
+      throw new ApiError(403, 'authorization', 'Metrics are served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere');
+    }
+    return;
+  }
+  const expected = Buffer.from(`Bearer ${token}`);
+  const given = Buffer.from(request.headers.authorization ?? '');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new ApiError(401, 'authorization', 'Metrics need Authorization: Bearer <METRICS_TOKEN>', {
+      headers: { 'www-authenticate': 'Bearer realm="metrics"' },
+    });
+  }
+}

@@ -1,0 +1,64 @@
+import { sql } from 'kysely';
+import type { Db } from './db/database.ts';
+
+/** Rows one statement deletes: short transactions that never hold many locks or much WAL. */
+const PURGE_BATCH_SIZE = 200;
+
+/**
+ * The scheduled purge (every 10 minutes): photos older than IMAGE_RETENTION_DAYS and finished
+ * webhook deliveries (with their attempts) older than WEBHOOK_RETENTION_DAYS. 0 keeps forever.
+ * pg-boss deletes its own finished jobs (FINISHED_JOB_RETENTION_DAYS, see queue.ts).
+ */
+export async function purgeOldData(
+  db: Db,
+  retention: { imageRetentionDays: number; webhookRetentionDays: number },
+): Promise<{ images: number; deliveries: number }> {
+  return {
+    images: await inBatches(retention.imageRetentionDays, (cutoff) => deleteImageBatch(db, cutoff)),
+    deliveries: await inBatches(retention.webhookRetentionDays, (cutoff) => deleteDeliveryBatch(db, cutoff)),
+  };
+}
+
+async function inBatches(retentionDays: number, deleteBatch: (cutoff: Date) => Promise<number>): Promise<number> {
+  if (retentionDays <= 0) return 0;
+  const cutoff = new Date(Date.now() - retentionDays * 86_400_000);
+  let deleted = 0;
+  for (;;) {
+    const count = await deleteBatch(cutoff);
+    deleted += count;
+    if (count < PURGE_BATCH_SIZE) return deleted;
+  }
+}
+
+/**
+ * Deletes the photos of finished meters submitted before the cutoff, oldest first, and marks
+ * their meters; meters and readings stay. Meter ids grow with time, so the scan along
+ * meter_images' primary key stops at the first photo that is young enough.
+ */
+async function deleteImageBatch(db: Db, cutoff: Date): Promise<number> {
+  const result = await sql<{ id: string }>`
+    WITH expired AS (
+      SELECT i.meter_id FROM meter_images i JOIN meters m ON m.id = i.meter_id
+      WHERE m.created_at < ${cutoff} AND m.status IN ('completed', 'failed')
+      ORDER BY i.meter_id LIMIT ${PURGE_BATCH_SIZE}
+    ), removed AS (
+      DELETE FROM meter_images WHERE meter_id IN (SELECT meter_id FROM expired) RETURNING meter_id
+    )
+    UPDATE meters SET image_removed_at = now() WHERE id IN (SELECT meter_id FROM removed) RETURNING id`.execute(db);
+  return result.rows.length;
+}
+
+async function deleteDeliveryBatch(db: Db, cutoff: Date): Promise<number> {
+  const result = await db
+    .deleteFrom('webhook_deliveries')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '<>', 'pending')
+        .where('created_at', '<', cutoff)
+        .limit(PURGE_BATCH_SIZE),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

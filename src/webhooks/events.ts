@@ -1,0 +1,61 @@
+/**
+ * Every event an endpoint can subscribe to, in the order the dashboard's checkboxes show them.
+ * The CLI's --events, the dashboard and the endpoint check all read this list.
+ */
+export const WEBHOOK_EVENTS = [
+  'reading.completed',
+  'reading.failed',
+  'usage.threshold_reached',
+  'usage.limit_reached',
+  'subscription.created',
+  'subscription.renewed',
+  'subscription.updated',
+  'subscription.cancelled',
+  'subscription.expired',
+] as const;
+
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** What an endpoint receives when it chooses nothing: the results of the readings it submits. */
+export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEvent[] = ['reading.completed', 'reading.failed'];
+
+/** `webhook.test` is sent by the test button only; endpoints cannot subscribe to it. */
+export type DeliveryEvent = WebhookEvent | 'webhook.test';
+
+export const TEST_EVENT_KINDS: readonly DeliveryEvent[] = ['webhook.test', ...WEBHOOK_EVENTS];
+
+/** Share of the plan's monthly limit at which `usage.threshold_reached` is sent. */
+export const USAGE_THRESHOLD_SHARE = 0.8;
+
+const exampleTerms = {
+  plan: 'starter',
+  status: 'active',
+  period_start: '2026-11-01T00:00:00.000Z',
+  period_end: '2026-12-01T00:00:00.000Z',
+};
+const exampleSubscription = { account_id: 1, ...exampleTerms };
+
+/** What each event's `data` looks like; the test button sends these, marked `"test": true`. */
+export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> = {
+  'webhook.test': {},
+  'reading.completed': {
+    reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+    reading: '02390.276',
+    value: 2390.276,
+    confidence: 97,
+    escalated: false,
+    model: 'local-crnn-v6',
+    reading_id: 42,
+  },
+  'reading.failed': {
+    reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+    error: { code: 'unreadable', message: 'No reader found a reading in the photo' },
+  },
+  'usage.threshold_reached': { month: '2026-11', count: 800, limit: 1000, plan: 'starter' },
+  'usage.limit_reached': { month: '2026-11', count: 1000, limit: 1000, plan: 'starter' },
+  'subscription.created': { ...exampleSubscription, previous: null },
+  'subscription.renewed': { ...exampleSubscription, period_end: '2027-01-01T00:00:00.000Z', previous: exampleTerms },
+  'subscription.updated': { ...exampleSubscription, plan: 'pro', previous: exampleTerms },
+  'subscription.cancelled': { ...exampleSubscription, status: 'cancelled', previous: exampleTerms },
+  'subscription.expired': { ...exampleSubscription, status: 'expired', previous: null },
+};
