@@ -82,7 +82,7 @@ t.test('with METRICS_TOKEN, a scrape without the token is refused', async (t) =>
 });
 
 t.test("the worker's metrics server: without a token, loopback clients only", async (t) => {
-  const server = await buildMetricsServer({ config: loadConfig({ TRUST_PROXY_HOPS: '0' }), db: service.db });
+  const server = await buildMetricsServer({ config: loadConfig({ TRUST_PROXY: 'none' }), db: service.db });
   t.teardown(() => server.close());
   const local = await server.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
   t.equal(local.statusCode, 200);
