@@ -53,6 +53,13 @@ export async function startTestService(
   });
   const db = createDatabase(database.url);
   const boss = createBoss(database.url, config, { supervise: true });
+  // The teardown drops the database under pg-boss's pool, which may still hold a connection that a
+  // job's late settlement opened; like the service, that is an error event, not a crash. Before
+  // the teardown any queue error fails the test.
+  let tearingDown = false;
+  boss.on('error', (error) => {
+    if (!tearingDown) t.fail(`queue error: ${error.message}`);
+  });
   await boss.start();
   await ensureQueues(boss, config);
   const readers = await createReaderChain(config);
@@ -60,6 +67,7 @@ export async function startTestService(
   const app = await buildApp({ config, db, boss, readers }, { logger: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   t.teardown(async () => {
+    tearingDown = true;
     await app.close();
     await boss.stop({ graceful: false });
     await db.destroy();
