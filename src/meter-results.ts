@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
 import type { MeterStatus } from './db/schema.ts';
 import { ApiError } from './errors.ts';
+import { storedPlausibilityColumns, storedPlausibilityJson } from './pipeline/plausibility.ts';
 import { readingResult } from './pipeline/reading-result.ts';
 import type { MeterResult } from './schemas/meter-reading.ts';
 
@@ -51,7 +52,10 @@ function results(db: Db, accountId: string) {
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
+    .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .select([
+      'p.external_id as meter_id',
+      ...storedPlausibilityColumns,
       'm.reference_id',
       'm.status',
       'm.created_at',
@@ -96,5 +100,7 @@ function toMeterResult(row: ResultRow): MeterResult {
       counterBox: row.counter_box,
       frame: row.width && row.height ? { width: row.width, height: row.height } : null,
     }),
+    meter_id: row.meter_id,
+    plausibility: storedPlausibilityJson(row) ?? undefined,
   };
 }

@@ -1,8 +1,5 @@
-import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { ReferenceSource } from '../db/schema.ts';
-import { plausibilityJson } from '../pipeline/plausibility.ts';
-import type { Plausibility } from '../readers/reader.ts';
+import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
 
 /**
  * Submissions with their machine reading, its plausibility and the newest human correction:
@@ -33,13 +30,7 @@ export function submissionRecords(db: Db, accountId: string) {
       'r.reading',
       'r.value',
       'r.confidence',
-      sql<Plausibility | null>`r.plausibility`.as('plausibility'),
-      'r.reference_reading as referenceReading',
-      sql<ReferenceSource | null>`r.reference_source`.as('referenceSource'),
-      'r.window_min as windowMin',
-      'r.window_max as windowMax',
-      'r.unconstrained_reading as unconstrainedReading',
-      'r.plausibility_reason as plausibilityReason',
+      ...storedPlausibilityColumns,
       'c.reading as correctedReading',
       'c.value as correctedValue',
       'c.corrected_by as correctedBy',
@@ -72,23 +63,7 @@ export function submissionJson(record: SubmissionRecord) {
     value: record.value === null ? null : Number(record.value),
     confidence: record.confidence,
     reading_id: record.readingId === null ? null : Number(record.readingId),
-    plausibility: record.plausibility
-      ? plausibilityJson(
-        {
-          plausibility: record.plausibility,
-          unconstrainedReading: record.unconstrainedReading ?? undefined,
-          plausibilityReason: record.plausibilityReason ?? undefined,
-        },
-        {
-          reference: record.referenceReading && record.referenceSource
-            ? { reading: record.referenceReading, source: record.referenceSource, readAt: null }
-            : undefined,
-          window: record.referenceReading && record.windowMin !== null && record.windowMax !== null
-            ? { reference: record.referenceReading, min: Number(record.windowMin), max: Number(record.windowMax) }
-            : undefined,
-        },
-      )
-      : null,
+    plausibility: storedPlausibilityJson(record),
     correction: record.correctedReading
       ? {
         reading: record.correctedReading,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ReferenceSource } from '../db/schema.ts';
-import type { PlausibilityWindow } from '../readers/reader.ts';
+import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 import type { ChainReading } from './read.ts';
 
 /** However little time has passed, the window allows this many hours of the maximum flow. */
@@ -74,6 +74,47 @@ export function plausibilityJson(
     ...(reading.unconstrainedReading ? { unconstrained_reading: reading.unconstrainedReading } : {}),
     ...(reading.plausibilityReason ? { reason: reading.plausibilityReason } : {}),
   };
+}
+
+/** A reading's plausibility as the readings table stores it (the columns' camel-cased names). */
+export interface StoredPlausibility {
+  plausibility: Plausibility | null;
+  referenceReading: string | null;
+  referenceSource: ReferenceSource | null;
+  windowMin: string | null;
+  windowMax: string | null;
+  unconstrainedReading: string | null;
+  plausibilityReason: string | null;
+}
+
+/** The readings columns behind StoredPlausibility, for a query that joins readings as `r`. */
+export const storedPlausibilityColumns = [
+  sql<Plausibility | null>`r.plausibility`.as('plausibility'),
+  sql<string | null>`r.reference_reading`.as('referenceReading'),
+  sql<ReferenceSource | null>`r.reference_source`.as('referenceSource'),
+  sql<string | null>`r.window_min`.as('windowMin'),
+  sql<string | null>`r.window_max`.as('windowMax'),
+  sql<string | null>`r.unconstrained_reading`.as('unconstrainedReading'),
+  sql<string | null>`r.plausibility_reason`.as('plausibilityReason'),
+];
+
+/** plausibilityJson of a stored reading; null for a submission with no reading. */
+export function storedPlausibilityJson(stored: StoredPlausibility) {
+  if (!stored.plausibility) return null;
+  const { referenceReading, referenceSource, windowMin, windowMax } = stored;
+  return plausibilityJson(
+    {
+      plausibility: stored.plausibility,
+      unconstrainedReading: stored.unconstrainedReading ?? undefined,
+      plausibilityReason: stored.plausibilityReason ?? undefined,
+    },
+    {
+      reference: referenceReading && referenceSource ? { reading: referenceReading, source: referenceSource, readAt: null } : undefined,
+      window: referenceReading && windowMin !== null && windowMax !== null
+        ? { reference: referenceReading, min: Number(windowMin), max: Number(windowMax) }
+        : undefined,
+    },
+  );
 }
 
 async function lastTrustedReading(

@@ -2,7 +2,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { purgeExpiredIdempotencyKeys } from '../../../src/pipeline/idempotency.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
-import { createCustomer, startTestService, submitPhoto, waitFor, type Customer, type TestService } from '../../helpers/service.ts';
+import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type Customer, type TestService } from '../../helpers/service.ts';
 
 async function meterCount(service: TestService, customer: Customer): Promise<number> {
   const row = await service.db.selectFrom('meters').select(sql<number>`count(*)::int`.as('count')).where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
@@ -34,6 +34,8 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
     t.equal(await usage(service, customer), 1);
     const another = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('retry-2') });
     t.not(another.body.reference_id, first.body.reference_id, 'another key is another submission');
+    // Both are read in the background (the model is asked once each); the next test counts the model's requests.
+    for (const { body } of [first, another]) await waitForMeter(service.db, body.reference_id);
   });
 
   t.test('sync: a retry replays the reading without asking the model again', async (t) => {
