@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
-const ReferenceId = Type.String({ format: 'uuid', description: 'The submission’s reference, returned when it was accepted' });
-const MeterStatus = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
+export const ReferenceId = Type.String({ format: 'uuid', description: 'The submission’s reference, returned when it was accepted' });
+export const MeterStatus = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
 
 const CounterBox = Type.Object(
   {
@@ -165,7 +165,7 @@ const SubmissionErrors = {
 };
 
 /** The multipart form both POST endpoints read; documented only (the route streams it itself). */
-export const MeterPhotoUpload = Type.Object({
+const MeterPhotoUpload = Type.Object({
   image: Type.String({
     format: 'binary',
     contentMediaType: 'application/octet-stream',
@@ -205,7 +205,7 @@ export const WebhookTestEvent = Type.Object({
   data: Type.Object({ endpoint_id: Type.Integer() }),
 });
 
-const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders };
+const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders, documentation: { body: MeterPhotoUpload } };
 
 /** Route schema of POST /api/meter-reading. */
 export const AsyncSubmission = {

@@ -1,8 +1,10 @@
 import t from 'tap';
+import Fastify from 'fastify';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
+import openapi from '../../src/plugins/external/openapi.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import { createCustomer, startTestService, waitFor, waitForMeter } from '../helpers/service.ts';
 
@@ -25,13 +27,24 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   t.equal(documentResponse.status, 200);
   const document: any = await documentResponse.json();
   t.equal(document.openapi, '3.1.0');
-  t.same(Object.keys(document.paths).sort(), ['/api/meter-reading', '/api/meter-reading/sync', '/api/meter-reading/{reference_id}', '/api/meter-readings', '/healthz', '/readyz']);
+  t.same(Object.keys(document.paths).sort(), [
+    '/api/meter-reading', '/api/meter-reading/sync', '/api/meter-reading/{reference_id}', '/api/meter-reading/{reference_id}/correction',
+    '/api/meter-readings', '/api/meters/{meter_id}', '/api/meters/{meter_id}/readings', '/healthz', '/readyz',
+  ]);
   t.same(Object.keys(document.webhooks).sort(), ['reading.completed', 'reading.failed', 'webhook.test']);
   t.match(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
   t.match(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, {
     required: ['image'],
     properties: { image: { format: 'binary' }, meter_id: {}, previous_reading: {}, previous_read_at: {} },
   });
+  t.match(document.paths['/api/meter-reading/{reference_id}/correction'].post.requestBody.content['application/json'].schema, {
+    required: ['reading'],
+  }, 'a body the route checks itself is documented');
+  t.match(document.paths['/api/meters/{meter_id}/readings'].get.parameters, [
+    { in: 'query', name: 'limit', schema: { type: 'integer', maximum: 100 } },
+    { in: 'query', name: 'cursor' },
+    { in: 'path', name: 'meter_id', schema: { pattern: String } },
+  ], 'so are a query and a path parameter the route checks itself');
 
   const exchanges: Exchange[] = [];
   async function call(method: string, operation: string, path: string, init: RequestInit = {}): Promise<Exchange> {
@@ -40,11 +53,13 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     exchanges.push(exchange);
     return exchange;
   }
-  const upload = (image: Buffer) => {
+  const upload = (image: Buffer, fields: Record<string, string> = {}) => {
     const form = new FormData();
+    Object.entries(fields).forEach(([name, value]) => form.append(name, value));
     form.append('image', new Blob([image]), 'meter.jpg');
     return form;
   };
+  const json = (body: unknown) => ({ headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
@@ -72,6 +87,25 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   await call('GET', '/api/meter-readings', '/api/meter-readings?limit=2', { headers: auth });
   await call('GET', '/api/meter-readings', '/api/meter-readings?status=failed&created_after=2020-01-01T00:00:00Z', { headers: auth });
   await call('GET', '/api/meter-readings', '/api/meter-readings?limit=1000', { headers: auth });
+
+  const meterPath = `/api/meters/${encodeURIComponent('SN/4711')}`;
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 6 }));
+  const metered = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo, { meter_id: 'SN/4711' }) });
+  await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo, { meter_id: 'SN/4711', previous_reading: '3000' }) });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: null }));
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 0 }));
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"max_flow' });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/xml' }, body: '<max_flow/>' });
+  const correctionPath = `/api/meter-reading/${referenceOf(metered)}/correction`;
+  await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: '02390.300' }));
+  await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: 'twelve' }));
+  await call('POST', '/api/meter-reading/{reference_id}/correction', '/api/meter-reading/00000000-0000-4000-8000-000000000000/correction', json({ reading: '1' }));
+  await service.db.updateTable('meters').set({ status: 'processing' }).where('reference_id', '=', referenceOf(accepted)).execute();
+  await call('POST', '/api/meter-reading/{reference_id}/correction', `/api/meter-reading/${referenceOf(accepted)}/correction`, json({ reading: '1' }));
+  const firstPage = await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${(firstPage.body as { next_cursor: string }).next_cursor}`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=0`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', '/api/meters/unknown/readings', { headers: auth });
   await call('GET', '/healthz', '/healthz');
   await call('GET', '/readyz', '/readyz');
 
@@ -95,7 +129,12 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     }
   }
   const statuses = new Set(exchanges.map((exchange) => `${exchange.method} ${exchange.operation} ${exchange.status}`));
-  for (const expected of ['post /api/meter-reading 202', 'post /api/meter-reading 422', 'post /api/meter-reading/sync 200', 'post /api/meter-reading/sync 422', 'post /api/meter-reading/sync 503', 'get /api/meter-reading/{reference_id} 200', 'get /api/meter-reading/{reference_id} 404', 'get /api/meter-readings 200', 'get /api/meter-readings 422']) {
+  for (const expected of [
+    'get /api/meters/{meter_id}/readings 200', 'get /api/meters/{meter_id}/readings 404', 'get /api/meters/{meter_id}/readings 422',
+    'patch /api/meters/{meter_id} 200', 'patch /api/meters/{meter_id} 400', 'patch /api/meters/{meter_id} 415', 'patch /api/meters/{meter_id} 422',
+    'post /api/meter-reading/{reference_id}/correction 200', 'post /api/meter-reading/{reference_id}/correction 404',
+    'post /api/meter-reading/{reference_id}/correction 409', 'post /api/meter-reading/{reference_id}/correction 422',
+    'post /api/meter-reading 202', 'post /api/meter-reading 422', 'post /api/meter-reading/sync 200', 'post /api/meter-reading/sync 422', 'post /api/meter-reading/sync 503', 'get /api/meter-reading/{reference_id} 200', 'get /api/meter-reading/{reference_id} 404', 'get /api/meter-readings 200', 'get /api/meter-readings 422']) {
     t.ok(statuses.has(expected), `exercised ${expected}`);
   }
   for (const [path, operations] of Object.entries(document.paths)) {
@@ -112,6 +151,17 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     const validate = ajv.getSchema(`openapi.json#/${pointer('webhooks', delivery.event_type, 'post', 'requestBody', 'content', 'application/json', 'schema')}`);
     t.ok(validate?.(delivery.payload), `the ${delivery.event_type} webhook payload validates`, { errors: validate?.errors });
   }
+});
+
+t.test('a route without a schema does not break the document; only /api routes are in it', async (t) => {
+  const app = Fastify();
+  t.teardown(() => app.close());
+  await app.register(openapi);
+  app.get('/api/undocumented', async () => ({}));
+  app.get('/dashboard/undocumented', async () => ({}));
+  const response = await app.inject({ method: 'GET', url: '/openapi.json' });
+  t.equal(response.statusCode, 200);
+  t.same(Object.keys(response.json().paths), ['/api/undocumented']);
 });
 
 t.test('GET /docs: a reference page that loads nothing from outside', async (t) => {

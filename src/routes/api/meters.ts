@@ -6,6 +6,7 @@ import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-p
 import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { meterIdField, readingField } from '../../pipeline/identify-meter.ts';
+import { MeterHistory, MeterSettingsChange, ReadingCorrection } from '../../schemas/meters.ts';
 
 const DEFAULT_HISTORY_LIMIT = 20;
 
@@ -15,9 +16,9 @@ declare module 'fastify' {
   }
 }
 
-type HistoryRequest = { Params: { meterId: string }; Querystring: { limit?: string; cursor?: string } };
-type SettingsRequest = { Params: { meterId: string }; Body: unknown };
-type CorrectionRequest = { Params: { referenceId: string }; Body: unknown };
+type HistoryRequest = { Params: { meter_id: string }; Querystring: { limit?: string; cursor?: string } };
+type SettingsRequest = { Params: { meter_id: string }; Body: unknown };
+type CorrectionRequest = { Params: { reference_id: string }; Body: unknown };
 
 /**
  * A meter's history and corrections of readings. Authenticated like the submit endpoints, but
@@ -30,8 +31,8 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     request.apiKey = await authenticate(db, request.headers.authorization);
   });
 
-  app.get<HistoryRequest>('/meters/:meterId/readings', async (request) => {
-    const meterId = meterIdField(request.params.meterId);
+  app.get<HistoryRequest>('/meters/:meter_id/readings', { schema: MeterHistory }, async (request) => {
+    const meterId = meterIdField(request.params.meter_id);
     const limit = historyLimit(request.query.limit);
     const before = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
     if (request.query.cursor !== undefined && !before) throw new ApiError(422, 'cursor', 'cursor must be a next_cursor this API returned');
@@ -45,8 +46,8 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   });
 
   /** The meter's own max flow for its plausibility window (null: the account's); names a meter before its first photo too. */
-  app.patch<SettingsRequest>('/meters/:meterId', async (request) => {
-    const meterId = meterIdField(request.params.meterId);
+  app.patch<SettingsRequest>('/meters/:meter_id', { schema: MeterSettingsChange }, async (request) => {
+    const meterId = meterIdField(request.params.meter_id);
     const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
     if (maxFlow !== null && !isMaxFlow(maxFlow)) {
       throw new ApiError(422, 'max_flow_m3_per_hour', `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`);
@@ -55,10 +56,10 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     return { meter_id: settings.meterId, max_flow_m3_per_hour: settings.maxFlow, effective_max_flow_m3_per_hour: settings.effectiveMaxFlow };
   });
 
-  app.post<CorrectionRequest>('/meter-reading/:referenceId/correction', async (request) => {
+  app.post<CorrectionRequest>('/meter-reading/:reference_id/correction', { schema: ReadingCorrection }, async (request) => {
     const key = apiKey(request);
     const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
-    const corrected = await correctReading(db, key.accountId, request.params.referenceId, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    const corrected = await correctReading(db, key.accountId, request.params.reference_id, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
     if (corrected.outcome === 'not_found') throw new ApiError(404, 'reference_id', 'No submission with this reference_id in your account');
     if (corrected.outcome === 'not_finished') throw new ApiError(409, 'reference_id', 'The submission is still being read: correct it once it has finished');
     return submissionJson(corrected.record);

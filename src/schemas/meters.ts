@@ -1,0 +1,162 @@
+import { Type } from '@sinclair/typebox';
+import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
+import { MAX_FLOW_LIMIT } from '../meters/meter-points.ts';
+import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
+import {
+  errorEnvelope,
+  MeterReferenceParams,
+  MeterStatus,
+  PlausibilityResponse,
+  ReferenceId,
+  SERVER_ERROR,
+} from './meter-reading.ts';
+
+/** Documentation only: the routes check meter_id themselves, to answer 422 `meter_id` rather than 400. */
+const MeterParams = Type.Object({
+  meter_id: Type.String({
+    pattern: METER_ID_PATTERN.source,
+    description: 'Your identifier of the physical meter (a `/` in it is sent percent-encoded: `SN%2F4711`)',
+  }),
+});
+
+const Correction = Type.Object(
+  {
+    reading: Type.String({ description: 'The reading a person gave' }),
+    value: Type.Number(),
+    corrected_by: Type.String({ description: '`api key N`, or the dashboard user’s email' }),
+    corrected_at: Type.String({ format: 'date-time' }),
+  },
+  { description: 'The newest correction; the machine’s reading stays beside it' },
+);
+
+const SUBMISSION_EXAMPLE = {
+  reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+  status: 'completed',
+  submitted_at: '2026-11-22T10:15:00.000Z',
+  meter_id: 'SN-4711',
+  reading: '00600.494',
+  value: 600.494,
+  confidence: 18,
+  reading_id: 42,
+  plausibility: {
+    status: 'implausible',
+    reference: '00606.100',
+    reference_source: 'reading',
+    window: { min: 606.099, max: 666.1 },
+    reason: 'The reading 600.494 is below the reference reading 00606.100',
+  },
+  correction: { reading: '00606.494', value: 606.494, corrected_by: 'api key 3', corrected_at: '2026-11-22T10:20:00.000Z' },
+};
+
+/** A submission as a meter's history and a correction show it: the machine's reading and a person's beside it. */
+const MeterSubmission = Type.Object(
+  {
+    reference_id: ReferenceId,
+    status: MeterStatus,
+    submitted_at: Type.String({ format: 'date-time' }),
+    meter_id: Type.Union([Type.String(), Type.Null()]),
+    reading: Type.Union([Type.String(), Type.Null()], { description: 'The machine’s reading; null until read, or when it found none' }),
+    value: Type.Union([Type.Number(), Type.Null()]),
+    confidence: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()]),
+    reading_id: Type.Union([Type.Integer(), Type.Null()]),
+    plausibility: Type.Union([PlausibilityResponse, Type.Null()]),
+    correction: Type.Union([Correction, Type.Null()]),
+  },
+  { description: 'The submission: the machine’s reading, its plausibility, and the newest correction', examples: [SUBMISSION_EXAMPLE] },
+);
+
+const MeterHistoryPage = Type.Object(
+  {
+    meter_id: Type.String(),
+    readings: Type.Array(MeterSubmission, { description: 'Every submission of the meter (pending and failed too), newest first' }),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass back as `cursor` for the next page; null on the last page' }),
+  },
+  { description: 'A page of the meter’s history', examples: [{ meter_id: 'SN-4711', next_cursor: 'bTQy', readings: [SUBMISSION_EXAMPLE] }] },
+);
+
+const MeterSettings = Type.Object(
+  {
+    meter_id: Type.String(),
+    max_flow_m3_per_hour: Type.Union([Type.Number(), Type.Null()], { description: 'The meter’s own; null: the account’s applies' }),
+    effective_max_flow_m3_per_hour: Type.Number({ description: 'The max flow its plausibility windows use' }),
+  },
+  { description: 'The meter’s settings', examples: [{ meter_id: 'SN-4711', max_flow_m3_per_hour: 6, effective_max_flow_m3_per_hour: 6 }] },
+);
+
+const AUTHORIZATION_ERROR = '`authorization`: bad or inactive key';
+const BODY_ERROR = '`request`: the body is not valid JSON';
+const MEDIA_TYPE_ERROR = '`request`: the body is not `application/json`';
+
+const tags = ['Meters'];
+
+/** Route schema of GET /api/meters/{meter_id}/readings; its query is checked by the route (422 `limit`, `cursor`). */
+export const MeterHistory = {
+  tags,
+  summary: 'A meter’s submissions, newest first',
+  description: 'Not counted as usage; works without a current subscription.',
+  documentation: {
+    params: MeterParams,
+    querystring: Type.Object({
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
+      cursor: Type.Optional(Type.String({ description: 'A `next_cursor` of the previous page' })),
+    }),
+  },
+  response: {
+    200: MeterHistoryPage,
+    404: errorEnvelope('`meter_id`: no meter of this account has this meter_id'),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`meter_id\`, \`limit\` or \`cursor\` malformed`),
+    500: errorEnvelope(SERVER_ERROR),
+  },
+};
+
+/** Route schema of PATCH /api/meters/{meter_id}; its body is checked by the route (422 `max_flow_m3_per_hour`). */
+export const MeterSettingsChange = {
+  tags,
+  summary: 'Set a meter’s max flow for its plausibility window',
+  description: 'Creates the meter if it has had no photo yet.',
+  documentation: {
+    params: MeterParams,
+    body: Type.Object(
+      {
+        max_flow_m3_per_hour: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: MAX_FLOW_LIMIT }), Type.Null()], {
+          description: 'In m³/h; null: the account’s default again',
+        }),
+      },
+      { examples: [{ max_flow_m3_per_hour: 6 }] },
+    ),
+  },
+  response: {
+    200: MeterSettings,
+    400: errorEnvelope(BODY_ERROR),
+    415: errorEnvelope(MEDIA_TYPE_ERROR),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`meter_id\` or \`max_flow_m3_per_hour\` malformed`),
+    500: errorEnvelope(SERVER_ERROR),
+  },
+};
+
+/** Route schema of POST /api/meter-reading/{reference_id}/correction; its body is checked by the route (422 `reading`). */
+export const ReadingCorrection = {
+  tags,
+  summary: 'Correct or confirm a submission’s reading',
+  description: 'The corrected value becomes the meter’s reference for its next photo; the machine’s reading stays.',
+  params: MeterReferenceParams,
+  documentation: {
+    body: Type.Object(
+      {
+        reading: Type.Union([Type.String(), Type.Number({ minimum: 0 })], {
+          description: 'Digits with at most one decimal point, e.g. "00606.494"; a number is taken as its digits',
+        }),
+      },
+      { examples: [{ reading: '00606.494' }] },
+    ),
+  },
+  response: {
+    200: MeterSubmission,
+    400: errorEnvelope(BODY_ERROR),
+    404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
+    409: errorEnvelope('`reference_id`: the submission is still being read'),
+    415: errorEnvelope(MEDIA_TYPE_ERROR),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`reading\` malformed`),
+    500: errorEnvelope(SERVER_ERROR),
+  },
+};
