@@ -1,13 +1,14 @@
+import { sql } from 'kysely';
 import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import { announceExpiredSubscriptions } from './accounts/subscriptions.ts';
 import type { Config } from './config.ts';
-import type { Db } from './db/database.ts';
+import { bossAdapter, type Db } from './db/database.ts';
 import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
 import { normaliseUpload } from './pipeline/normalise.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
-import { QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import { enqueueDelivery, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
 import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
 
@@ -26,9 +27,10 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
   await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, polling, (job) => readMeter(deps, job));
   // A receiver that never answers holds at most webhookEndpointConcurrency of the delivery slots.
   const perEndpoint = { ...polling, groupConcurrency: config.webhookEndpointConcurrency };
-  await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, config.webhookConcurrency, perEndpoint, (job) =>
-    deliverWebhook(deps, job.data.deliveryId),
-  );
+  await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, config.webhookConcurrency, perEndpoint, async (job) => {
+    if (await withinEndpointShare(deps, job)) await deliverWebhook(deps, job.data.deliveryId);
+    else await enqueueDelivery(boss, bossAdapter(deps.db), job.data, new Date(Date.now() + OVER_SHARE_DELAY_MS));
+  });
   await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));
   await boss.work(QUEUES.expireStaleMeters, async () => {
     await expireStaleMeters(deps, config.meterDeadlineSeconds);
@@ -39,6 +41,25 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
   await boss.schedule(QUEUES.announceExpiredSubscriptions, '* * * * *');
   await boss.work(QUEUES.purgeOldData, () => purgeOldData(deps.db, config));
   await boss.schedule(QUEUES.purgeOldData, '*/10 * * * *');
+}
+
+/** How long an attempt admitted beyond its endpoint's share waits before it is fetched again. */
+const OVER_SHARE_DELAY_MS = 1000;
+
+/**
+ * pg-boss bounds a group's active jobs when it fetches, but fetches that run at the same instant
+ * (a burst wakes every delivery worker) can each see room and together take more. Every admitted
+ * attempt is active and committed before its handler runs, so each sees the others: the oldest
+ * `webhookEndpointConcurrency` of the endpoint go ahead, the rest are queued again without an attempt.
+ */
+async function withinEndpointShare(deps: WorkerDeps, job: Job<DeliverWebhookJob>): Promise<boolean> {
+  const { rows } = await sql<{ ahead: number }>`
+    SELECT count(*)::int AS ahead
+    FROM pgboss.job other, pgboss.job this
+    WHERE this.name = ${QUEUES.deliverWebhook} AND this.id = ${job.id}
+      AND other.name = ${QUEUES.deliverWebhook} AND other.state = 'active' AND other.group_id = this.group_id
+      AND (other.started_on, other.id) < (this.started_on, this.id)`.execute(deps.db);
+  return (rows[0]?.ahead ?? 0) < deps.config.webhookEndpointConcurrency;
 }
 
 /**
