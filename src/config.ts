@@ -82,20 +82,18 @@ export interface Config {
 type Env = Record<string, string | undefined>;
 
 /**
- * How README's configuration table states a default that is not one value (unset, computed, the
- * vendor's own); a variable with a `default` is documented with that value.
+ * `documentedDefault`: how README's configuration table states a default that is not one value
+ * (unset, computed, the vendor's own); a variable with a `default` is documented with that value.
  */
-interface Documented {
+interface Defaults<Value> {
+  default?: Value;
   documentedDefault?: string;
 }
 
 const integer = (fallback: number, range: { minimum: number; maximum?: number }) => Type.Integer({ default: fallback, ...range });
-const port = (options: object = {}) => Type.Integer({ minimum: 1, maximum: 65535, ...options });
-const oneOf = <const Values extends string[]>(values: Values, options: object = {}) =>
-  Type.Union(
-    values.map((value) => Type.Literal(value)),
-    options,
-  ) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
+const port = (defaults: Defaults<number>) => Type.Integer({ minimum: 1, maximum: 65535, ...defaults });
+const oneOf = <const Values extends string[]>(values: Values, defaults: Defaults<Values[number]>) =>
+  Type.Union(values.map((value) => Type.Literal(value)), defaults) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
 const unsetString = (documentedDefault = 'unset') => Type.Optional(Type.String({ documentedDefault }));
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -105,6 +103,7 @@ export const ENVIRONMENT = Type.Object({
   DATABASE_URL: unsetString(),
   DATA_DIR: Type.String({ default: './data' }),
   EMBEDDED_PG_PORT: port({ default: 5488 }),
+  // Read by test/run.ts (npm test); checked here with the rest.
   TEST_EMBEDDED_PG_PORT: Type.Optional(port({ documentedDefault: 'a free port' })),
   PORT: port({ default: 3000 }),
   HOST: Type.String({ default: '0.0.0.0' }),
