@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import t from 'tap';
 import { ConfigError, ENVIRONMENT, loadConfig } from '../src/config.ts';
 
@@ -14,6 +16,20 @@ t.test('refuses bad values with one message naming every bad variable', async (t
   t.match(error.message, /ESCALATE_BELOW: "800" is not an integer from 0 to 100/);
   t.match(error.message, /WORKER_CONCURRENCY: "0" is not an integer of at least 1/);
   t.match(error.message, /PORT: "1e3" is not an integer from 1 to 65535/);
+});
+
+t.test('meterlens refuses to start with the message, not a stack trace', async (t) => {
+  const meterlens = path.join(import.meta.dirname, '..', 'bin', 'meterlens.js');
+  const env = { ...process.env, SIGNUP: 'close', WORKER_CONCURRENCY: '0' };
+  const { code, stderr } = await promisify(execFile)(process.execPath, [meterlens, 'migrate'], { env }).then(
+    ({ stderr }) => ({ code: 0, stderr }),
+    (error: { code: number; stderr: string }) => error,
+  );
+  t.equal(code, 1);
+  t.equal(
+    stderr,
+    'meterlens: invalid configuration:\n  WORKER_CONCURRENCY: "0" is not an integer of at least 1\n  SIGNUP: "close" is not one of open, closed\n',
+  );
 });
 
 t.test('takes integers only as digits, and an empty value as unset', async (t) => {
