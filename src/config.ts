@@ -1,8 +1,10 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
 
-/** Every setting comes from the environment; README's configuration table lists them all. */
+/** Every setting comes from the environment (ENVIRONMENT below); README's configuration table lists them all. */
 export interface Config {
   /** Unset: an embedded PostgreSQL is started under `dataDir`. */
   databaseUrl: string | undefined;
@@ -10,7 +12,7 @@ export interface Config {
   embeddedPostgresPort: number;
   host: string;
   port: number;
-  logLevel: string;
+  logLevel: (typeof LOG_LEVELS)[number];
   /** Public base URL printed at start-up and used in links. */
   publicUrl: string | undefined;
   /**
@@ -79,82 +81,176 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * `documentedDefault`: how README's configuration table states a default that is not one value
+ * (unset, computed, the vendor's own); a variable with a `default` is documented with that value.
+ */
+interface Defaults<Value> {
+  default?: Value;
+  documentedDefault?: string;
+}
+
+const integer = (fallback: number, range: { minimum: number; maximum?: number }) => Type.Integer({ default: fallback, ...range });
+const port = (defaults: Defaults<number>) => Type.Integer({ minimum: 1, maximum: 65535, ...defaults });
+const oneOf = <const Values extends string[]>(values: Values, defaults: Defaults<Values[number]>) =>
+  Type.Union(values.map((value) => Type.Literal(value)), defaults) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
+const unsetString = (documentedDefault = 'unset') => Type.Optional(Type.String({ documentedDefault }));
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The environment the service reads, each variable once: its type, range and default. */
+export const ENVIRONMENT = Type.Object({
+  DATABASE_URL: unsetString(),
+  DATA_DIR: Type.String({ default: './data' }),
+  EMBEDDED_PG_PORT: port({ default: 5488 }),
+  // Read by test/run.ts (npm test); checked here with the rest.
+  TEST_EMBEDDED_PG_PORT: Type.Optional(port({ documentedDefault: 'a free port' })),
+  PORT: port({ default: 3000 }),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  PUBLIC_URL: unsetString(),
+  TRUST_PROXY: Type.String({ default: 'private' }),
+  REQUEST_TIMEOUT_SECONDS: integer(60, { minimum: 1 }),
+  SHUTDOWN_GRACE_SECONDS: integer(25, { minimum: 0 }),
+  LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info' }),
+  READER_CHAIN: unsetString('see below'),
+  ESCALATE_BELOW: integer(80, { minimum: 0, maximum: 100 }),
+  READER_TIMEOUT_MS: integer(30_000, { minimum: 1 }),
+  READER_RETRIES: integer(1, { minimum: 0 }),
+  LOCAL_MODEL_DIR: unsetString('`./models`'),
+  LOCAL_READER_THREADS: Type.Optional(Type.Integer({ minimum: 1, documentedDefault: '2 (1 on a one-core machine)' })),
+  OPENAI_API_KEY: unsetString(),
+  OPENAI_BASE_URL: unsetString('OpenAI'),
+  OPENAI_MODEL: Type.String({ default: 'gpt-5.4-mini' }),
+  ANTHROPIC_API_KEY: unsetString(),
+  ANTHROPIC_BASE_URL: unsetString('Anthropic'),
+  ANTHROPIC_MODEL: Type.String({ default: 'claude-sonnet-5-5' }),
+  MAX_IMAGE_PIXELS: integer(50_000_000, { minimum: 1 }),
+  NORMALISED_LONG_SIDE: integer(1600, { minimum: 1 }),
+  WORKER_CONCURRENCY: integer(4, { minimum: 1 }),
+  READ_JOB_EXPIRE_SECONDS: integer(150, { minimum: 1 }),
+  READ_RETRY_DELAY_SECONDS: integer(5, { minimum: 0 }),
+  METER_DEADLINE_SECONDS: integer(3600, { minimum: 1 }),
+  QUEUE_SUPERVISE_SECONDS: integer(5, { minimum: 1 }),
+  QUEUE_POLL_SECONDS: integer(2, { minimum: 1 }),
+  WEBHOOK_ALLOW_PRIVATE: Type.Optional(oneOf(['0', '1'], { documentedDefault: 'unset' })),
+  WEBHOOK_TIMEOUT_MS: integer(10_000, { minimum: 1 }),
+  WEBHOOK_CONCURRENCY: integer(16, { minimum: 1 }),
+  WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, { minimum: 1 }),
+  IMAGE_RETENTION_DAYS: integer(90, { minimum: 0 }),
+  WEBHOOK_RETENTION_DAYS: integer(30, { minimum: 0 }),
+  FINISHED_JOB_RETENTION_DAYS: integer(7, { minimum: 0 }),
+  METRICS_TOKEN: unsetString(),
+  METRICS_PORT: Type.Optional(port({ documentedDefault: 'unset' })),
+  // Read where the connection is made (db/connect.ts), as libpq reads it.
+  PGSSLMODE: Type.Optional(oneOf(['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'], { documentedDefault: 'unset' })),
+  SIGNUP: oneOf(['open', 'closed'], { default: 'open' }),
+  DEFAULT_PLAN: Type.String({ default: 'trial' }),
+});
+export type Environment = Static<typeof ENVIRONMENT>;
+
+/** The configuration is refused at start-up; the message names every bad variable, one a line. */
+export class ConfigError extends Error {
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
+  const environment = withDefaults(env);
+  const trustProxy = trustedProxies(environment.TRUST_PROXY);
+  const problems = [...schemaProblems(environment, env), ...(typeof trustProxy === 'string' ? [trustProxy] : [])];
+  if (problems.length > 0 || typeof trustProxy === 'string') throw new ConfigError(problems);
   return {
-    databaseUrl: env.DATABASE_URL || undefined,
-    dataDir: path.resolve(env.DATA_DIR ?? 'data'),
-    embeddedPostgresPort: integer(env, 'EMBEDDED_PG_PORT', 5488),
-    host: env.HOST ?? '0.0.0.0',
-    port: integer(env, 'PORT', 3000),
-    logLevel: env.LOG_LEVEL ?? 'info',
-    publicUrl: env.PUBLIC_URL || undefined,
-    trustProxy: trustedProxies(env),
-    requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 60),
-    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 25),
+    databaseUrl: environment.DATABASE_URL,
+    dataDir: path.resolve(environment.DATA_DIR),
+    embeddedPostgresPort: environment.EMBEDDED_PG_PORT,
+    host: environment.HOST,
+    port: environment.PORT,
+    logLevel: environment.LOG_LEVEL,
+    publicUrl: environment.PUBLIC_URL,
+    trustProxy,
+    requestTimeoutSeconds: environment.REQUEST_TIMEOUT_SECONDS,
+    shutdownGraceSeconds: environment.SHUTDOWN_GRACE_SECONDS,
 
-    maxImagePixels: integer(env, 'MAX_IMAGE_PIXELS', 50_000_000),
-    normalisedLongSide: integer(env, 'NORMALISED_LONG_SIDE', 1600),
+    maxImagePixels: environment.MAX_IMAGE_PIXELS,
+    normalisedLongSide: environment.NORMALISED_LONG_SIDE,
 
-    readerChain: env.READER_CHAIN ? list(env.READER_CHAIN) : undefined,
-    escalateBelow: integer(env, 'ESCALATE_BELOW', 80),
-    readerTimeoutMs: integer(env, 'READER_TIMEOUT_MS', 30_000),
-    readerRetries: integer(env, 'READER_RETRIES', 1),
-    localModelDir: path.resolve(env.LOCAL_MODEL_DIR ?? path.join(import.meta.dirname, '..', 'models')),
-    localReaderThreads: integer(env, 'LOCAL_READER_THREADS', Math.min(2, availableParallelism())),
-    openai: {
-      apiKey: env.OPENAI_API_KEY || undefined,
-      baseUrl: env.OPENAI_BASE_URL || undefined,
-      model: env.OPENAI_MODEL ?? 'gpt-5.4-mini',
-    },
-    anthropic: {
-      apiKey: env.ANTHROPIC_API_KEY || undefined,
-      baseUrl: env.ANTHROPIC_BASE_URL || undefined,
-      model: env.ANTHROPIC_MODEL ?? 'claude-sonnet-5-5',
-    },
+    readerChain: environment.READER_CHAIN === undefined ? undefined : list(environment.READER_CHAIN),
+    escalateBelow: environment.ESCALATE_BELOW,
+    readerTimeoutMs: environment.READER_TIMEOUT_MS,
+    readerRetries: environment.READER_RETRIES,
+    // The shipped weights are found from any working directory; a given path is the operator's own.
+    localModelDir: path.resolve(environment.LOCAL_MODEL_DIR ?? path.join(import.meta.dirname, '..', 'models')),
+    localReaderThreads: environment.LOCAL_READER_THREADS ?? Math.min(2, availableParallelism()),
+    openai: { apiKey: environment.OPENAI_API_KEY, baseUrl: environment.OPENAI_BASE_URL, model: environment.OPENAI_MODEL },
+    anthropic: { apiKey: environment.ANTHROPIC_API_KEY, baseUrl: environment.ANTHROPIC_BASE_URL, model: environment.ANTHROPIC_MODEL },
 
-    workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4),
-    readJobExpireSeconds: integer(env, 'READ_JOB_EXPIRE_SECONDS', 150),
-    readRetryDelaySeconds: integer(env, 'READ_RETRY_DELAY_SECONDS', 5),
-    meterDeadlineSeconds: integer(env, 'METER_DEADLINE_SECONDS', 3600),
-    queueSuperviseSeconds: integer(env, 'QUEUE_SUPERVISE_SECONDS', 5),
-    queuePollSeconds: integer(env, 'QUEUE_POLL_SECONDS', 2),
+    workerConcurrency: environment.WORKER_CONCURRENCY,
+    readJobExpireSeconds: environment.READ_JOB_EXPIRE_SECONDS,
+    readRetryDelaySeconds: environment.READ_RETRY_DELAY_SECONDS,
+    meterDeadlineSeconds: environment.METER_DEADLINE_SECONDS,
+    queueSuperviseSeconds: environment.QUEUE_SUPERVISE_SECONDS,
+    queuePollSeconds: environment.QUEUE_POLL_SECONDS,
 
-    webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
-    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
-    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16),
-    webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 2),
+    webhookAllowPrivate: environment.WEBHOOK_ALLOW_PRIVATE === '1',
+    webhookTimeoutMs: environment.WEBHOOK_TIMEOUT_MS,
+    webhookConcurrency: environment.WEBHOOK_CONCURRENCY,
+    webhookEndpointConcurrency: environment.WEBHOOK_ENDPOINT_CONCURRENCY,
 
-    imageRetentionDays: integer(env, 'IMAGE_RETENTION_DAYS', 90),
-    webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 30),
-    finishedJobRetentionDays: integer(env, 'FINISHED_JOB_RETENTION_DAYS', 7),
+    imageRetentionDays: environment.IMAGE_RETENTION_DAYS,
+    webhookRetentionDays: environment.WEBHOOK_RETENTION_DAYS,
+    finishedJobRetentionDays: environment.FINISHED_JOB_RETENTION_DAYS,
 
-    metricsToken: env.METRICS_TOKEN || undefined,
-    metricsPort: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0) : undefined,
+    metricsToken: environment.METRICS_TOKEN,
+    metricsPort: environment.METRICS_PORT,
 
-    signup: env.SIGNUP === 'closed' ? 'closed' : 'open',
-    defaultPlan: env.DEFAULT_PLAN ?? 'trial',
+    signup: environment.SIGNUP,
+    defaultPlan: environment.DEFAULT_PLAN,
   };
 }
 
-function integer(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value)) throw new Error(`${name} must be an integer, got "${raw}"`);
-  return value;
+/**
+ * The variables of ENVIRONMENT with defaults filled in, typed as they will be once checked. An
+ * empty value counts as unset. Integers are taken only as written in digits ("1e3", "5.0" and " 5"
+ * stay strings, which the check refuses).
+ */
+function withDefaults(env: Env): Environment {
+  const given: Record<string, string | number> = {};
+  for (const [name, schema] of Object.entries(ENVIRONMENT.properties)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    given[name] = schema.type === 'integer' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
+  }
+  return Value.Default(ENVIRONMENT, given) as Environment;
+}
+
+/** One line per variable the schema refuses, naming it, its value and what it must be. */
+function schemaProblems(environment: Environment, env: Env): string[] {
+  const names = new Set([...Value.Errors(ENVIRONMENT, environment)].map((error) => error.path.slice(1) as keyof Environment));
+  return [...names].map((name) => `${name}: "${env[name]}" is not ${expected(ENVIRONMENT.properties[name])}`);
+}
+
+/** What a variable's schema accepts, in words. */
+function expected(schema: TSchema): string {
+  if (schema.anyOf) return `one of ${schema.anyOf.map((literal: TLiteral) => literal.const).join(', ')}`;
+  if (schema.type === 'integer') {
+    if (schema.maximum !== undefined) return `an integer from ${schema.minimum} to ${schema.maximum}`;
+    return `an integer of at least ${schema.minimum}`;
+  }
+  return `a ${schema.type}`;
 }
 
 /** The private ranges a platform's router (Heroku, most load balancers) connects from. */
 const PRIVATE_PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
 
-function trustedProxies(env: Env): string[] {
-  const entries = list(env.TRUST_PROXY || 'private');
+/** The trusted proxies, or what is wrong with TRUST_PROXY. */
+function trustedProxies(setting: string): string[] | string {
+  const entries = list(setting);
   if (entries.length === 1 && entries[0] === 'none') return [];
-  return entries.flatMap((entry) => {
-    if (entry === 'private') return PRIVATE_PROXY_RANGES;
-    if (PRIVATE_PROXY_RANGES.includes(entry) || ipaddr.isValid(entry) || isCidr(entry)) return [entry];
-    throw new Error(`TRUST_PROXY: "${entry}" is not an IP address, a CIDR range, private, none, loopback, linklocal or uniquelocal`);
-  });
+  const unknown = entries.find((entry) => !(entry === 'private' || PRIVATE_PROXY_RANGES.includes(entry) || ipaddr.isValid(entry) || isCidr(entry)));
+  if (unknown !== undefined) return `TRUST_PROXY: "${unknown}" is not an IP address, a CIDR range, private, none, loopback, linklocal or uniquelocal`;
+  return entries.flatMap((entry) => (entry === 'private' ? PRIVATE_PROXY_RANGES : [entry]));
 }
 
 function isCidr(entry: string): boolean {

@@ -7,7 +7,7 @@ import { requireAccount } from './accounts.ts';
 import { InvalidInputError, NotFoundError, requireId, requireText } from './errors.ts';
 
 const KEY_PREFIX = 'meterlens_live_';
-const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];
+export const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];
 
 /** What may be shown about a key after creation: never the key or its hash. */
 export interface ApiKeySummary {

@@ -1,6 +1,6 @@
 import { requireAccount } from '../accounts/accounts.ts';
 import { addWebhookEndpoint, listWebhookEndpoints } from '../webhooks/endpoints.ts';
-import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from '../webhooks/events.ts';
+import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS } from '../webhooks/events.ts';
 import { idValue, optionalOption, requiredOption } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId, table } from './output.ts';
@@ -17,7 +17,7 @@ export const webhookCommands: Command[] = [
       const accountId = idValue(requiredOption(args, 'account'), '--account');
       const url = requiredOption(args, 'url');
       // addWebhookEndpoint checks the names against the events it knows.
-      const events = optionalOption(args, 'events')?.split(',').map((event) => event.trim()) as WebhookEvent[] | undefined;
+      const events = optionalOption(args, 'events')?.split(',').map((event) => event.trim());
       const db = await database();
       await requireAccount(db, accountId);
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId, url, events });

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Config } from '../config.ts';
-import { apiKeyFor, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
+import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
 import type { MeterReader, MeterReading } from './reader.ts';
 
 const NAME = 'anthropic';
@@ -14,20 +14,14 @@ const MAX_ANSWER_TOKENS = 512;
  * parsed as JSON too.
  */
 export function createAnthropicReader(config: Config): MeterReader {
-  const { baseUrl, model } = config.anthropic;
-  const client = new Anthropic({
-    apiKey: apiKeyFor('ANTHROPIC_API_KEY', config.anthropic),
-    baseURL: baseUrl,
-    timeout: config.readerTimeoutMs,
-    maxRetries: config.readerRetries,
-  });
+  const { model } = config.anthropic;
+  const client = new Anthropic(sdkClientOptions('ANTHROPIC_API_KEY', config.anthropic, config));
 
   return {
     name: NAME,
     async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
-      let message: Anthropic.Message;
-      try {
-        message = await client.messages.create(
+      const message = await askModel(NAME, isAnthropicError, () =>
+        client.messages.create(
           {
             model,
             max_tokens: MAX_ANSWER_TOKENS,
@@ -50,10 +44,8 @@ export function createAnthropicReader(config: Config): MeterReader {
             ],
           },
           { signal },
-        );
-      } catch (error) {
-        throw error instanceof Anthropic.APIError ? requestFailed(NAME, error) : error;
-      }
+        ),
+      );
 
       const toolCall = message.content.find((block) => block.type === 'tool_use' && block.name === ANSWER_TOOL);
       const answer =
@@ -64,3 +56,5 @@ export function createAnthropicReader(config: Config): MeterReader {
     },
   };
 }
+
+const isAnthropicError = (error: unknown) => error instanceof Anthropic.APIError;

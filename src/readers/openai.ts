@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { Config } from '../config.ts';
-import { apiKeyFor, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, requestFailed } from './prompt.ts';
+import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
 import { ReaderError, type MeterReader, type MeterReading } from './reader.ts';
 
 const NAME = 'openai';
@@ -11,20 +11,14 @@ const NAME = 'openai';
  * they all implement; the newer /responses API is not.
  */
 export function createOpenAIReader(config: Config): MeterReader {
-  const { baseUrl, model } = config.openai;
-  const client = new OpenAI({
-    apiKey: apiKeyFor('OPENAI_API_KEY', config.openai),
-    baseURL: baseUrl,
-    timeout: config.readerTimeoutMs,
-    maxRetries: config.readerRetries,
-  });
+  const { model } = config.openai;
+  const client = new OpenAI(sdkClientOptions('OPENAI_API_KEY', config.openai, config));
 
   return {
     name: NAME,
     async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
-      let completion: OpenAI.ChatCompletion;
-      try {
-        completion = await client.chat.completions.create(
+      const completion = await askModel(NAME, isOpenAIError, () =>
+        client.chat.completions.create(
           {
             model,
             messages: [
@@ -42,10 +36,8 @@ export function createOpenAIReader(config: Config): MeterReader {
             },
           },
           { signal },
-        );
-      } catch (error) {
-        throw error instanceof OpenAI.APIError ? requestFailed(NAME, error) : error;
-      }
+        ),
+      );
 
       const message = completion.choices[0]?.message;
       if (!message?.content) {
@@ -56,3 +48,5 @@ export function createOpenAIReader(config: Config): MeterReader {
     },
   };
 }
+
+const isOpenAIError = (error: unknown) => error instanceof OpenAI.APIError;

@@ -24,7 +24,7 @@ export class WebhookEndpointError extends Error {
 export async function addWebhookEndpoint(
   db: Db,
   config: Config,
-  input: { accountId: string; url: string; events?: WebhookEvent[] },
+  input: { accountId: string; url: string; events?: readonly string[] },
 ): Promise<{ id: string; secret: string }> {
   const url = await validateUrl(input.url, config);
   const events = validateEvents(input.events ?? [...DEFAULT_WEBHOOK_EVENTS]);
@@ -105,11 +105,13 @@ async function validateUrl(raw: string, config: Config): Promise<string> {
   return url.toString();
 }
 
-function validateEvents(events: WebhookEvent[]): WebhookEvent[] {
+function validateEvents(events: readonly string[]): WebhookEvent[] {
   if (events.length === 0) throw new WebhookEndpointError('invalid', 'Choose at least one event');
-  const unknown = events.filter((event) => !(WEBHOOK_EVENTS as readonly string[]).includes(event));
+  const unknown = events.filter((event) => !isWebhookEvent(event));
   if (unknown.length) {
     throw new WebhookEndpointError('invalid', `Unknown events: ${unknown.join(', ')}; known events are ${WEBHOOK_EVENTS.join(', ')}`);
   }
-  return [...new Set(events)];
+  return [...new Set(events.filter(isWebhookEvent))];
 }
+
+const isWebhookEvent = (event: string): event is WebhookEvent => (WEBHOOK_EVENTS as readonly string[]).includes(event);

@@ -196,6 +196,11 @@ t.test('dashboard routes', async (t) => {
 
     const inactive = await createKey(client, 'spare', 'inactive');
     t.equal((await submitPhoto(service, { key: inactive.key, image: photo, sync: true })).status, 422, 'created inactive');
+
+    const unoffered = await client.post('/dashboard/keys', { project_name: 'spare', status: 'paused' });
+    t.equal(unoffered.status, 400, 'a status the form does not offer is refused');
+    t.match(unoffered.text, 'status field is not what this page sends');
+    t.equal((await client.post('/dashboard/keys', { _csrf: 'forged', status: 'paused' })).status, 403, 'a forged form is refused as forged, before its fields');
   });
 
   t.test('webhooks: add, show and rotate the secret, disable, test event, deliveries, redeliver', async (t) => {

@@ -4,7 +4,7 @@
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { MeterAnswer } from '../../src/readers/prompt.ts';
+import type { MeterAnswer } from '../../src/readers/hosted.ts';
 
 export interface FakeBehaviour {
   /** What the model answers: a JSON answer, or raw text (for unparseable answers). */

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createOpenAIReader } from '../../src/readers/openai.ts';
-import { METER_ANSWER_SCHEMA, METER_PROMPT } from '../../src/readers/prompt.ts';
+import { METER_ANSWER_SCHEMA, METER_PROMPT } from '../../src/readers/hosted.ts';
 import type { RecordedRequest } from '../fakes/http-fake.ts';
 import { harness, testHostedReader, type HostedReaderUnderTest } from '../fakes/hosted-reader-suite.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';

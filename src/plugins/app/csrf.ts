@@ -38,7 +38,8 @@ export default fp(async (app) => {
     return token;
   });
 
-  app.addHook('preHandler', async (request) => {
+  // Before the form is validated: a forged form is refused as forged, whatever its fields.
+  app.addHook('preValidation', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
     const expected = request.user ? request.user.csrfToken : request.cookies[ANONYMOUS_CSRF_COOKIE];
     const sent = (request.body as Record<string, unknown> | undefined)?.[CSRF_FIELD];

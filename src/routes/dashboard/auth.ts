@@ -1,20 +1,12 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { InvalidInputError } from '../../accounts/errors.ts';
 import { listPlans } from '../../accounts/plans.ts';
 import { LoginThrottledError, MIN_PASSWORD_LENGTH, signUp, verifyLogin } from '../../accounts/users.ts';
 import { sentence } from '../../plugins/app/page.ts';
-
-interface LoginForm {
-  email?: string;
-  password?: string;
-}
-
-interface SignupForm extends LoginForm {
-  organisation?: string;
-}
+import { LoginForm, SignupForm } from '../../schemas/dashboard-forms.ts';
 
 /** Sign-up, sign-in and sign-out: the only dashboard pages open without a session. */
-export default async function authRoutes(app: FastifyInstance): Promise<void> {
+const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, config } = app.deps;
 
   app.get('/login', async (request, reply) => {
@@ -22,11 +14,11 @@ export default async function authRoutes(app: FastifyInstance): Promise<void> {
     return reply.page('login', { title: 'Sign in', email: '' });
   });
 
-  app.post<{ Body: LoginForm }>('/login', async (request, reply) => {
-    const email = request.body.email ?? '';
+  app.post('/login', { schema: { body: LoginForm } }, async (request, reply) => {
+    const { email, password } = request.body;
     let userId: string | undefined;
     try {
-      userId = await verifyLogin(db, { email, password: request.body.password ?? '', ip: request.ip });
+      userId = await verifyLogin(db, { email, password, ip: request.ip });
     } catch (error) {
       if (!(error instanceof LoginThrottledError)) throw error;
       return reply.code(429).page('login', { title: 'Sign in', email, error: error.message });
@@ -55,8 +47,8 @@ export default async function authRoutes(app: FastifyInstance): Promise<void> {
     return reply.page('signup', { ...signupPage, email: '', organisation: '' });
   });
 
-  app.post<{ Body: SignupForm }>('/signup', async (request, reply) => {
-    const { email = '', organisation = '', password = '' } = request.body;
+  app.post('/signup', { schema: { body: SignupForm } }, async (request, reply) => {
+    const { email, organisation, password } = request.body;
     let userId: string;
     try {
       ({ userId } = await signUp(db, { accountName: organisation, email, password, planCode: config.defaultPlan }));
@@ -67,4 +59,6 @@ export default async function authRoutes(app: FastifyInstance): Promise<void> {
     await reply.signIn(userId);
     return reply.redirect('/dashboard/keys', 303);
   });
-}
+};
+
+export default authRoutes;

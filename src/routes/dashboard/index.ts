@@ -41,7 +41,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
       request.log.error({ err: error }, 'unexpected error');
       return errorPage(reply, 500, `Something went wrong on our side. Quote this reference if it happens again: ${request.id}`);
     }
-    return errorPage(reply, status, error.message);
+    return errorPage(reply, status, error.validation ? invalidFormMessage(error) : error.message);
   });
 
   await app.register(authRoutes);
@@ -67,6 +67,12 @@ function errorStatus(error: FastifyError): number {
   if (error instanceof WebhookEndpointError) return error.reason === 'not_found' ? 404 : 400;
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return error.statusCode;
   return 500;
+}
+
+/** A form body its schema refuses (src/schemas/dashboard-forms.ts): only a hand-made request sends one. */
+function invalidFormMessage(error: FastifyError): string {
+  const field = error.validation?.[0]?.instancePath.split('/')[1];
+  return `${field ? `The form's ${field} field is` : 'The form is'} not what this page sends. Go back, reload the page and try again.`;
 }
 
 const ERROR_TITLES: Record<number, string> = { 400: 'That did not work', 403: 'Not allowed', 404: 'Not found', 500: 'Server error' };

@@ -1,14 +1,15 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus } from '../../accounts/api-keys.ts';
 import { InvalidInputError } from '../../accounts/errors.ts';
-import type { ApiKeyStatus } from '../../db/schema.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
+import { ApiKeyForm } from '../../schemas/dashboard-forms.ts';
 
 type KeyParams = { Params: { id: string } };
 
 /** /dashboard/keys: list, create (the key is shown in that one response only), enable, disable, delete. */
-export default async function keyRoutes(app: FastifyInstance): Promise<void> {
+const keyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
 
   const keysPage = async (request: FastifyRequest, reply: FastifyReply, data: Record<string, unknown> = {}) =>
@@ -16,9 +17,8 @@ export default async function keyRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/keys', async (request, reply) => keysPage(request, reply));
 
-  app.post<{ Body: { project_name?: string; status?: string } }>('/keys', async (request, reply) => {
-    const projectName = request.body.project_name ?? '';
-    const status: ApiKeyStatus = request.body.status === 'inactive' ? 'inactive' : 'active';
+  app.post('/keys', { schema: { body: ApiKeyForm } }, async (request, reply) => {
+    const { project_name: projectName, status } = request.body;
     try {
       const created = await createApiKey(db, { accountId: accountId(request), projectName, status });
       return keysPage(request, reply, { newKey: { ...created, projectName: projectName.trim() } });
@@ -39,4 +39,6 @@ export default async function keyRoutes(app: FastifyInstance): Promise<void> {
     await deleteApiKey(db, accountId(request), request.params.id);
     return reply.redirect('/dashboard/keys', 303);
   });
-}
+};
+
+export default keyRoutes;

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { InvalidInputError, NotFoundError } from '../../accounts/errors.ts';
 import { METER_STATUSES, parseMeterStatus, readingDetail, readingPhoto, recentReadings } from '../../dashboard/readings.ts';
 import { ApiError } from '../../errors.ts';
@@ -6,11 +6,12 @@ import { correctReading } from '../../meters/corrections.ts';
 import { submissionRecord } from '../../meters/records.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
+import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
 
 type ReadingParams = { Params: { referenceId: string } };
 
 /** /dashboard/readings: recent submissions by status, and one submission with its photo. */
-export default async function readingRoutes(app: FastifyInstance): Promise<void> {
+const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
   const notFound = () => new NotFoundError('No submission with this reference in your account.');
 
@@ -27,7 +28,7 @@ export default async function readingRoutes(app: FastifyInstance): Promise<void>
     return reply.page('reading', { title: 'Reading', section: 'readings', reading, record });
   });
 
-  app.post<ReadingParams & { Body: { reading?: string } }>('/readings/:referenceId/correction', async (request, reply) => {
+  app.post<ReadingParams & { Body: ReadingCorrectionForm }>('/readings/:referenceId/correction', { schema: { body: ReadingCorrectionForm } }, async (request, reply) => {
     const { referenceId } = request.params;
     const user = request.user!;
     let reading;
@@ -48,4 +49,6 @@ export default async function readingRoutes(app: FastifyInstance): Promise<void>
     if (!jpeg) throw notFound();
     return reply.type('image/jpeg').header('cache-control', 'private, max-age=3600').send(jpeg);
   });
-}
+};
+
+export default readingRoutes;

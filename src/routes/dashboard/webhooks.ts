@@ -1,9 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
-import type { WebhookEvent } from '../../db/schema.ts';
 import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS } from '../../webhooks/events.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
+import { TestEventForm, WebhookEndpointForm } from '../../schemas/dashboard-forms.ts';
 import { redeliver, sendTestEvent } from '../../webhooks/deliver.ts';
 import {
   addWebhookEndpoint,
@@ -20,7 +21,7 @@ type EndpointParams = { Params: { id: string } };
  * /dashboard/webhooks: endpoints, their signing secrets (shown only in the response to an explicit
  * POST), test events and recent deliveries with redelivery.
  */
-export default async function webhookRoutes(app: FastifyInstance): Promise<void> {
+const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, boss, config } = app.deps;
 
   const listPage = async (request: FastifyRequest, reply: FastifyReply, data: Record<string, unknown> = {}) =>
@@ -47,9 +48,9 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
 
   app.get('/webhooks', async (request, reply) => listPage(request, reply));
 
-  app.post<{ Body: { url?: string; events?: string | string[] } }>('/webhooks', async (request, reply) => {
-    const url = request.body.url?.trim() ?? '';
-    const events = [request.body.events ?? []].flat() as WebhookEvent[];
+  app.post('/webhooks', { schema: { body: WebhookEndpointForm } }, async (request, reply) => {
+    const url = request.body.url.trim();
+    const { events } = request.body;
     try {
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId: accountId(request), url, events });
       return endpointPage(request, reply, id, { value: secret, reason: 'created' });
@@ -78,8 +79,8 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
     });
   }
 
-  app.post<EndpointParams & { Body: { kind?: string } }>('/webhooks/:id/test', async (request, reply) => {
-    await sendTestEvent(db, boss, accountId(request), request.params.id, request.body?.kind);
+  app.post<EndpointParams & { Body: TestEventForm }>('/webhooks/:id/test', { schema: { body: TestEventForm } }, async (request, reply) => {
+    await sendTestEvent(db, boss, accountId(request), request.params.id, request.body.kind);
     return backTo(reply, request.params.id);
   });
 
@@ -87,4 +88,6 @@ export default async function webhookRoutes(app: FastifyInstance): Promise<void>
     await redeliver(db, boss, accountId(request), request.params.deliveryId);
     return backTo(reply, request.params.id);
   });
-}
+};
+
+export default webhookRoutes;

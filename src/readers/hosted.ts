@@ -1,8 +1,9 @@
 /**
- * What the hosted vision-model readers share: the one prompt, the JSON schema of the answer,
- * turning the model's answer into a MeterReading, turning SDK failures into ReaderErrors, and
- * the API key rule.
+ * What the hosted vision-model readers (openai.ts, anthropic.ts) share: the SDK client set-up, the
+ * one prompt, the JSON schema of the answer, turning the model's answer into a MeterReading, and
+ * turning SDK failures into ReaderErrors. Each reader keeps only its own wire format.
  */
+import type { Config } from '../config.ts';
 import { clampConfidence, parseReading, ReaderError, type MeterReading } from './reader.ts';
 
 export const METER_PROMPT = `You read mechanical water meters from photos. Report the number shown in the counter window.
@@ -89,11 +90,38 @@ export function readingFromAnswer(readerName: string, answer: unknown, model: st
   };
 }
 
+/** The API settings of one hosted reader (config.openai, config.anthropic). */
+export interface HostedApi {
+  apiKey: string | undefined;
+  baseUrl: string | undefined;
+}
+
 /**
- * Every failure of an SDK request means the model could not be asked: timeouts, aborts, connection
- * errors, 429 and 5xx after the SDK's own retries, and also 4xx such as a bad key or unknown model,
- * which the contract has no other kind for.
+ * Options of the vendor SDK's client. The SDKs default to a 600 s timeout and 2 retries; the
+ * service's own settings replace them.
  */
+export function sdkClientOptions(keyVariable: string, api: HostedApi, config: Config) {
+  return {
+    apiKey: apiKeyFor(keyVariable, api),
+    baseURL: api.baseUrl,
+    timeout: config.readerTimeoutMs,
+    maxRetries: config.readerRetries,
+  };
+}
+
+/**
+ * Sends one request with the SDK. Every failure the SDK reports (`isSdkError`: its APIError) means
+ * the model could not be asked: timeouts, aborts, connection errors, 429 and 5xx after the SDK's own
+ * retries, and also 4xx such as a bad key or unknown model, which the contract has no other kind for.
+ */
+export async function askModel<Answer>(readerName: string, isSdkError: (error: unknown) => error is Error, request: () => Promise<Answer>): Promise<Answer> {
+  try {
+    return await request();
+  } catch (error) {
+    throw isSdkError(error) ? requestFailed(readerName, error) : error;
+  }
+}
+
 export function requestFailed(readerName: string, error: Error & { status?: number }): ReaderError {
   const status = error.status === undefined ? '' : ` (HTTP ${error.status})`;
   return new ReaderError('unavailable', `${readerName}: request failed${status}: ${excerpt(error.message)}`, {
@@ -105,7 +133,7 @@ export function requestFailed(readerName: string, error: Error & { status?: numb
  * The key to send. Self-hosted compatible servers (vLLM, Ollama) need none, but both SDKs refuse to
  * send a request without one; against the vendor's own API a missing key fails at start-up.
  */
-export function apiKeyFor(keyVariable: string, api: { apiKey: string | undefined; baseUrl: string | undefined }): string {
+function apiKeyFor(keyVariable: string, api: HostedApi): string {
   if (api.apiKey) return api.apiKey;
   if (api.baseUrl) return 'unused';
   throw new Error(`${keyVariable} is not set`);

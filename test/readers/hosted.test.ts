@@ -1,5 +1,5 @@
 import t from 'tap';
-import { METER_ANSWER_SCHEMA, parseAnswerText, readingFromAnswer, requestFailed } from '../../src/readers/prompt.ts';
+import { METER_ANSWER_SCHEMA, parseAnswerText, readingFromAnswer, requestFailed } from '../../src/readers/hosted.ts';
 
 const readerError = (kind: string) => ({ name: 'ReaderError', kind });
 

@@ -1,0 +1,30 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { API_KEY_STATUSES } from '../accounts/api-keys.ts';
+
+/**
+ * The dashboard's form bodies (urlencoded, `_csrf` besides). A field left out counts as empty, so a
+ * half-filled form reaches the domain's own checks and comes back on its page with their message;
+ * which events, plans or readings are valid stays the domain's rule, the schemas give the shapes.
+ */
+const text = () => Type.String({ default: '' });
+
+export const LoginForm = Type.Object({ email: text(), password: text() });
+
+export const SignupForm = Type.Object({ organisation: text(), email: text(), password: text() });
+
+export const ApiKeyForm = Type.Object({
+  project_name: text(),
+  status: Type.Union(
+    API_KEY_STATUSES.map((status) => Type.Literal(status)),
+    { default: 'active' },
+  ),
+});
+
+/** A repeated field is a list; one ticked event arrives as a single value and is taken as a list of one. */
+export const WebhookEndpointForm = Type.Object({ url: text(), events: Type.Array(Type.String(), { default: [] }) });
+
+export const TestEventForm = Type.Object({ kind: Type.Optional(Type.String()) });
+export type TestEventForm = Static<typeof TestEventForm>;
+
+export const ReadingCorrectionForm = Type.Object({ reading: Type.Optional(Type.String()) });
+export type ReadingCorrectionForm = Static<typeof ReadingCorrectionForm>;

@@ -1,0 +1,69 @@
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { ConfigError, ENVIRONMENT, loadConfig } from '../src/config.ts';
+
+t.test('refuses bad values with one message naming every bad variable', async (t) => {
+  const env = { SIGNUP: 'close', LOG_LEVEL: 'loud', ESCALATE_BELOW: '800', WORKER_CONCURRENCY: '0', PORT: '1e3', TRUST_PROXY: 'heroku' };
+  const error = t.throws(() => loadConfig(env)) as Error;
+  t.type(error, ConfigError);
+  const lines = error.message.split('\n').slice(1).map((line) => line.trim());
+  t.same(lines.map((line) => line.split(':')[0]).sort(), Object.keys(env).sort(), 'one line per bad variable');
+  t.match(error.message, /SIGNUP: "close" is not one of open, closed/);
+  t.match(error.message, /LOG_LEVEL: "loud" is not one of fatal, error, warn, info, debug, trace, silent/);
+  t.match(error.message, /ESCALATE_BELOW: "800" is not an integer from 0 to 100/);
+  t.match(error.message, /WORKER_CONCURRENCY: "0" is not an integer of at least 1/);
+  t.match(error.message, /PORT: "1e3" is not an integer from 1 to 65535/);
+});
+
+t.test('meterlens refuses to start with the message, not a stack trace', async (t) => {
+  const meterlens = path.join(import.meta.dirname, '..', 'bin', 'meterlens.js');
+  const env = { ...process.env, SIGNUP: 'close', WORKER_CONCURRENCY: '0' };
+  const { code, stderr } = await promisify(execFile)(process.execPath, [meterlens, 'migrate'], { env }).then(
+    ({ stderr }) => ({ code: 0, stderr }),
+    (error: { code: number; stderr: string }) => error,
+  );
+  t.equal(code, 1);
+  t.equal(
+    stderr,
+    'meterlens: invalid configuration:\n  WORKER_CONCURRENCY: "0" is not an integer of at least 1\n  SIGNUP: "close" is not one of open, closed\n',
+  );
+});
+
+t.test('takes integers only as digits, and an empty value as unset', async (t) => {
+  for (const value of ['5.0', ' 5', '0x5', 'five']) t.throws(() => loadConfig({ WORKER_CONCURRENCY: value }), ConfigError, value);
+  t.equal(loadConfig({ WORKER_CONCURRENCY: '7' }).workerConcurrency, 7);
+  t.equal(loadConfig({ WORKER_CONCURRENCY: '', DATABASE_URL: '' }).workerConcurrency, 4);
+  t.equal(loadConfig({ DATABASE_URL: '' }).databaseUrl, undefined);
+});
+
+t.test('defaults and the enums that are taken', async (t) => {
+  const config = loadConfig({});
+  t.equal(config.signup, 'open');
+  t.equal(config.logLevel, 'info');
+  t.equal(config.escalateBelow, 80);
+  t.equal(config.webhookAllowPrivate, false);
+  t.equal(config.metricsPort, undefined);
+  t.equal(loadConfig({ SIGNUP: 'closed' }).signup, 'closed');
+  t.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }).webhookAllowPrivate, true);
+  t.throws(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'yes' }), /WEBHOOK_ALLOW_PRIVATE: "yes" is not one of 0, 1/);
+  t.throws(() => loadConfig({ PGSSLMODE: 'requre' }), /PGSSLMODE: "requre" is not one of/);
+});
+
+t.test("README's configuration table documents exactly the schema's variables and defaults", async (t) => {
+  const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('## Configuration'));
+  const rows = new Map<string, string>();
+  for (const line of table.slice(0, table.indexOf('\n\n', table.indexOf('| Variable'))).split('\n')) {
+    const row = /^\| `([A-Z_]+)` \| (.*?) \|/.exec(line);
+    if (row) rows.set(row[1], row[2]);
+  }
+  const documented = Object.entries(ENVIRONMENT.properties).map(([name, schema]) => {
+    const stated = 'default' in schema ? `\`${schema.default}\`` : (schema.documentedDefault as string);
+    return [name, stated] as const;
+  });
+  t.same([...rows.keys()].sort(), documented.map(([name]) => name).sort(), 'the same variables');
+  for (const [name, stated] of documented) t.equal(rows.get(name), stated, `${name}'s default`);
+});
