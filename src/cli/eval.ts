@@ -6,20 +6,22 @@ import { loadFileList, loadLabelledPhotos, type LabelledPhoto } from '../eval/da
 import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
 import { summarise, type EvalSummary } from '../eval/metrics.ts';
 import { formatSummary, readPhotos } from '../eval/run.ts';
-import { createLocalReader } from '../readers/local.ts';
-import type { MeterReader } from '../readers/reader.ts';
+import { ReadFailure } from '../pipeline/read.ts';
+import { createReaderChain } from '../readers/registry.ts';
+import { ReaderError, type MeterReader } from '../readers/reader.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 /** The datasets the local model was validated on, each with the photo list no training run saw. */
 const VALIDATION_SETS = ['toloka', 'bdci2020'];
 
-const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--previous A-B] [--json] [--worst N]
-       meterlens eval --validation [--previous A-B] [--json]
+const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES] [--previous A-B] [--json] [--worst N]
+       meterlens eval --validation [--chain NAMES] [--previous A-B] [--json]
 
   --dataset DIR   folder with labels.csv (file,reading[,alternatives]) and the photos it names
   --files LIST    only the photos named in LIST (one path a line, as in labels.csv)
   --validation    the local model's validation split: ../shared/datasets/{${VALIDATION_SETS.join(',')}} with ml/splits/*-val.txt
+  --chain NAMES   the readers tried in order, as READER_CHAIN (default local), escalating below ESCALATE_BELOW
   --previous A-B  read each photo within a plausibility window: a previous reading A to B m³ below its label
                   (drawn with a fixed seed), the window from ${SIMULATED_TOLERANCE_M3} m³ below it to ${SIMULATED_MAX_CONSUMPTION_M3} m³ above it
   --json          machine-readable output
@@ -27,14 +29,31 @@ const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--previous A-
 
 interface Target { name: string; dir: string; only?: Set<string> }
 
-/** `meterlens eval`: scores the local reader on labelled photos. Returns the exit code. */
+/** `meterlens eval`: scores the reader chain (`--chain`, default the local reader alone) on labelled photos. Returns the exit code. */
 export async function evalCommand(args: string[]): Promise<number> {
-  return evalReader(args, 'local', () => createLocalReader(loadConfig()));
+  return evalReader(args, 'local', (chain) => createChainReader(chain));
 }
 
-/** Scores the reader `create` makes (timed: its load time is reported) on the datasets `args` name. */
+/**
+ * The chain of `names` as the service builds it (every name must be usable), read as one reader: the photos it
+ * cannot read are misses that say why.
+ */
+async function createChainReader(names: string[]): Promise<MeterReader> {
+  const chain = await createReaderChain({ ...loadConfig(), readerChain: names });
+  return {
+    name: names.join(','),
+    read: (image, signal, window) => chain.read(image, signal, window).catch((error: unknown) => {
+      throw error instanceof ReadFailure ? new ReaderError(error.code === 'readers_unavailable' ? 'unavailable' : 'unreadable', error.message) : error;
+    }),
+  };
+}
+
+/**
+ * Scores the reader `create` makes (timed: its load time is reported) on the datasets `args` name; `create` is
+ * given the reader chain `--chain` names (`readerName`, the default, otherwise).
+ */
 export async function evalReader(
-  args: string[], readerName: string, create: () => Promise<MeterReader | undefined>,
+  args: string[], readerName: string, create: (chain: string[]) => Promise<MeterReader | undefined>,
 ): Promise<number> {
   let values;
   try {
@@ -47,6 +66,7 @@ export async function evalReader(
         json: { type: 'boolean', default: false },
         worst: { type: 'string', default: '10' },
         previous: { type: 'string' },
+        chain: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -83,8 +103,15 @@ export async function evalReader(
   }
 
   const datasets = await Promise.all(targets.map(async (target) => ({ ...target, photos: await loadLabelledPhotos(target.dir, target.only) })));
+  readerName = values.chain ?? readerName;
   const loadStarted = performance.now();
-  const reader = await create();
+  let reader: MeterReader | undefined;
+  try {
+    reader = await create(readerName.split(',').map((name) => name.trim()));
+  } catch (error) {
+    console.error((error as Error).message);
+    return 1;
+  }
   const modelLoadMs = performance.now() - loadStarted;
   if (!reader) {
     console.error(`the ${readerName} reader is not available (no model weights?)`);

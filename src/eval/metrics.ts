@@ -15,6 +15,8 @@ export interface ScoredCase {
   plausibility?: Plausibility;
   /** The reading without the window, when the window changed it. */
   unconstrained?: string;
+  /** What the reader said of its reading beside it (the local reader: its confidence evidence). */
+  raw?: unknown;
 }
 
 export const CONFIDENCE_THRESHOLDS = [50, 80, 90, 95];
@@ -27,6 +29,19 @@ export interface SelectiveAccuracy {
   accuracy: number | null;
 }
 
+/** Readings whose confidence falls in [from, to) (the last bin includes 100), against how many of them are right. */
+export interface ReliabilityBin {
+  from: number;
+  to: number;
+  readings: number;
+  /** Mean confidence of the readings in the bin; null when none. */
+  meanConfidence: number | null;
+  /** Exact-match rate among them; null when none. */
+  accuracy: number | null;
+}
+
+export const RELIABILITY_BIN_WIDTH = 10;
+
 export interface EvalSummary {
   photos: number;
   exact: number;
@@ -34,6 +49,7 @@ export interface EvalSummary {
   wholeUnitExact: number;
   digitAccuracy: number;
   selective: SelectiveAccuracy[];
+  reliability: ReliabilityBin[];
   latencyMs: { p50: number; p95: number };
   plausibility: PlausibilitySummary;
   worst: ScoredCase[];
@@ -120,10 +136,25 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80
     wholeUnitExact: share(isWholeUnitExact),
     digitAccuracy: ratio(matched, total),
     selective,
+    reliability: reliabilityTable(cases),
     latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
     plausibility: summarisePlausibility(cases, confidentAt),
     worst,
   };
+}
+
+/** Confidence bins of RELIABILITY_BIN_WIDTH against the share of their readings that are exact. */
+export function reliabilityTable(cases: ScoredCase[]): ReliabilityBin[] {
+  const read = cases.filter((c) => c.predicted !== undefined);
+  return Array.from({ length: 100 / RELIABILITY_BIN_WIDTH }, (_, index) => {
+    const from = index * RELIABILITY_BIN_WIDTH, to = from + RELIABILITY_BIN_WIDTH;
+    const inBin = read.filter((c) => c.confidence >= from && (c.confidence < to || to === 100));
+    return {
+      from, to, readings: inBin.length,
+      meanConfidence: inBin.length ? inBin.reduce((sum, c) => sum + c.confidence, 0) / inBin.length : null,
+      accuracy: inBin.length ? ratio(inBin.filter(isExact).length, inBin.length) : null,
+    };
+  });
 }
 
 /** What reading within the plausibility window did: flagged, corrected (and whether rightly), and what stands. */

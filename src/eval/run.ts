@@ -4,7 +4,7 @@ import { ImageError, normaliseImage } from '../images.ts';
 import { judgeReading } from '../readers/plausibility.ts';
 import { ReaderError, type MeterReader, type PlausibilityWindow } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
-import type { EvalSummary, ScoredCase } from './metrics.ts';
+import type { EvalSummary, ReliabilityBin, ScoredCase } from './metrics.ts';
 
 const PER_PHOTO_TIMEOUT_MS = 60_000;
 
@@ -36,6 +36,7 @@ export async function readPhotos(
       cases.push({
         file: photo.file, accepted: photo.accepted, predicted: reading.reading, confidence: reading.confidence,
         latencyMs: performance.now() - started, plausibility: reading.plausibility, unconstrained: reading.unconstrainedReading,
+        raw: reading.raw,
       });
     } catch (error) {
       if (!(error instanceof ReaderError)) throw error;
@@ -52,8 +53,18 @@ function photoProblem(error: unknown): string | undefined {
   return undefined;
 }
 
+const percent = (value: number | null) => (value === null ? '   n/a' : `${(100 * value).toFixed(1).padStart(5)}%`);
+
+/** The reliability table: each confidence bin's readings, mean confidence and exact share. */
+export function formatReliability(bins: ReliabilityBin[]): string {
+  return [
+    '  reliability (confidence bin: readings, mean confidence, exact)',
+    ...bins.map((bin) => `    ${String(bin.from).padStart(3)}–${String(bin.to).padEnd(3)}  ${String(bin.readings).padStart(4)}  ` +
+      `${bin.meanConfidence === null ? '  n/a' : bin.meanConfidence.toFixed(1).padStart(5)}  ${percent(bin.accuracy)}`),
+  ].join('\n');
+}
+
 export function formatSummary(title: string, summary: EvalSummary): string {
-  const percent = (value: number | null) => (value === null ? '   n/a' : `${(100 * value).toFixed(1).padStart(5)}%`);
   const lines = [
     `${title}: ${summary.photos} photos`,
     `  exact reading               ${percent(summary.exact)}`,
@@ -62,6 +73,7 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     `  per-digit accuracy          ${percent(summary.digitAccuracy)}`,
     '  selective accuracy (exact among readings at or above the confidence, share of photos covered)',
     ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
+    formatReliability(summary.reliability),
     `  latency per photo           p50 ${summary.latencyMs.p50.toFixed(0)} ms, p95 ${summary.latencyMs.p95.toFixed(0)} ms`,
   ];
   const { withWindow, confident, ...judged } = summary.plausibility;

@@ -60,6 +60,33 @@ t.test('--json: metrics per dataset and the model load time', async (t) => {
   t.same(summary.selective.map((s: { coverage: number }) => s.coverage), [2 / 3, 2 / 3, 1 / 3, 1 / 3]);
   t.equal(summary.worst[0].file, 'c.jpg');
   t.match(summary.worst[0].error, /unreadable/);
+  t.same(summary.reliability.filter((bin: { readings: number }) => bin.readings > 0), [
+    { from: 80, to: 90, readings: 1, meanConfidence: 85, accuracy: 1 },
+    { from: 90, to: 100, readings: 1, meanConfidence: 97, accuracy: 1 },
+  ]);
+});
+
+t.test('--chain names the readers evalReader is given, and the report names the chain', async (t) => {
+  const dir = await dataset();
+  let chain: string[] = [];
+  const { output } = await captureLog(() =>
+    evalReader(['--dataset', dir, '--chain', 'local, openai', '--json'], 'local', async (names) => { chain = names; return reader; }));
+  t.same(chain, ['local', 'openai']);
+  t.equal(JSON.parse(output).reader, 'local, openai');
+});
+
+t.test('a chain that cannot be built is one line that says why, exit 1', async (t) => {
+  const dir = await dataset();
+  const errors: string[] = [];
+  const original = console.error;
+  console.error = (...parts: unknown[]) => errors.push(parts.join(' '));
+  try {
+    const code = await evalReader(['--dataset', dir, '--chain', 'nope'], 'local', async () => { throw new Error('READER_CHAIN names an unknown reader "nope"'); });
+    t.equal(code, 1);
+  } finally {
+    console.error = original;
+  }
+  t.same(errors, ['READER_CHAIN names an unknown reader "nope"']);
 });
 
 t.test('a file that is not an image counts as a miss that names the problem', async (t) => {
@@ -100,6 +127,7 @@ t.test('--files limits the photos; the text report names the misreads', async (t
   t.match(output, /exact reading\s+100\.0%/);
   t.match(output, /confidence ≥ 95\s+100\.0%  of  50\.0%/);
   t.match(output, /table model load: \d+ ms/);
+  t.match(output, /reliability \(confidence bin: readings, mean confidence, exact\)\n(.*\n){8}\s+80–90\s+1\s+85\.0\s+100\.0%/);
 });
 
 t.test('--help prints the usage and exits 0', async (t) => {

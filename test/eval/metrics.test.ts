@@ -64,6 +64,23 @@ t.test('summary: rates, selective accuracy by confidence, latency percentiles, c
   t.same(summary.worst.map((c) => c.accepted[0]), ['3.0', '4.0']);
 });
 
+t.test('reliability table: confidence bins of ten against the exact share of their readings; no reading is no bin', async (t) => {
+  const cases = [
+    scored(['1.0'], '00001.000', 100),
+    scored(['2.0'], '00002.000', 92),
+    scored(['3.0'], '00003.001', 90),
+    scored(['4.0'], '00004.000', 89),
+    scored(['5.0'], '00005.000', 0),
+    { ...scored(['6.0'], undefined, 0), error: 'unreadable: no counter' },
+  ];
+  const reliability = summarise(cases).reliability;
+  t.equal(reliability.length, 10);
+  t.same(reliability[9], { from: 90, to: 100, readings: 3, meanConfidence: 94, accuracy: 2 / 3 });
+  t.same(reliability[8], { from: 80, to: 90, readings: 1, meanConfidence: 89, accuracy: 1 });
+  t.same(reliability[0], { from: 0, to: 10, readings: 1, meanConfidence: 0, accuracy: 1 });
+  t.same(reliability[5], { from: 50, to: 60, readings: 0, meanConfidence: null, accuracy: null });
+});
+
 t.test('selective accuracy is null where no reading is that confident', async (t) => {
   t.equal(summarise([scored(['1'], '00001', 10)]).selective[3]!.accuracy, null);
   t.equal(summarise([]).exact, 0);

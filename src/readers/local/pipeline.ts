@@ -6,6 +6,7 @@ import { ReaderError, clampConfidence, type MeterReading, type PlausibilityWindo
 import {
   combineReadings, formatReading, mostProbableDigit, readInLayouts, readWithinValues, type FormattedReading, type LayoutReading,
 } from './decode.ts';
+import { layoutOf, shareOf, type ConfidenceEvidence } from './confidence.ts';
 import {
   rectifyInto, scaleWindow, sliceWindow, turnWindow, windowAroundWheels, windowCorners, windowsFromMask,
   type Point, type RgbImage, type Window,
@@ -72,7 +73,7 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
     value: chosen.formatted.value,
     confidence: clampConfidence(chosen.formatted.confidence),
     model: MODEL_NAME,
-    raw: { ...chosen.raw, candidates: candidates.length, ...raw },
+    raw: { ...chosen.raw, candidates: candidates.length, evidence: confidenceEvidence(chosen, readings), ...raw },
     digitConfidences: chosen.formatted.digitConfidences,
     counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
   });
@@ -82,6 +83,23 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   const { chosen, windowFit } = verdict;
   if (verdict.plausibility === 'implausible') return implausible(reading(chosen, { windowFit }), verdict.reason);
   return { ...reading(chosen, { windowFit }), plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+}
+
+/**
+ * How far the photo's other readings agree with the chosen one: the strip readers' own readings of its window, the
+ * other candidate windows' readings and layouts.
+ */
+function confidenceEvidence(chosen: FormattedWindowReading, readings: WindowReading[]): ConfidenceEvidence {
+  const text = chosen.formatted.reading;
+  const layout = layoutOf(text);
+  const candidateTexts = readings.map((candidate) => candidate.formatted?.reading ?? candidate.strip.text);
+  const layouts = [...candidateTexts, ...chosen.raw.readerTexts].map(layoutOf);
+  return {
+    product: chosen.formatted.confidence,
+    readersAgreeing: shareOf(chosen.raw.readerTexts, (readerText) => readerText === text),
+    candidatesAgreeing: shareOf(candidateTexts, (candidateText) => candidateText === text),
+    layoutsAgreeing: shareOf(layouts, (other) => other === layout),
+  };
 }
 
 export type WindowVerdict<T> =
