@@ -4,9 +4,7 @@ import type { MeterStatus } from './db/schema.ts';
 import { ApiError } from './errors.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from './pipeline/plausibility.ts';
 import { readingResult } from './pipeline/reading-result.ts';
-import type { MeterResult } from './schemas/meter-reading.ts';
-
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isReferenceId, type MeterResult } from './schemas/meter-reading.ts';
 
 export interface MeterListFilter {
   status?: MeterStatus;
@@ -18,7 +16,7 @@ export interface MeterListFilter {
 
 /** One of the account's submissions; a reference that is malformed or another account's is not found. */
 export async function meterResult(db: Db, accountId: string, referenceId: string): Promise<MeterResult> {
-  const row = UUID_PATTERN.test(referenceId)
+  const row = isReferenceId(referenceId)
     ? await results(db, accountId).where('m.reference_id', '=', referenceId).executeTakeFirst()
     : undefined;
   if (!row) throw new ApiError(404, 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);

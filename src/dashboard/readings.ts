@@ -1,8 +1,8 @@
 import type { Db } from '../db/database.ts';
 import type { MeterStatus } from '../db/schema.ts';
+import { isReferenceId } from '../schemas/meter-reading.ts';
 
 export const METER_STATUSES: readonly MeterStatus[] = ['pending', 'processing', 'completed', 'failed'];
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RECENT_LIMIT = 100;
 
 /** The account's most recent submissions, newest first, optionally of one status. */
@@ -14,7 +14,7 @@ export async function recentReadings(db: Db, accountId: string, status: MeterSta
 
 /** One submission with what the detail view shows; undefined when the account has no such reference. */
 export async function readingDetail(db: Db, accountId: string, referenceId: string) {
-  if (!UUID_PATTERN.test(referenceId)) return undefined;
+  if (!isReferenceId(referenceId)) return undefined;
   return submissions(db, accountId)
     .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
     .select([
@@ -36,7 +36,7 @@ export async function readingDetail(db: Db, accountId: string, referenceId: stri
 
 /** The normalised upright JPEG of one of the account's submissions, once the read step has made it. */
 export async function readingPhoto(db: Db, accountId: string, referenceId: string): Promise<Buffer | undefined> {
-  if (!UUID_PATTERN.test(referenceId)) return undefined;
+  if (!isReferenceId(referenceId)) return undefined;
   const row = await db
     .selectFrom('meter_images as i')
     .innerJoin('meters as m', 'm.id', 'i.meter_id')

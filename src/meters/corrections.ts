@@ -1,5 +1,5 @@
-import { UUID_PATTERN } from '../dashboard/readings.ts';
 import type { Db } from '../db/database.ts';
+import { isReferenceId } from '../schemas/meter-reading.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
@@ -19,7 +19,7 @@ export type CorrectionOutcome =
 export async function correctReading(
   db: Db, accountId: string, referenceId: string, reading: string, by: Corrector,
 ): Promise<CorrectionOutcome> {
-  if (!UUID_PATTERN.test(referenceId)) return { outcome: 'not_found' };
+  if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
   const meter = await db
     .selectFrom('meters')
     .select(['id', 'status'])
