@@ -6,9 +6,10 @@ import { queueAccountEvent } from '../webhooks/deliver.ts';
 import type { WebhookEvent } from '../webhooks/events.ts';
 import { requireAccount } from './accounts.ts';
 import { InvalidInputError, NotFoundError, requireId } from './errors.ts';
+import { subscriptionState, type SubscriptionState } from './subscription-state.ts';
 
-/** `status` as stored, plus what it means now: an active subscription past its period_end is expired. */
-export type SubscriptionState = 'active' | 'expired' | 'cancelled';
+/** Every statement that reads a subscription returns its state with it. */
+const state = subscriptionState().as('state');
 
 export interface Subscription {
   accountId: string;
@@ -45,6 +46,7 @@ export async function setSubscription(
       }),
     )
     .returningAll()
+    .returning(state)
     .executeTakeFirstOrThrow();
   return toSubscription(row);
 }
@@ -56,6 +58,7 @@ export async function cancelSubscription(db: Db, accountId: string | number): Pr
     .set({ status: 'cancelled', updated_at: sql<Date>`now()` })
     .where('account_id', '=', requireId(accountId, 'account id'))
     .returningAll()
+    .returning(state)
     .executeTakeFirst();
   if (!row) throw new NotFoundError(`account ${accountId} has no subscription`);
   return toSubscription(row);
@@ -75,6 +78,7 @@ export async function changeSubscription(deps: { db: Db; boss: PgBoss }, change:
     const previousRow = await tx
       .selectFrom('subscriptions')
       .selectAll()
+      .select(state)
       .where('account_id', '=', requireId(change.accountId, 'account id'))
       .forUpdate()
       .executeTakeFirst();
@@ -102,10 +106,10 @@ export async function announceExpiredSubscriptions(deps: { db: Db; boss: PgBoss 
     const expired = await tx
       .updateTable('subscriptions')
       .set({ expiry_announced_for: sql<Date>`period_end` })
-      .where('status', '=', 'active')
-      .where('period_end', '<=', sql<Date>`now()`)
+      .where(subscriptionState(), '=', 'expired')
       .where(sql<boolean>`expiry_announced_for IS DISTINCT FROM period_end`)
       .returningAll()
+      .returning(state)
       .execute();
     for (const row of expired) await announceSubscription(tx, deps.boss, 'subscription.expired', toSubscription(row), undefined);
     return expired.length;
@@ -140,6 +144,7 @@ export async function getSubscription(db: Db, accountId: string | number): Promi
   const row = await db
     .selectFrom('subscriptions')
     .selectAll()
+    .select(state)
     .where('account_id', '=', requireId(accountId, 'account id'))
     .executeTakeFirst();
   return row && toSubscription(row);
@@ -173,17 +178,16 @@ function toSubscription(row: {
   account_id: string;
   plan_code: string;
   status: SubscriptionStatus;
+  state: SubscriptionState;
   period_start: Date;
   period_end: Date;
   updated_at: Date;
 }): Subscription {
-  const state: SubscriptionState =
-    row.status === 'cancelled' ? 'cancelled' : row.period_end.getTime() <= Date.now() ? 'expired' : 'active';
   return {
     accountId: row.account_id,
     planCode: row.plan_code,
     status: row.status,
-    state,
+    state: row.state,
     periodStart: row.period_start,
     periodEnd: row.period_end,
     updatedAt: row.updated_at,

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { subscriptionState, type SubscriptionState } from '../accounts/subscription-state.ts';
 import type { Db } from '../db/database.ts';
 import { monthlyUsage } from '../pipeline/check-usage.ts';
 
@@ -7,7 +8,7 @@ export const USAGE_CHART_DAYS = 30;
 export interface AccountUsage {
   /** Accepted submissions this calendar month (UTC): the count the API's limit applies to. */
   monthCount: number;
-  plan: { name: string; monthlyRequestLimit: number; status: string; periodEnd: Date } | undefined;
+  plan: { name: string; monthlyRequestLimit: number; state: SubscriptionState; periodEnd: Date } | undefined;
   /** Submissions per UTC day, oldest first, the last USAGE_CHART_DAYS days including today. */
   daily: Array<{ day: string; count: number }>;
 }
@@ -18,7 +19,7 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
     db
       .selectFrom('subscriptions as s')
       .innerJoin('plans as p', 'p.code', 's.plan_code')
-      .select(['p.name', 'p.monthly_request_limit as monthlyRequestLimit', 's.status', 's.period_end as periodEnd'])
+      .select(['p.name', 'p.monthly_request_limit as monthlyRequestLimit', subscriptionState('s').as('state'), 's.period_end as periodEnd'])
       .where('s.account_id', '=', accountId)
       .executeTakeFirst(),
     sql<{ day: string; count: number }>`
@@ -36,7 +37,7 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
   ]);
   return {
     monthCount,
-    plan: plan && { ...plan, status: plan.status === 'active' && plan.periodEnd.getTime() <= Date.now() ? 'expired' : plan.status },
+    plan,
     daily: daily.rows,
   };
 }

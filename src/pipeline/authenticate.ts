@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
+import { subscriptionState, type SubscriptionState } from '../accounts/subscription-state.ts';
 import type { Db } from '../db/database.ts';
 import { ApiError } from '../errors.ts';
 import type { PlanSubscription } from './check-subscription.ts';
@@ -37,15 +38,16 @@ export async function authenticate(db: Db, authorization: string | undefined): P
     .leftJoin('api_usage as u', (join) =>
       join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`),
     )
-    .select(['k.id', 'k.account_id', 's.status', 's.period_end', 'p.code as plan_code', 'p.monthly_request_limit', 'u.request_count'])
+    .select(['k.id', 'k.account_id', 's.period_end', 'p.code as plan_code', 'p.monthly_request_limit', 'u.request_count'])
+    .select(subscriptionState('s').$castTo<SubscriptionState | null>().as('state'))
     .where('k.key_sha256', '=', hashApiKey(key))
     .where('k.status', '=', 'active')
     .where('k.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!row) throw invalidKey();
   const subscription =
-    row.status && row.period_end && row.plan_code && row.monthly_request_limit !== null
-      ? { status: row.status, periodEnd: row.period_end, planCode: row.plan_code, monthlyRequestLimit: row.monthly_request_limit }
+    row.state && row.period_end && row.plan_code && row.monthly_request_limit !== null
+      ? { state: row.state, periodEnd: row.period_end, planCode: row.plan_code, monthlyRequestLimit: row.monthly_request_limit }
       : undefined;
   return { keyId: row.id, accountId: row.account_id, subscription, monthlyUsage: row.request_count ?? 0 };
 }

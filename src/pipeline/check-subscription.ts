@@ -1,4 +1,4 @@
-import type { SubscriptionStatus } from '../db/schema.ts';
+import type { SubscriptionState } from '../accounts/subscription-state.ts';
 import { ApiError } from '../errors.ts';
 
 export interface ActivePlan {
@@ -7,15 +7,15 @@ export interface ActivePlan {
 }
 
 export interface PlanSubscription extends ActivePlan {
-  status: SubscriptionStatus;
+  state: SubscriptionState;
   periodEnd: Date;
 }
 
 /** Step 2: the account has a subscription that is active now (loaded with the key by `authenticate`). */
 export function checkSubscription(subscription: PlanSubscription | undefined): ActivePlan {
   if (!subscription) throw subscriptionError('No subscription: the account needs an active plan to use the API');
-  if (subscription.status === 'cancelled') throw subscriptionError('Subscription cancelled');
-  if (subscription.periodEnd.getTime() <= Date.now()) {
+  if (subscription.state === 'cancelled') throw subscriptionError('Subscription cancelled');
+  if (subscription.state === 'expired') {
     throw subscriptionError(`Subscription expired on ${subscription.periodEnd.toISOString()}`);
   }
   return { planCode: subscription.planCode, monthlyRequestLimit: subscription.monthlyRequestLimit };
