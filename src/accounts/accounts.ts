@@ -10,17 +10,21 @@ export interface Account {
   subscription?: Subscription;
 }
 
-/** With a plan, the account starts with an active one-month subscription; both or neither are stored. */
+/**
+ * With a plan, the account starts with an active one-month subscription; both or neither are stored.
+ * `db` may be a transaction (sign-up's), which the account then joins; otherwise it gets its own.
+ */
 export async function createAccount(db: Db, input: { name: string; planCode?: string }): Promise<Account> {
   const name = requireText(input.name, 'account name');
-  return db.transaction().execute(async (tx) => {
+  const create = async (tx: Db) => {
     const row = await tx.insertInto('accounts').values({ name }).returningAll().executeTakeFirstOrThrow();
     const account: Account = { id: row.id, name: row.name, createdAt: row.created_at };
     if (input.planCode !== undefined) {
       account.subscription = await setSubscription(tx, { accountId: row.id, planCode: input.planCode, months: 1 });
     }
     return account;
-  });
+  };
+  return db.isTransaction ? create(db) : db.transaction().execute(create);
 }
 
 /** Returns the validated id of an existing account; throws NotFoundError otherwise. */

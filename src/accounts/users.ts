@@ -1,9 +1,8 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { requireAccount } from './accounts.ts';
+import { createAccount, requireAccount } from './accounts.ts';
 import { InvalidInputError, requireText } from './errors.ts';
-import { setSubscription } from './subscriptions.ts';
 
 export const MIN_PASSWORD_LENGTH = 10;
 const MAX_PASSWORD_LENGTH = 256;
@@ -50,8 +49,7 @@ export async function signUp(
   const email = requireEmail(input.email);
   const passwordHash = await hashPassword(requirePassword(input.password));
   return db.transaction().execute(async (tx) => {
-    const account = await tx.insertInto('accounts').values({ name: accountName }).returning('id').executeTakeFirstOrThrow();
-    await setSubscription(tx, { accountId: account.id, planCode: input.planCode, months: 1 });
+    const account = await createAccount(tx, { name: accountName, planCode: input.planCode });
     const user = await insertUser(tx, { accountId: account.id, email, passwordHash });
     return { accountId: account.id, userId: user.id };
   });
