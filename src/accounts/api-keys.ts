@@ -3,8 +3,8 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ApiKeyStatus } from '../db/schema.ts';
 import { hashApiKey } from '../pipeline/authenticate.ts';
-import { requireAccount } from './accounts.ts';
 import { InvalidInputError, NotFoundError, requireId, requireText } from './errors.ts';
+import { requireAccount } from './require-account.ts';
 
 const KEY_PREFIX = 'meterlens_live_';
 export const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];

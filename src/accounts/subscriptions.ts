@@ -4,8 +4,8 @@ import type { Db, Tx } from '../db/database.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import type { WebhookEvent } from '../webhooks/events.ts';
-import { requireAccount } from './accounts.ts';
 import { InvalidInputError, NotFoundError, requireId } from './errors.ts';
+import { requireAccount } from './require-account.ts';
 import { subscriptionState, type SubscriptionState } from './subscription-state.ts';
 
 /** Every statement that reads a subscription returns its state with it. */

@@ -1,7 +1,8 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { createAccount, requireAccount } from './accounts.ts';
+import { createAccount } from './accounts.ts';
+import { requireAccount } from './require-account.ts';
 import { InvalidInputError, requireText } from './errors.ts';
 
 export const MIN_PASSWORD_LENGTH = 10;

@@ -1,4 +1,4 @@
-import { requireAccount } from '../accounts/accounts.ts';
+import { requireAccount } from '../accounts/require-account.ts';
 import { addWebhookEndpoint, listWebhookEndpoints } from '../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS } from '../webhooks/events.ts';
 import { idValue, optionalOption, requiredOption } from './args.ts';
