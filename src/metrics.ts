@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db/database.ts';
-import type { ChainReading, ReadAttempt } from './pipeline/read.ts';
 import { QUEUES } from './queue.ts';
+import type { ChainReading, ReadAttempt } from './readers/chain.ts';
 
 /**
  * The process's Prometheus metrics, served by GET /metrics (README, "Metrics"). Counters live in

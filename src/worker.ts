@@ -5,10 +5,10 @@ import type { Config } from './config.ts';
 import { bossAdapter, type Db } from './db/database.ts';
 import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { readContext } from './pipeline/plausibility.ts';
-import { ReadFailure, type ReaderChain } from './pipeline/read.ts';
-import { normaliseUpload } from './pipeline/normalise.ts';
+import { readPhoto } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
 import { enqueueDelivery, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import { ReadFailure, type ReaderChain } from './readers/chain.ts';
 import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
 
@@ -91,10 +91,8 @@ export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promi
   const meter = await loadMeter(deps.db, job.data.meterId);
   if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
   try {
-    // A retried job finds the upright JPEG its first attempt stored.
-    const jpeg = meter.image.jpeg ?? (await normaliseUpload(deps, meter.ref.meterId, meter.image.upload!));
     const context = await readContext(deps.db, meter.ref.meterId);
-    const result = await deps.readers.read(jpeg, job.signal, context.window);
+    const result = await readPhoto(deps, meter.ref.meterId, meter.image, context.window, job.signal);
     await recordReading(deps, meter.ref, result, context);
   } catch (error) {
     if (!(error instanceof ReadFailure)) throw error;

@@ -6,7 +6,7 @@ import { loadFileList, loadLabelledPhotos, type LabelledPhoto } from '../eval/da
 import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
 import { summarise, type EvalSummary } from '../eval/metrics.ts';
 import { formatSummary, readPhotos } from '../eval/run.ts';
-import { ReadFailure } from '../pipeline/read.ts';
+import { ReadFailure } from '../readers/chain.ts';
 import { createReaderChain } from '../readers/registry.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
 

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config.ts';
 import { ImageError, normaliseImage } from '../images.ts';
-import { ReadFailure, type ChainReading, type ReaderChain } from '../pipeline/read.ts';
+import { ReadFailure, type ChainReading, type ReaderChain } from '../readers/chain.ts';
 import { UsageError } from './args.ts';
 import type { Command } from './context.ts';
 

@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { ImageError, normaliseImage, type NormalisedImage } from '../images.ts';
-import { ReadFailure } from './read.ts';
+import { ReadFailure } from '../readers/chain.ts';
 
 /**
  * Step 6, first half: the upload is decoded (first frame), turned upright, scaled to

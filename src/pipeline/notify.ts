@@ -3,7 +3,7 @@ import type { Tx } from '../db/database.ts';
 import type { WebhookEvent } from '../db/schema.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { plausibilityJson, type ReadContext } from './plausibility.ts';
-import type { ChainReading } from './read.ts';
+import type { ChainReading } from '../readers/chain.ts';
 import { readingResult } from './reading-result.ts';
 
 export type MeterOutcome =

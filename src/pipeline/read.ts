@@ -1,122 +1,29 @@
-import sharp from 'sharp';
 import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
 import { observeReaderAttempts } from '../metrics.ts';
-import { judgeReading, type JudgedReading } from '../readers/plausibility.ts';
-import {
-  ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind,
-} from '../readers/reader.ts';
-
-export type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
-
-export interface ReadAttempt {
-  reader: string;
-  /** `implausible`: a reading outside the plausibility window, passed on whatever its confidence. */
-  outcome: 'accepted' | 'low_confidence' | 'implausible' | ReaderFailureKind;
-  ms: number;
-  confidence?: number;
-  error?: string;
-}
-
-export interface ChainReading extends MeterReading {
-  reader: string;
-  /** A later reader in the chain produced the result. */
-  escalated: boolean;
-  attempts: ReadAttempt[];
-  readMs: number;
-  plausibility: Plausibility;
-  /** The free decode, when the window changed it (`corrected`). */
-  unconstrainedReading?: string;
-  /** Why the reading is `implausible`. */
-  plausibilityReason?: string;
-  /** Pixel size of the image that was read, when the reading has a counterBox (which is in this frame). */
-  frame?: { width: number; height: number };
-}
+import { ReadFailure, type ChainReading, type ReaderChain } from '../readers/chain.ts';
+import type { PlausibilityWindow } from '../readers/reader.ts';
+import { normaliseUpload } from './normalise.ts';
 
 /**
- * - `unreadable`: the readers looked and found no reading.
- * - `readers_unavailable`: no reader could be asked (timeouts, 5xx, none configured); try again later.
- * - `invalid_image`: the upload passed the header check at the ack but could not be decoded.
+ * Step 6: the photo read through the reader chain within the meter's plausibility window. An upload
+ * is normalised first; a retried job finds the upright JPEG its first attempt stored. Every reader
+ * the chain asked is counted in the metrics, whatever came of it.
  */
-export type ReadFailureCode = 'unreadable' | 'readers_unavailable' | 'invalid_image';
-
-export class ReadFailure extends Error {
-  readonly code: ReadFailureCode;
-  readonly attempts: ReadAttempt[];
-
-  constructor(code: ReadFailureCode, message: string, attempts: ReadAttempt[]) {
-    super(message);
-    this.name = 'ReadFailure';
-    this.code = code;
-    this.attempts = attempts;
+export async function readPhoto(
+  deps: { db: Db; config: Config; readers: ReaderChain },
+  meterId: string,
+  photo: { jpeg: Buffer | null; upload: Buffer | null },
+  window: PlausibilityWindow | undefined,
+  signal?: AbortSignal,
+): Promise<ChainReading> {
+  const jpeg = photo.jpeg ?? (await normaliseUpload(deps, meterId, photo.upload!));
+  try {
+    const reading = await deps.readers.read(jpeg, signal, window);
+    observeReaderAttempts(reading.attempts);
+    return reading;
+  } catch (error) {
+    if (error instanceof ReadFailure) observeReaderAttempts(error.attempts);
+    throw error;
   }
-}
-
-/**
- * Step 6: each reader in turn until one is confident. A reader that fails, times out, answers
- * nonsense or is below `escalateBelow` passes the photo on; if every reader answered but none
- * was confident, the most confident answer stands, with its honest confidence.
- * With a plausibility window every reading is judged against it (the local reader reads within it);
- * an implausible one passes the photo on, and stands only when no reader's answer is plausible.
- */
-export class ReaderChain {
-  readonly readers: MeterReader[];
-  readonly #escalateBelow: number;
-  readonly #deadlineMs: number;
-
-  constructor(readers: MeterReader[], config: Pick<Config, 'escalateBelow' | 'readerTimeoutMs' | 'readerRetries'>) {
-    this.readers = readers;
-    this.#escalateBelow = config.escalateBelow;
-    // A reader's own retries each get readerTimeoutMs; this bounds all of them together.
-    this.#deadlineMs = config.readerTimeoutMs * (config.readerRetries + 1);
-  }
-
-  async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow): Promise<ChainReading> {
-    const started = performance.now();
-    const attempts: ReadAttempt[] = [];
-    let best: { reading: JudgedReading; index: number } | undefined;
-    for (const [index, reader] of this.readers.entries()) {
-      signal?.throwIfAborted();
-      const attemptStarted = performance.now();
-      const elapsed = () => Math.round(performance.now() - attemptStarted);
-      try {
-        const deadline = AbortSignal.timeout(this.#deadlineMs);
-        const reading = judgeReading(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window), window);
-        const confident = reading.confidence >= this.#escalateBelow;
-        const outcome = reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
-        attempts.push({ reader: reader.name, outcome, ms: elapsed(), confidence: reading.confidence });
-        if (!best || preferred(reading, best.reading)) best = { reading, index };
-        if (outcome === 'accepted') break;
-      } catch (error) {
-        signal?.throwIfAborted();
-        const kind = error instanceof ReaderError ? error.kind : 'unavailable';
-        attempts.push({ reader: reader.name, outcome: kind, ms: elapsed(), error: (error as Error).message });
-      }
-    }
-    observeReaderAttempts(attempts);
-    const readMs = Math.round(performance.now() - started);
-    if (best) {
-      const frame = best.reading.counterBox ? await imageFrame(image) : undefined;
-      return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs, frame };
-    }
-    if (attempts.every((attempt) => attempt.outcome === 'unavailable')) {
-      const message = attempts.length
-        ? `No reader could be reached: ${attempts.map((attempt) => `${attempt.reader}: ${attempt.error}`).join('; ')}`
-        : 'No reader is configured: set READER_CHAIN or a hosted model API key';
-      throw new ReadFailure('readers_unavailable', message, attempts);
-    }
-    const reasons = attempts.filter((attempt) => attempt.outcome !== 'unavailable').map((attempt) => attempt.error);
-    throw new ReadFailure('unreadable', `No reading could be made from the photo: ${reasons.join('; ')}`, attempts);
-  }
-}
-
-/** A plausible reading beats an implausible one; between two alike, the more confident. */
-function preferred(reading: JudgedReading, than: JudgedReading): boolean {
-  const plausible = (judged: JudgedReading) => judged.plausibility !== 'implausible';
-  if (plausible(reading) !== plausible(than)) return plausible(reading);
-  return reading.confidence > than.confidence;
-}
-
-async function imageFrame(image: Buffer): Promise<{ width: number; height: number }> {
-  const { width, height } = await sharp(image).metadata();
-  return { width, height };
 }

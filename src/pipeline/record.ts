@@ -3,7 +3,7 @@ import type { Db } from '../db/database.ts';
 import { observeFailedReading, observeReading } from '../metrics.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './plausibility.ts';
-import type { ChainReading } from './read.ts';
+import type { ChainReading } from '../readers/chain.ts';
 
 export interface MeterRef {
   meterId: string;

@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
-import { ReaderChain } from '../pipeline/read.ts';
 import { createAnthropicReader } from './anthropic.ts';
+import { ReaderChain } from './chain.ts';
 import { createLocalReader } from './local.ts';
 import { createOpenAIReader } from './openai.ts';
 import type { MeterReader } from './reader.ts';

@@ -8,8 +8,8 @@ import { cancelSubscription, setSubscription } from '../../src/accounts/subscrip
 import { createPlan } from '../../src/accounts/plans.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDatabase, type Db } from '../../src/db/database.ts';
-import type { ReaderChain } from '../../src/pipeline/read.ts';
 import { createBoss, ensureQueues } from '../../src/queue.ts';
+import type { ReaderChain } from '../../src/readers/chain.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
 import { startWorker } from '../../src/worker.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';

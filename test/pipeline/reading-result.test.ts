@@ -1,8 +1,5 @@
 import t from 'tap';
-import sharp from 'sharp';
-import { ReaderChain } from '../../src/pipeline/read.ts';
 import { readingResult } from '../../src/pipeline/reading-result.ts';
-import type { MeterReader } from '../../src/readers/reader.ts';
 
 const base = { readingId: '42', reading: '02390.276', value: '2390.276', confidence: 97, escalated: false, model: 'm' };
 
@@ -21,14 +18,4 @@ t.test('counter_box: the corners with the size of the image they are in', async 
   const corners: Array<[number, number]> = [[1, 2], [3, 4], [5, 6], [7, 8]];
   t.same(readingResult({ ...base, counterBox: corners, frame: { width: 800, height: 600 } }).counter_box, { corners, image_width: 800, image_height: 600 });
   t.notOk('counter_box' in readingResult({ ...base, counterBox: null, frame: { width: 800, height: 600 } }));
-});
-
-t.test('the reader chain measures the frame of the image it read when the reading has a counter box', async (t) => {
-  const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } }).jpeg().toBuffer();
-  const boxed: MeterReader = {
-    name: 'boxed',
-    read: async () => ({ reading: '1', value: 1, confidence: 99, model: 'm', raw: null, counterBox: [[1, 1], [9, 1], [9, 9], [1, 9]] }),
-  };
-  const chain = new ReaderChain([boxed], { escalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
-  t.same((await chain.read(image)).frame, { width: 640, height: 480 });
 });

@@ -6,14 +6,14 @@ import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
 import { identifyMeter } from '../../pipeline/identify-meter.ts';
-import { normaliseUpload } from '../../pipeline/normalise.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotentResponses, replayOrClaim } from '../../pipeline/idempotency.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { plausibilityJson, readContext } from '../../pipeline/plausibility.ts';
-import { ReadFailure } from '../../pipeline/read.ts';
+import { readPhoto } from '../../pipeline/read.ts';
 import { readingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { notMultipart, validateImage } from '../../pipeline/validate-image.ts';
+import { ReadFailure } from '../../readers/chain.ts';
 import { AsyncSubmission, SyncSubmission } from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
@@ -72,8 +72,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const context = await readContext(db, accepted.meterId);
     let result;
     try {
-      const jpeg = await normaliseUpload({ db, config }, accepted.meterId, image.upload);
-      result = await readers.read(jpeg, undefined, context.window);
+      result = await readPhoto({ db, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context.window);
     } catch (error) {
       const reason = error instanceof ReadFailure
         ? { code: error.code, message: error.message }

@@ -1,7 +1,9 @@
+import sharp from 'sharp';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.ts';
-import { ReadFailure } from '../../src/pipeline/read.ts';
+import { ReadFailure, ReaderChain } from '../../src/readers/chain.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP, judgeReading } from '../../src/readers/plausibility.ts';
+import type { MeterReader } from '../../src/readers/reader.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import type { FakeBehaviour } from '../fakes/http-fake.ts';
@@ -142,4 +144,14 @@ t.test('a plausible answer beats a more confident implausible one; if all are im
   t.match(flagged.attempts, [{ outcome: 'implausible' }, { outcome: 'implausible' }]);
   const above = judgeReading({ reading: '02990.100', value: 2990.1, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred);
   t.match(above.plausibilityReason, /more than the meter can have run since the reference reading 02400\.000 \(at most 2460 m³\)/);
+});
+
+t.test('the reader chain measures the frame of the image it read when the reading has a counter box', async (t) => {
+  const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } }).jpeg().toBuffer();
+  const boxed: MeterReader = {
+    name: 'boxed',
+    read: async () => ({ reading: '1', value: 1, confidence: 99, model: 'm', raw: null, counterBox: [[1, 1], [9, 1], [9, 9], [1, 9]] }),
+  };
+  const chain = new ReaderChain([boxed], { escalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
+  t.same((await chain.read(image)).frame, { width: 640, height: 480 });
 });
