@@ -1,4 +1,5 @@
-import { createUser, generatePassword } from '../accounts/users.ts';
+import { generatePassword } from '../accounts/passwords.ts';
+import { createUser } from '../accounts/users.ts';
 import { idValue, optionalOption, requiredOption } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId } from './output.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
-import { verifyPassword } from '../../src/accounts/users.ts';
+import { verifyPassword } from '../../src/accounts/passwords.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import t from 'tap';
-import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/users.ts';
+import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/sign-in.ts';
 import { buildApp } from '../../src/app.ts';
 import { purgeOldData } from '../../src/retention.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';

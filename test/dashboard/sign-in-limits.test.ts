@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import t from 'tap';
-import { MAX_FAILED_LOGINS_PER_EMAIL, MAX_FAILED_LOGINS_PER_IP } from '../../src/accounts/users.ts';
+import { MAX_FAILED_LOGINS_PER_EMAIL, MAX_FAILED_LOGINS_PER_IP } from '../../src/accounts/sign-in.ts';
 import { loadConfig } from '../../src/config.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
 import { startTestService, waitFor } from '../helpers/service.ts';

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { createSession, deleteSession, findSession, type SessionUser } from '../../accounts/users.ts';
+import { createSession, deleteSession, findSession, type SessionUser } from '../../accounts/sessions.ts';
 
 export const SESSION_COOKIE = 'meterlens_session';
 

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { InvalidInputError } from '../../accounts/errors.ts';
+import { MIN_PASSWORD_LENGTH } from '../../accounts/passwords.ts';
 import { listPlans } from '../../accounts/plans.ts';
-import { LoginThrottledError, MIN_PASSWORD_LENGTH, signUp, verifyLogin } from '../../accounts/users.ts';
+import { LoginThrottledError, verifyLogin } from '../../accounts/sign-in.ts';
+import { signUp } from '../../accounts/sign-up.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { LoginForm, SignupForm } from '../../schemas/dashboard-forms.ts';
 
