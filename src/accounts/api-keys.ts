@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ApiKeyStatus } from '../db/schema.ts';
-import { hashApiKey } from '../pipeline/authenticate.ts';
+import { hashApiKey, newApiKey } from './api-key-format.ts';
 import { InvalidInputError, NotFoundError, requireId, requireText } from './errors.ts';
 import { requireAccount } from './require-account.ts';
 
-const KEY_PREFIX = 'meterlens_live_';
 export const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];
 
 /** What may be shown about a key after creation: never the key or its hash. */
@@ -15,7 +13,7 @@ export interface ApiKeySummary {
   accountId: string;
   projectName: string;
   status: ApiKeyStatus;
-  /** `meterlens_live_` and the first 4 hex digits. */
+  /** The key's prefix and its first 4 hex digits. */
   displayPrefix: string;
   /** The last 4 hex digits. */
   displaySuffix: string;
@@ -31,8 +29,7 @@ export async function createApiKey(
   const accountId = await requireAccount(db, input.accountId);
   const projectName = requireText(input.projectName, 'project name');
   const status = requireStatus(input.status ?? 'active');
-  const secret = randomBytes(16).toString('hex');
-  const key = KEY_PREFIX + secret;
+  const { key, displayPrefix, displaySuffix } = newApiKey();
   const row = await db
     .insertInto('api_keys')
     .values({
@@ -40,8 +37,8 @@ export async function createApiKey(
       project_name: projectName,
       status,
       key_sha256: hashApiKey(key),
-      display_prefix: KEY_PREFIX + secret.slice(0, 4),
-      display_suffix: secret.slice(-4),
+      display_prefix: displayPrefix,
+      display_suffix: displaySuffix,
     })
     .returning('id')
     .executeTakeFirstOrThrow();

@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
+import { API_KEY_PATTERN, hashApiKey } from '../accounts/api-key-format.ts';
 import { subscriptionState, type SubscriptionState } from '../accounts/subscription-state.ts';
 import type { Db } from '../db/database.ts';
 import { ApiError } from '../errors.ts';
 import type { PlanSubscription } from './check-subscription.ts';
 import { usageMonth } from './check-usage.ts';
 
-export const API_KEY_PATTERN = /^meterlens_live_[0-9a-f]{32}$/;
 /** The word `Bearer`, exactly one space, the key. */
 const BEARER = /^Bearer ([^ ]+)$/;
 
@@ -17,10 +16,6 @@ export interface AuthenticatedKey {
   subscription: PlanSubscription | undefined;
   /** Accepted submissions this month, loaded with the key for step 3. */
   monthlyUsage: number;
-}
-
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
 }
 
 /**

@@ -1,11 +1,12 @@
 import t from 'tap';
 import { createAccount } from '../../src/accounts/accounts.ts';
+import { API_KEY_PATTERN, hashApiKey } from '../../src/accounts/api-key-format.ts';
 import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus } from '../../src/accounts/api-keys.ts';
 import { InvalidInputError, NotFoundError } from '../../src/accounts/errors.ts';
 import { createPlan, listPlans } from '../../src/accounts/plans.ts';
 import { cancelSubscription, getSubscription, setSubscription } from '../../src/accounts/subscriptions.ts';
 import { createDatabase } from '../../src/db/database.ts';
-import { API_KEY_PATTERN, authenticate, hashApiKey } from '../../src/pipeline/authenticate.ts';
+import { authenticate } from '../../src/pipeline/authenticate.ts';
 import { checkSubscription } from '../../src/pipeline/check-subscription.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 

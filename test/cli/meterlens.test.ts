@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
+import { API_KEY_PATTERN, hashApiKey } from '../../src/accounts/api-key-format.ts';
 import { verifyPassword } from '../../src/accounts/passwords.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';
-import { API_KEY_PATTERN, hashApiKey } from '../../src/pipeline/authenticate.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
 const root = path.join(import.meta.dirname, '..', '..');

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { API_KEY_FORMAT } from '../../accounts/api-key-format.ts';
 import { REQUEST_ID_HEADER } from '../app/request-id.ts';
 import {
   ReadingCompletedEvent,
@@ -56,7 +57,7 @@ export default fp(async (app: FastifyInstance) => {
       info: { title: 'Meterlens API', version: '1', description: DESCRIPTION },
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'meterlens_live_ + 32 lowercase hex characters' },
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: API_KEY_FORMAT },
         },
       },
       webhooks: {
