@@ -1,7 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { PgBoss } from 'pg-boss';
 import type { Config } from './config.ts';
-import type { Db } from './db/database.ts';
+import type { ServiceDeps } from './deps.ts';
 import errorEnvelope, { clientErrorEnvelope } from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import metrics from './plugins/app/metrics.ts';
@@ -9,27 +8,19 @@ import requestDeadline from './plugins/app/request-deadline.ts';
 import requestIdHeader, { requestId } from './plugins/app/request-id.ts';
 import multipart from './plugins/external/multipart.ts';
 import openapi from './plugins/external/openapi.ts';
-import type { ReaderChain } from './readers/chain.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import meterRoutes from './routes/api/meters.ts';
 import meterResultRoutes from './routes/api/meter-results.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
 import healthRoutes from './routes/health.ts';
 
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  boss: PgBoss;
-  readers: ReaderChain;
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
-    deps: AppDeps;
+    deps: ServiceDeps;
   }
 }
 
-export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger === false ? false : { level: deps.config.logLevel },
     genReqId: requestId,
@@ -59,7 +50,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: boolean } = {}
 }
 
 /** What a worker-only process listens on for Prometheus: /metrics and nothing else. */
-export async function buildMetricsServer(deps: Pick<AppDeps, 'config' | 'db'>): Promise<FastifyInstance> {
+export async function buildMetricsServer(deps: Pick<ServiceDeps, 'config' | 'db'>): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, trustProxy: trustedProxies(deps.config) });
   await app.register(errorEnvelope);
   await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });

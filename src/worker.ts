@@ -1,26 +1,19 @@
 import { sql } from 'kysely';
 import type { Job, PgBoss, WorkOptions } from 'pg-boss';
 import { announceExpiredSubscriptions } from './accounts/subscriptions.ts';
-import type { Config } from './config.ts';
 import { bossAdapter, type Db } from './db/database.ts';
+import type { ServiceDeps } from './deps.ts';
 import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { readPhoto } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
 import { enqueueDelivery, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
-import { ReadFailure, type ReaderChain } from './readers/chain.ts';
+import { ReadFailure } from './readers/chain.ts';
 import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
 
-export interface WorkerDeps {
-  config: Config;
-  db: Db;
-  boss: PgBoss;
-  readers: ReaderChain;
-}
-
 /** Subscribes this process to every queue; pg-boss polls them (and is woken by NOTIFY). */
-export async function startWorker(deps: WorkerDeps): Promise<void> {
+export async function startWorker(deps: ServiceDeps): Promise<void> {
   const { boss, config } = deps;
   // NOTIFY wakes workers for new jobs only; retries and scheduled webhook attempts are found by polling.
   const polling = { pollingIntervalSeconds: config.queuePollSeconds, notifyPollingIntervalSeconds: config.queuePollSeconds };
@@ -52,7 +45,7 @@ const OVER_SHARE_DELAY_MS = 1000;
  * attempt is active and committed before its handler runs, so each sees the others: the oldest
  * `webhookEndpointConcurrency` of the endpoint go ahead, the rest are queued again without an attempt.
  */
-async function withinEndpointShare(deps: WorkerDeps, job: Job<DeliverWebhookJob>): Promise<boolean> {
+async function withinEndpointShare(deps: ServiceDeps, job: Job<DeliverWebhookJob>): Promise<boolean> {
   const { rows } = await sql<{ ahead: number }>`
     SELECT count(*)::int AS ahead
     FROM pgboss.job other, pgboss.job this
@@ -87,7 +80,7 @@ async function workContinuously<T extends object>(
 }
 
 /** Steps 6–8 for an async submission: normalise and read, record, notify. */
-export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promise<void> {
+export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Promise<void> {
   const meter = await loadMeter(deps.db, job.data.meterId);
   if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
   try {
@@ -103,7 +96,7 @@ export async function readMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promi
 }
 
 /** A read job that kept crashing or whose worker died on every attempt. */
-async function failAbandonedMeter(deps: WorkerDeps, job: Job<ReadMeterJob>): Promise<void> {
+async function failAbandonedMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Promise<void> {
   const meter = await loadMeter(deps.db, job.data.meterId);
   if (!meter) return;
   await recordFailure(deps, meter.ref, {

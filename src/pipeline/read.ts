@@ -1,7 +1,6 @@
-import type { Config } from '../config.ts';
-import type { Db } from '../db/database.ts';
+import type { ServiceDeps } from '../deps.ts';
 import { observeReaderAttempts } from '../metrics.ts';
-import { ReadFailure, type ChainReading, type ReaderChain } from '../readers/chain.ts';
+import { ReadFailure, type ChainReading } from '../readers/chain.ts';
 import type { PlausibilityWindow } from '../readers/reader.ts';
 import { normaliseUpload } from './normalise.ts';
 
@@ -11,7 +10,7 @@ import { normaliseUpload } from './normalise.ts';
  * the chain asked is counted in the metrics, whatever came of it.
  */
 export async function readPhoto(
-  deps: { db: Db; config: Config; readers: ReaderChain },
+  deps: Pick<ServiceDeps, 'db' | 'config' | 'readers'>,
   meterId: string,
   photo: { jpeg: Buffer | null; upload: Buffer | null },
   window: PlausibilityWindow | undefined,

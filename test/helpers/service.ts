@@ -1,26 +1,21 @@
 import type { FastifyInstance } from 'fastify';
-import type { PgBoss } from 'pg-boss';
 import type { Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { createAccount } from '../../src/accounts/accounts.ts';
 import { createApiKey } from '../../src/accounts/api-keys.ts';
 import { cancelSubscription, setSubscription } from '../../src/accounts/subscriptions.ts';
 import { createPlan } from '../../src/accounts/plans.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { loadConfig } from '../../src/config.ts';
 import { createDatabase, type Db } from '../../src/db/database.ts';
+import type { ServiceDeps } from '../../src/deps.ts';
 import { createBoss, ensureQueues } from '../../src/queue.ts';
-import type { ReaderChain } from '../../src/readers/chain.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
 import { startWorker } from '../../src/worker.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { FakeBehaviour, FakeServer } from '../fakes/http-fake.ts';
 import { createTestDatabase } from './database.ts';
 
-export interface TestService {
-  config: Config;
-  db: Db;
-  boss: PgBoss;
-  readers: ReaderChain;
+export interface TestService extends ServiceDeps {
   app: FastifyInstance;
   /** Base URL of the app listening on loopback, for real multipart uploads. */
   url: string;
