@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ReferenceSource } from '../db/schema.ts';
-import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 import type { ChainReading } from '../readers/chain.ts';
+import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 
 /** However little time has passed, the window allows this many hours of the maximum flow. */
 export const MIN_ELAPSED_HOURS = 1;

@@ -1,9 +1,9 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
 import { observeFailedReading, observeReading } from '../metrics.ts';
+import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './plausibility.ts';
-import type { ChainReading } from '../readers/chain.ts';
 
 export interface MeterRef {
   meterId: string;
