@@ -2,8 +2,6 @@ import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type { Plausibility } from '../readers/reader.ts';
 import type { DeliveryEvent, WebhookEvent } from '../webhooks/events.ts';
 
-export type { WebhookEvent };
-
 /** Where a plausibility window's reference came from (see src/pipeline/plausibility.ts). */
 export type ReferenceSource = 'previous_reading' | 'reading' | 'correction';
 

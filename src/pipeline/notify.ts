@@ -1,9 +1,9 @@
 import type { PgBoss } from 'pg-boss';
 import type { Tx } from '../db/database.ts';
-import type { WebhookEvent } from '../db/schema.ts';
-import { queueAccountEvent } from '../webhooks/deliver.ts';
-import { plausibilityJson, type ReadContext } from './plausibility.ts';
 import type { ChainReading } from '../readers/chain.ts';
+import { queueAccountEvent } from '../webhooks/deliver.ts';
+import type { WebhookEvent } from '../webhooks/events.ts';
+import { plausibilityJson, type ReadContext } from './plausibility.ts';
 import { readingResult } from './reading-result.ts';
 
 export type MeterOutcome =

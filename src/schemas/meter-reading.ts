@@ -39,7 +39,7 @@ export const PlausibilityResponse = Type.Object({
 });
 
 /** What a completed reading says, the same in the sync response, GET and the webhook's `data`. */
-const ReadingFields = {
+export const ReadingFields = {
   reading: Type.String({ description: 'Digits as the dial shows them, e.g. "02390.276"' }),
   value: Type.Number(),
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
@@ -56,7 +56,7 @@ const ReadingFields = {
 const ReadingResult = Type.Object(ReadingFields);
 export type ReadingResult = Static<typeof ReadingResult>;
 
-const FailureError = Type.Object({
+export const FailureError = Type.Object({
   code: Type.String({ description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`' }),
   message: Type.String(),
 });
@@ -191,26 +191,6 @@ const SubmissionHeaders = Type.Object({
         'Any 1–255 printable ASCII characters, unique per submission (e.g. a UUID). A retry with the same key within 24 h gets the first response back, with `Idempotent-Replayed: true`, and is neither stored nor counted',
     }),
   ),
-});
-
-const WebhookTimestamp = Type.String({ format: 'date-time' });
-
-export const ReadingCompletedEvent = Type.Object({
-  event: Type.Literal('reading.completed'),
-  timestamp: WebhookTimestamp,
-  data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }),
-});
-
-export const ReadingFailedEvent = Type.Object({
-  event: Type.Literal('reading.failed'),
-  timestamp: WebhookTimestamp,
-  data: Type.Object({ reference_id: ReferenceId, error: FailureError }),
-});
-
-export const WebhookTestEvent = Type.Object({
-  event: Type.Literal('webhook.test'),
-  timestamp: WebhookTimestamp,
-  data: Type.Object({ endpoint_id: Type.Integer() }),
 });
 
 const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders, documentation: { body: MeterPhotoUpload } };

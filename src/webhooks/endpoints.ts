@@ -5,8 +5,6 @@ import { assertPublicUrl } from './address-guard.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from './events.ts';
 import { newWebhookSecret } from './signature.ts';
 
-export { WEBHOOK_EVENTS };
-
 const MAX_URL_LENGTH = 2048;
 
 /** `invalid`: the input cannot be accepted (400); `not_found`: no such endpoint on this account (404). */

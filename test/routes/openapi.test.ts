@@ -5,7 +5,9 @@ import addFormats from 'ajv-formats';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
 import openapi from '../../src/plugins/external/openapi.ts';
+import { sendTestEvent } from '../../src/webhooks/deliver.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
+import { TEST_EVENT_KINDS } from '../../src/webhooks/events.ts';
 import { createCustomer, startTestService, waitFor, waitForMeter } from '../helpers/service.ts';
 
 interface Exchange {
@@ -31,7 +33,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     '/api/meter-reading', '/api/meter-reading/sync', '/api/meter-reading/{reference_id}', '/api/meter-reading/{reference_id}/correction',
     '/api/meter-readings', '/api/meters/{meter_id}', '/api/meters/{meter_id}/readings', '/healthz', '/readyz',
   ]);
-  t.same(Object.keys(document.webhooks).sort(), ['reading.completed', 'reading.failed', 'webhook.test']);
+  t.same(Object.keys(document.webhooks).sort(), [...TEST_EVENT_KINDS].sort(), 'every event an endpoint can receive');
   t.match(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
   t.match(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, {
     required: ['image'],
@@ -63,7 +65,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
 
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
-  await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hook` });
+  const endpoint = await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hook` });
 
   const accepted = await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: auth, body: upload(photo) });
   await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(photo) });
@@ -143,6 +145,8 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     }
   }
 
+  // The example of every kind, as the dashboard's test button sends it, beside the real deliveries above.
+  for (const kind of TEST_EVENT_KINDS) await sendTestEvent(service.db, service.boss, customer.accountId, endpoint.id, kind);
   const deliveries = await waitFor(
     () => service.db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).execute(),
     (rows) => rows.length > 0,

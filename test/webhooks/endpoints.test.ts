@@ -7,6 +7,7 @@ import {
   rotateWebhookSecret,
   setWebhookEndpointEnabled,
 } from '../../src/webhooks/endpoints.ts';
+import { DEFAULT_WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
 const database = await createTestDatabase();
@@ -75,4 +76,14 @@ t.test("another account's endpoint, or an id that is no id, is not found", async
   await t.rejects(rotateWebhookSecret(db, accountId, 'abc'), notFound);
   await t.rejects(setWebhookEndpointEnabled(db, accountId, '99999999999999999999999', false), notFound);
   t.notOk((await listWebhookEndpoints(db, otherAccountId)).some((endpoint) => endpoint.id === id));
+});
+
+t.test('the events column\'s default in sql/ is DEFAULT_WEBHOOK_EVENTS, for rows written without the domain code', async (t) => {
+  const row = await db
+    .insertInto('webhook_endpoints')
+    .values({ account_id: otherAccountId, url: 'https://8.8.8.8/sql-default', secret: 'whsec_sql' })
+    .returning(['id', 'events'])
+    .executeTakeFirstOrThrow();
+  t.teardown(() => db.deleteFrom('webhook_endpoints').where('id', '=', row.id).execute());
+  t.same(row.events, DEFAULT_WEBHOOK_EVENTS);
 });

@@ -3,12 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { API_KEY_FORMAT } from '../../accounts/api-key-format.ts';
+import { WEBHOOK_PAYLOADS } from '../../schemas/webhook-events.ts';
 import { REQUEST_ID_HEADER } from '../app/request-id.ts';
-import {
-  ReadingCompletedEvent,
-  ReadingFailedEvent,
-  WebhookTestEvent,
-} from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -60,11 +56,7 @@ export default fp(async (app: FastifyInstance) => {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: API_KEY_FORMAT },
         },
       },
-      webhooks: {
-        'reading.completed': webhook('A submission was read', ReadingCompletedEvent),
-        'reading.failed': webhook('A submission could not be read', ReadingFailedEvent),
-        'webhook.test': webhook('Sent by the dashboard’s “send test event”', WebhookTestEvent),
-      },
+      webhooks: Object.fromEntries(WEBHOOK_PAYLOADS.map(({ event, summary, payload }) => [event, webhook(summary, payload)])),
     },
     transform: ({ schema = {}, url }) => {
       const { documentation, ...validated } = schema;

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
-import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS } from '../../webhooks/events.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { TestEventForm, WebhookEndpointForm } from '../../schemas/dashboard-forms.ts';
@@ -11,9 +10,9 @@ import {
   listWebhookEndpoints,
   rotateWebhookSecret,
   setWebhookEndpointEnabled,
-  WEBHOOK_EVENTS,
   WebhookEndpointError,
 } from '../../webhooks/endpoints.ts';
+import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS, WEBHOOK_EVENTS } from '../../webhooks/events.ts';
 
 type EndpointParams = { Params: { id: string } };
 

@@ -1,0 +1,50 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import { USAGE_THRESHOLD_SHARE, type DeliveryEvent } from '../webhooks/events.ts';
+import { FailureError, ReadingFields, ReferenceId } from './meter-reading.ts';
+
+const UsageMilestone = Type.Object({
+  month: Type.String({ description: 'The calendar month (UTC), e.g. "2026-11"' }),
+  count: Type.Integer({ description: 'Accepted submissions this month' }),
+  limit: Type.Integer({ description: 'The plan’s monthly request limit' }),
+  plan: Type.String(),
+});
+
+const SubscriptionTerms = {
+  plan: Type.String(),
+  status: Type.Union([Type.Literal('active'), Type.Literal('expired'), Type.Literal('cancelled')]),
+  period_start: Type.String({ format: 'date-time' }),
+  period_end: Type.String({ format: 'date-time' }),
+};
+
+const SubscriptionChange = Type.Object({
+  account_id: Type.Integer(),
+  ...SubscriptionTerms,
+  previous: Type.Union([Type.Object(SubscriptionTerms), Type.Null()], { description: 'The terms before the change' }),
+});
+
+/**
+ * Every event an endpoint can receive, described for /openapi.json: keyed by the event list, so an
+ * event added to it is not documented until its payload is.
+ */
+const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema }> = {
+  'webhook.test': {
+    summary: 'Sent by the dashboard’s “send test event” (an example of any other event is marked `"test": true` in its data)',
+    data: Type.Object({ endpoint_id: Type.Integer() }),
+  },
+  'reading.completed': { summary: 'A submission was read', data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }) },
+  'reading.failed': { summary: 'A submission could not be read', data: Type.Object({ reference_id: ReferenceId, error: FailureError }) },
+  'usage.threshold_reached': { summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`, data: UsageMilestone },
+  'usage.limit_reached': { summary: 'The month’s submissions reached the plan’s limit (once a month)', data: UsageMilestone },
+  'subscription.created': { summary: 'The account got its first subscription', data: SubscriptionChange },
+  'subscription.renewed': { summary: 'The subscription was extended on the same plan', data: SubscriptionChange },
+  'subscription.updated': { summary: 'The subscription changed plan or period', data: SubscriptionChange },
+  'subscription.cancelled': { summary: 'The subscription was cancelled', data: SubscriptionChange },
+  'subscription.expired': { summary: 'The subscription’s period ended (once per period end)', data: SubscriptionChange },
+};
+
+/** Each event as it is POSTed: its name, when it was sent, its data. */
+export const WEBHOOK_PAYLOADS = Object.entries(WEBHOOK_EVENT_DATA).map(([event, { summary, data }]) => ({
+  event,
+  summary,
+  payload: Type.Object({ event: Type.Literal(event), timestamp: Type.String({ format: 'date-time' }), data }),
+}));
