@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/sign-in.ts';
+import { setSubscription } from '../../src/accounts/subscriptions.ts';
 import { buildApp } from '../../src/app.ts';
 import { purgeOldData } from '../../src/retention.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
@@ -260,6 +261,12 @@ t.test('dashboard routes', async (t) => {
     t.match(unknownKind.text, 'Unknown event kind');
   });
 
+  t.test('usage shows a subscription whose period has ended as expired', async (t) => {
+    const { client, accountId } = await signedUp(service);
+    await setSubscription(service.db, { accountId, planCode: 'trial', until: new Date('2020-01-01T00:00:00Z') });
+    t.match((await client.get('/dashboard/usage')).text, '<span class="badge badge-expired">expired</span>');
+  });
+
   t.test('usage and readings show what the API did, with the photo and the counter box', async (t) => {
     const { client } = await signedUp(service);
     const { key } = await createKey(client, 'meters');
@@ -275,7 +282,7 @@ t.test('dashboard routes', async (t) => {
     const usage = await client.get('/dashboard/usage');
     t.match(usage.text, '<strong>3</strong> of 100 requests');
     t.match(usage.text, /<meter[^>]*max="100"[^>]*value="3"/);
-    t.match(usage.text, 'Plan <strong>Trial</strong>');
+    t.match(usage.text, 'Plan <strong>Trial</strong>, <span class="badge badge-active">active</span>');
     t.match(usage.text, '<a href="/docs">API docs</a>', 'the navigation links to the API reference');
     const today = new Date().toISOString().slice(0, 10);
     t.match(usage.text, `<title>${today}: 3</title>`, 'today in the chart');
