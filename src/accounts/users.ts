@@ -1,8 +1,8 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { DomainError, requireText } from '../errors.ts';
 import { requireAccount } from './accounts.ts';
-import { InvalidInputError, requireText } from './errors.ts';
 import { setSubscription } from './subscriptions.ts';
 
 export const MIN_PASSWORD_LENGTH = 10;
@@ -26,11 +26,8 @@ export interface SessionUser {
 }
 
 /** Too many failed sign-ins for this email or from this address in the last minutes. */
-export class LoginThrottledError extends Error {
-  constructor() {
-    super(`Too many failed sign-ins. Try again in ${LOGIN_WINDOW_MINUTES} minutes.`);
-    this.name = 'LoginThrottledError';
-  }
+function loginThrottled(): DomainError {
+  return new DomainError('refused', 'email', `Too many failed sign-ins. Try again in ${LOGIN_WINDOW_MINUTES} minutes.`, { status: 429 });
 }
 
 /** A user for an existing account (the operator CLI). */
@@ -101,7 +98,7 @@ async function reserveLoginAttempt(db: Db, email: string, ip: string): Promise<v
       .where((eb) => eb.or([eb('email', '=', email), eb('ip', '=', ip)]))
       .executeTakeFirstOrThrow();
     if (failures.forEmail >= MAX_FAILED_LOGINS_PER_EMAIL || failures.forIp >= MAX_FAILED_LOGINS_PER_IP) {
-      throw new LoginThrottledError();
+      throw loginThrottled();
     }
     await tx.insertInto('login_attempts').values({ email, ip }).execute();
   });
@@ -193,22 +190,22 @@ async function insertUser(db: Db, input: { accountId: string; email: string; pas
     .onConflict((conflict) => conflict.expression(sql`lower(email)`).doNothing())
     .returning('id')
     .executeTakeFirst();
-  if (!row) throw new InvalidInputError(`a user with the email ${input.email} already exists`);
+  if (!row) throw new DomainError('invalid', 'email', `a user with the email ${input.email} already exists`);
   return row;
 }
 
 function requireEmail(value: string): string {
   const email = value.trim();
-  if (!EMAIL_PATTERN.test(email) || email.length > 254) throw new InvalidInputError(`"${email}" is not an email address`);
+  if (!EMAIL_PATTERN.test(email) || email.length > 254) throw new DomainError('invalid', 'email', `"${email}" is not an email address`);
   return email;
 }
 
 function requirePassword(password: string): string {
   if (password.length < MIN_PASSWORD_LENGTH) {
-    throw new InvalidInputError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+    throw new DomainError('invalid', 'password', `the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   }
   if (password.length > MAX_PASSWORD_LENGTH) {
-    throw new InvalidInputError(`the password must have at most ${MAX_PASSWORD_LENGTH} characters`);
+    throw new DomainError('invalid', 'password', `the password must have at most ${MAX_PASSWORD_LENGTH} characters`);
   }
   return password;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import type { PlanSubscription } from './check-subscription.ts';
 import { usageMonth } from './check-usage.ts';
 
@@ -50,6 +50,6 @@ export async function authenticate(db: Db, authorization: string | undefined): P
   return { keyId: row.id, accountId: row.account_id, subscription, monthlyUsage: row.request_count ?? 0 };
 }
 
-function invalidKey(): ApiError {
-  return new ApiError(422, 'authorization', 'Invalid or inactive API key');
+function invalidKey(): DomainError {
+  return new DomainError('refused', 'authorization', 'Invalid or inactive API key');
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
+import { isDomainError } from '../../errors.ts';
 import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS } from '../../webhooks/events.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
@@ -12,7 +13,6 @@ import {
   rotateWebhookSecret,
   setWebhookEndpointEnabled,
   WEBHOOK_EVENTS,
-  WebhookEndpointError,
 } from '../../webhooks/endpoints.ts';
 
 type EndpointParams = { Params: { id: string } };
@@ -55,7 +55,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId: accountId(request), url, events });
       return endpointPage(request, reply, id, { value: secret, reason: 'created' });
     } catch (error) {
-      if (!(error instanceof WebhookEndpointError) || error.reason !== 'invalid') throw error;
+      if (!isDomainError(error, 'invalid')) throw error;
       return listPage(request, reply.code(400), { error: sentence(error.message), form: { url, events } });
     }
   });
