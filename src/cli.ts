@@ -1,13 +1,12 @@
 /** `meterlens COMMAND …`: the operator's command line. bin/meterlens.js and `npm start` run this file. */
 import { parseArgs } from 'node:util';
-import { InvalidInputError, NotFoundError } from './accounts/errors.ts';
 import { accountCommands } from './cli/accounts.ts';
 import { UsageError, type CommandArgs } from './cli/args.ts';
 import { withCommandContext, type Command } from './cli/context.ts';
 import { datasetCommands } from './cli/dataset.ts';
 import { keyCommands } from './cli/keys.ts';
 import { meterCommands } from './cli/meters.ts';
-import { Output } from './cli/output.ts';
+import { exitCodeOf, Output } from './cli/output.ts';
 import { planCommands } from './cli/plans.ts';
 import { readCommand } from './cli/read.ts';
 import { serviceCommands } from './cli/service.ts';
@@ -15,7 +14,6 @@ import { subscriptionCommands } from './cli/subscriptions.ts';
 import { userCommands } from './cli/users.ts';
 import { webhookCommands } from './cli/webhooks.ts';
 import { loadConfig } from './config.ts';
-import { WebhookEndpointError } from './webhooks/endpoints.ts';
 
 const COMMANDS: Command[] = [
   ...serviceCommands,
@@ -34,9 +32,6 @@ const COMMANDS: Command[] = [
 const EVAL_USAGE = { name: 'eval', synopsis: '…', description: 'measure the readers on labelled photos (meterlens eval --help)' };
 
 const COMMON_OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
-
-const EXIT_FAILURE = 1;
-const EXIT_USAGE = 2;
 
 /** The exit code, or undefined when the command keeps running (the server). */
 async function main(argv: string[]): Promise<number | undefined> {
@@ -86,19 +81,12 @@ function unknownCommand(first: string, second: string | undefined): UsageError {
   return new UsageError(`${problem}; "${first}" takes: ${subcommands}`);
 }
 
-/** Bad arguments exit with 2; things that do not exist, and failures, with 1. */
+/** Bad arguments also show the command's usage. */
 function reportError(error: unknown, command?: Command): number {
-  const fail = (message: string, exitCode: number) => {
-    process.stderr.write(`meterlens: ${message}\n`);
-    return exitCode;
-  };
-  if (error instanceof UsageError) {
-    return fail(command ? `${error.message}\nusage: ${commandLine(command)}` : error.message, EXIT_USAGE);
-  }
-  if (error instanceof InvalidInputError) return fail(error.message, EXIT_USAGE);
-  if (error instanceof WebhookEndpointError) return fail(error.message, error.reason === 'invalid' ? EXIT_USAGE : EXIT_FAILURE);
-  if (error instanceof NotFoundError) return fail(error.message, EXIT_FAILURE);
-  return fail(error instanceof Error ? error.message : String(error), EXIT_FAILURE);
+  const message = error instanceof Error ? error.message : String(error);
+  const usage = error instanceof UsageError && command ? `\nusage: ${commandLine(command)}` : '';
+  process.stderr.write(`meterlens: ${message}${usage}\n`);
+  return exitCodeOf(error);
 }
 
 /** eval brings the local model and the dataset code; it is loaded only when asked for. */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
 import type { MeterStatus } from './db/schema.ts';
-import { ApiError } from './errors.ts';
+import { DomainError } from './errors.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from './pipeline/plausibility.ts';
 import { readingResult } from './pipeline/reading-result.ts';
 import { isReferenceId, type MeterResult } from './schemas/meter-reading.ts';
@@ -19,7 +19,7 @@ export async function meterResult(db: Db, accountId: string, referenceId: string
   const row = isReferenceId(referenceId)
     ? await results(db, accountId).where('m.reference_id', '=', referenceId).executeTakeFirst()
     : undefined;
-  if (!row) throw new ApiError(404, 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);
+  if (!row) throw new DomainError('not_found', 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);
   return toMeterResult(row);
 }
 
@@ -35,7 +35,7 @@ export async function meterResults(db: Db, accountId: string, filter: MeterListF
       .where('account_id', '=', accountId)
       .where('reference_id', '=', filter.startingAfter)
       .executeTakeFirst();
-    if (!cursor) throw new ApiError(422, 'starting_after', 'No submission of this account has this reference_id');
+    if (!cursor) throw new DomainError('invalid', 'starting_after', 'No submission of this account has this reference_id');
     // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
     query = query.where(sql<boolean>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${cursor.id})`);
   }

@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.ts';
-import { requireText } from './errors.ts';
+import { requireText } from '../errors.ts';
 import { setSubscription, type Subscription } from './subscriptions.ts';
 
 export interface Account {

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ApiKeyStatus } from '../db/schema.ts';
+import { DomainError, requireId, requireText } from '../errors.ts';
 import { hashApiKey, newApiKey } from './api-key-format.ts';
-import { InvalidInputError, NotFoundError, requireId, requireText } from './errors.ts';
 import { requireAccount } from './require-account.ts';
 
 export const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];
@@ -100,11 +100,11 @@ function scopedKey(db: Db, accountId: string | number | undefined, id: string | 
 
 function requireStatus(status: ApiKeyStatus): ApiKeyStatus {
   if (!API_KEY_STATUSES.includes(status)) {
-    throw new InvalidInputError(`key status must be ${API_KEY_STATUSES.join(' or ')}, got "${status}"`);
+    throw new DomainError('invalid', 'key status', `key status must be ${API_KEY_STATUSES.join(' or ')}, got "${status}"`);
   }
   return status;
 }
 
-function keyNotFound(id: string | number): NotFoundError {
-  return new NotFoundError(`no API key with id ${id}`);
+function keyNotFound(id: string | number): DomainError {
+  return new DomainError('not_found', 'key id', `no API key with id ${id}`);
 }

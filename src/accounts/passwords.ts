@@ -1,5 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { InvalidInputError } from './errors.ts';
+import { DomainError } from '../errors.ts';
 
 export const MIN_PASSWORD_LENGTH = 10;
 const MAX_PASSWORD_LENGTH = 256;
@@ -9,10 +9,10 @@ const SCRYPT = { log2N: 15, r: 8, p: 1, keyLength: 32 };
 
 export function requirePassword(password: string): string {
   if (password.length < MIN_PASSWORD_LENGTH) {
-    throw new InvalidInputError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+    throw new DomainError('invalid', 'password', `the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   }
   if (password.length > MAX_PASSWORD_LENGTH) {
-    throw new InvalidInputError(`the password must have at most ${MAX_PASSWORD_LENGTH} characters`);
+    throw new DomainError('invalid', 'password', `the password must have at most ${MAX_PASSWORD_LENGTH} characters`);
   }
   return password;
 }

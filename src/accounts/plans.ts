@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.ts';
-import { InvalidInputError, requireText } from './errors.ts';
+import { DomainError, requireText } from '../errors.ts';
 
 export interface Plan {
   code: string;
@@ -16,10 +16,10 @@ export async function createPlan(
 ): Promise<Plan> {
   const code = input.code.trim();
   if (!PLAN_CODE_PATTERN.test(code)) {
-    throw new InvalidInputError(`plan code must be lowercase letters, digits, "-" or "_", got "${input.code}"`);
+    throw new DomainError('invalid', 'plan code', `plan code must be lowercase letters, digits, "-" or "_", got "${input.code}"`);
   }
   if (!Number.isInteger(input.monthlyRequestLimit) || input.monthlyRequestLimit < 0) {
-    throw new InvalidInputError(`monthly request limit must be a non-negative integer, got ${input.monthlyRequestLimit}`);
+    throw new DomainError('invalid', 'monthly request limit', `monthly request limit must be a non-negative integer, got ${input.monthlyRequestLimit}`);
   }
   const row = await db
     .insertInto('plans')
@@ -27,7 +27,7 @@ export async function createPlan(
     .onConflict((conflict) => conflict.column('code').doNothing())
     .returningAll()
     .executeTakeFirst();
-  if (!row) throw new InvalidInputError(`plan "${code}" already exists`);
+  if (!row) throw new DomainError('invalid', 'plan code', `plan "${code}" already exists`);
   return toPlan(row);
 }
 

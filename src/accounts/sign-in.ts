@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { DomainError } from '../errors.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 
 const LOGIN_WINDOW_MINUTES = 15;
@@ -8,11 +9,8 @@ export const MAX_FAILED_LOGINS_PER_EMAIL = 5;
 export const MAX_FAILED_LOGINS_PER_IP = 30;
 
 /** Too many failed sign-ins for this email or from this address in the last minutes. */
-export class LoginThrottledError extends Error {
-  constructor() {
-    super(`Too many failed sign-ins. Try again in ${LOGIN_WINDOW_MINUTES} minutes.`);
-    this.name = 'LoginThrottledError';
-  }
+function loginThrottled(): DomainError {
+  return new DomainError('refused', 'email', `Too many failed sign-ins. Try again in ${LOGIN_WINDOW_MINUTES} minutes.`, { status: 429 });
 }
 
 /**
@@ -59,7 +57,7 @@ async function reserveLoginAttempt(db: Db, email: string, ip: string): Promise<v
       .where((eb) => eb.or([eb('email', '=', email), eb('ip', '=', ip)]))
       .executeTakeFirstOrThrow();
     if (failures.forEmail >= MAX_FAILED_LOGINS_PER_EMAIL || failures.forIp >= MAX_FAILED_LOGINS_PER_IP) {
-      throw new LoginThrottledError();
+      throw loginThrottled();
     }
     await tx.insertInto('login_attempts').values({ email, ip }).execute();
   });

@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { createAccount } from './accounts.ts';
-import { requireText } from './errors.ts';
+import { requireText } from '../errors.ts';
 import { hashPassword, requirePassword } from './passwords.ts';
 import { insertUser, requireEmail } from './users.ts';
 

@@ -2,9 +2,9 @@ import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import type { Db, Tx } from '../db/database.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
+import { DomainError, requireId } from '../errors.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import type { WebhookEvent } from '../webhooks/events.ts';
-import { InvalidInputError, NotFoundError, requireId } from './errors.ts';
 import { requireAccount } from './require-account.ts';
 import { subscriptionState, type SubscriptionState } from './subscription-state.ts';
 
@@ -60,7 +60,7 @@ export async function cancelSubscription(db: Db, accountId: string | number): Pr
     .returningAll()
     .returning(state)
     .executeTakeFirst();
-  if (!row) throw new NotFoundError(`account ${accountId} has no subscription`);
+  if (!row) throw new DomainError('not_found', 'account id', `account ${accountId} has no subscription`);
   return toSubscription(row);
 }
 
@@ -152,10 +152,10 @@ export async function getSubscription(db: Db, accountId: string | number): Promi
 
 function subscriptionPeriod(input: { months?: number; until?: Date }) {
   if (input.months !== undefined && input.until !== undefined) {
-    throw new InvalidInputError('give either a number of months or an end date, not both');
+    throw new DomainError('invalid', 'months', 'give either a number of months or an end date, not both');
   }
   if (input.until !== undefined) {
-    if (Number.isNaN(input.until.getTime())) throw new InvalidInputError('the end date is not a valid date');
+    if (Number.isNaN(input.until.getTime())) throw new DomainError('invalid', 'until', 'the end date is not a valid date');
     const until = sql<Date>`${input.until}::timestamptz`;
     return {
       period_start: sql<Date>`CASE WHEN ${until} > now() THEN now() ELSE ${until} - interval '1 month' END`,
@@ -164,14 +164,14 @@ function subscriptionPeriod(input: { months?: number; until?: Date }) {
   }
   const months = input.months ?? 1;
   if (!Number.isInteger(months) || months < 1) {
-    throw new InvalidInputError(`months must be a positive integer, got ${months}`);
+    throw new DomainError('invalid', 'months', `months must be a positive integer, got ${months}`);
   }
   return { period_start: sql<Date>`now()`, period_end: sql<Date>`now() + make_interval(months => ${months})` };
 }
 
 async function requirePlan(db: Db, planCode: string): Promise<void> {
   const plan = await db.selectFrom('plans').select('code').where('code', '=', planCode).executeTakeFirst();
-  if (!plan) throw new NotFoundError(`no plan with code "${planCode}"`);
+  if (!plan) throw new DomainError('not_found', 'plan code', `no plan with code "${planCode}"`);
 }
 
 function toSubscription(row: {

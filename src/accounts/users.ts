@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { InvalidInputError } from './errors.ts';
+import { DomainError } from '../errors.ts';
 import { hashPassword, requirePassword } from './passwords.ts';
 import { requireAccount } from './require-account.ts';
 
@@ -21,12 +21,12 @@ export async function insertUser(db: Db, input: { accountId: string; email: stri
     .onConflict((conflict) => conflict.expression(sql`lower(email)`).doNothing())
     .returning('id')
     .executeTakeFirst();
-  if (!row) throw new InvalidInputError(`a user with the email ${input.email} already exists`);
+  if (!row) throw new DomainError('invalid', 'email', `a user with the email ${input.email} already exists`);
   return row;
 }
 
 export function requireEmail(value: string): string {
   const email = value.trim();
-  if (!EMAIL_PATTERN.test(email) || email.length > 254) throw new InvalidInputError(`"${email}" is not an email address`);
+  if (!EMAIL_PATTERN.test(email) || email.length > 254) throw new DomainError('invalid', 'email', `"${email}" is not an email address`);
   return email;
 }

@@ -1,7 +1,9 @@
+import { DomainError } from '../errors.ts';
+
 /** Wrong or missing command-line arguments: the CLI prints the message and the usage, and exits with 2. */
-export class UsageError extends Error {
+export class UsageError extends DomainError {
   constructor(message: string) {
-    super(message);
+    super('invalid', 'arguments', message);
     this.name = 'UsageError';
   }
 }
@@ -26,11 +28,6 @@ export function optionalOption(args: CommandArgs, name: string): string | undefi
 
 export function integerOption(args: CommandArgs, name: string, minimum: number): number {
   return integer(requiredOption(args, name), `--${name}`, minimum);
-}
-
-/** Ids are positive integers; a typo is caught here instead of by the database. */
-export function idValue(value: string, what: string): string {
-  return String(integer(value, what, 1));
 }
 
 export function dateOption(args: CommandArgs, name: string): Date {

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { requireId } from '../accounts/errors.ts';
+import { requireId } from '../errors.ts';
 import { exportDataset } from '../meters/dataset-export.ts';
 import { dateOption, optionalOption, singlePositional } from './args.ts';
 import type { Command } from './context.ts';

@@ -1,6 +1,7 @@
 import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus, type ApiKeySummary } from '../accounts/api-keys.ts';
 import type { ApiKeyStatus } from '../db/schema.ts';
-import { idValue, requiredOption, singlePositional, type CommandArgs } from './args.ts';
+import { requireId } from '../errors.ts';
+import { requiredOption, singlePositional, type CommandArgs } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId, table } from './output.ts';
 
@@ -12,7 +13,7 @@ export const keyCommands: Command[] = [
     options: { account: { type: 'string' }, project: { type: 'string' }, inactive: { type: 'boolean' } },
     async run({ database, output }, args) {
       const input = {
-        accountId: idValue(requiredOption(args, 'account'), '--account'),
+        accountId: requireId(requiredOption(args, 'account'), '--account'),
         projectName: requiredOption(args, 'project'),
         status: args.values.inactive ? ('inactive' as const) : ('active' as const),
       };
@@ -26,7 +27,7 @@ export const keyCommands: Command[] = [
     description: "list an account's keys (never the keys themselves)",
     options: { account: { type: 'string' } },
     async run({ database, output }, args) {
-      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const accountId = requireId(requiredOption(args, 'account'), '--account');
       const keys = await listApiKeys(await database(), accountId);
       output.print(
         { keys: keys.map(keyJson) },
@@ -74,7 +75,7 @@ function statusCommand(verb: string, status: ApiKeyStatus): Command {
 }
 
 function keyId(args: CommandArgs): string {
-  return idValue(singlePositional(args, 'key id'), 'key id');
+  return requireId(singlePositional(args, 'key id'), 'key id');
 }
 
 function keyJson(key: ApiKeySummary): object {

@@ -1,3 +1,21 @@
+import { DomainError, type ErrorKind } from '../errors.ts';
+
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+
+/** Bad input exits with 2, as bad arguments do; things that do not exist, refusals and failures with 1. */
+const EXIT_CODES: Record<ErrorKind, number> = {
+  invalid: EXIT_USAGE,
+  not_found: EXIT_FAILURE,
+  conflict: EXIT_FAILURE,
+  refused: EXIT_FAILURE,
+  unavailable: EXIT_FAILURE,
+};
+
+export function exitCodeOf(error: unknown): number {
+  return error instanceof DomainError ? EXIT_CODES[error.kind] : EXIT_FAILURE;
+}
+
 /**
  * Every command reports through here, so `--json` means the same everywhere: one JSON object
  * per result on its own line (and nothing else on stdout), otherwise short lines for a person.

@@ -1,5 +1,6 @@
 import { changeSubscription, type Subscription } from '../accounts/subscriptions.ts';
-import { dateOption, idValue, integerOption, requiredOption, UsageError, type CommandArgs } from './args.ts';
+import { requireId } from '../errors.ts';
+import { dateOption, integerOption, requiredOption, UsageError, type CommandArgs } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId } from './output.ts';
 
@@ -12,7 +13,7 @@ export const subscriptionCommands: Command[] = [
     async run({ database, queue, output }, args) {
       const change = {
         action: 'set' as const,
-        accountId: idValue(requiredOption(args, 'account'), '--account'),
+        accountId: requireId(requiredOption(args, 'account'), '--account'),
         planCode: requiredOption(args, 'plan'),
         ...subscriptionTerm(args),
       };
@@ -26,7 +27,7 @@ export const subscriptionCommands: Command[] = [
     description: "cancel an account's subscription",
     options: { account: { type: 'string' } },
     async run({ database, queue, output }, args) {
-      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const accountId = requireId(requiredOption(args, 'account'), '--account');
       const subscription = await changeSubscription({ db: await database(), boss: await queue() }, { action: 'cancel', accountId });
       output.print(subscriptionJson(subscription), describeSubscription(subscription));
     },

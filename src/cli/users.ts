@@ -1,6 +1,7 @@
 import { generatePassword } from '../accounts/passwords.ts';
 import { createUser } from '../accounts/users.ts';
-import { idValue, optionalOption, requiredOption } from './args.ts';
+import { requireId } from '../errors.ts';
+import { optionalOption, requiredOption } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId } from './output.ts';
 
@@ -13,7 +14,7 @@ export const userCommands: Command[] = [
     async run({ database, output }, args) {
       const given = optionalOption(args, 'password');
       const password = given ?? generatePassword();
-      const input = { accountId: idValue(requiredOption(args, 'account'), '--account'), email: requiredOption(args, 'email'), password };
+      const input = { accountId: requireId(requiredOption(args, 'account'), '--account'), email: requiredOption(args, 'email'), password };
       const { id } = await createUser(await database(), input);
       const generated = given === undefined ? { password } : {};
       output.print(

@@ -1,7 +1,8 @@
 import { requireAccount } from '../accounts/require-account.ts';
+import { requireId } from '../errors.ts';
 import { addWebhookEndpoint, listWebhookEndpoints } from '../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS } from '../webhooks/events.ts';
-import { idValue, optionalOption, requiredOption } from './args.ts';
+import { optionalOption, requiredOption } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId, table } from './output.ts';
 
@@ -14,7 +15,7 @@ export const webhookCommands: Command[] = [
       `Events: ${WEBHOOK_EVENTS.join(', ')} (default ${DEFAULT_WEBHOOK_EVENTS.join(',')})`,
     options: { account: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' } },
     async run({ config, database, output }, args) {
-      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const accountId = requireId(requiredOption(args, 'account'), '--account');
       const url = requiredOption(args, 'url');
       // addWebhookEndpoint checks the names against the events it knows.
       const events = optionalOption(args, 'events')?.split(',').map((event) => event.trim());
@@ -30,7 +31,7 @@ export const webhookCommands: Command[] = [
     description: "list an account's webhook endpoints",
     options: { account: { type: 'string' } },
     async run({ database, output }, args) {
-      const accountId = idValue(requiredOption(args, 'account'), '--account');
+      const accountId = requireId(requiredOption(args, 'account'), '--account');
       const endpoints = await listWebhookEndpoints(await database(), accountId);
       output.print(
         {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { endpointNotFound, parseId } from '../webhooks/endpoints.ts';
+import { endpointNotFound, requireEndpointId } from '../webhooks/endpoints.ts';
 
 const RECENT_DELIVERIES = 25;
 
@@ -9,7 +9,7 @@ export async function webhookEndpoint(db: Db, accountId: string, id: string) {
   const endpoint = await db
     .selectFrom('webhook_endpoints')
     .select(['id', 'url', 'events', 'enabled', 'disabled_reason', 'created_at'])
-    .where('id', '=', parseId(id, endpointNotFound))
+    .where('id', '=', requireEndpointId(id))
     .where('account_id', '=', accountId)
     .executeTakeFirst();
   if (!endpoint) throw endpointNotFound();
@@ -21,7 +21,7 @@ export async function webhookSecret(db: Db, accountId: string, id: string): Prom
   const row = await db
     .selectFrom('webhook_endpoints')
     .select('secret')
-    .where('id', '=', parseId(id, endpointNotFound))
+    .where('id', '=', requireEndpointId(id))
     .where('account_id', '=', accountId)
     .executeTakeFirst();
   if (!row) throw endpointNotFound();

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { API_KEY_PATTERN, hashApiKey } from '../accounts/api-key-format.ts';
 import { subscriptionState, type SubscriptionState } from '../accounts/subscription-state.ts';
 import type { Db } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import type { PlanSubscription } from './check-subscription.ts';
 import { usageMonth } from './check-usage.ts';
 
@@ -47,6 +47,6 @@ export async function authenticate(db: Db, authorization: string | undefined): P
   return { keyId: row.id, accountId: row.account_id, subscription, monthlyUsage: row.request_count ?? 0 };
 }
 
-function invalidKey(): ApiError {
-  return new ApiError(422, 'authorization', 'Invalid or inactive API key');
+function invalidKey(): DomainError {
+  return new DomainError('refused', 'authorization', 'Invalid or inactive API key');
 }

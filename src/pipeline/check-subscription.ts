@@ -1,5 +1,5 @@
 import type { SubscriptionState } from '../accounts/subscription-state.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 
 export interface ActivePlan {
   planCode: string;
@@ -21,6 +21,6 @@ export function checkSubscription(subscription: PlanSubscription | undefined): A
   return { planCode: subscription.planCode, monthlyRequestLimit: subscription.monthlyRequestLimit };
 }
 
-function subscriptionError(message: string): ApiError {
-  return new ApiError(422, 'subscription', message);
+function subscriptionError(message: string): DomainError {
+  return new DomainError('refused', 'subscription', message);
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import type { Db, Tx } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { usageRefusals } from '../metrics.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { USAGE_THRESHOLD_SHARE } from '../webhooks/events.ts';
@@ -88,10 +88,10 @@ async function announceUsageMilestone(
   });
 }
 
-function usageLimitReached(plan: ActivePlan): ApiError {
+function usageLimitReached(plan: ActivePlan): DomainError {
   usageRefusals.inc({ plan: plan.planCode });
-  return new ApiError(
-    422,
+  return new DomainError(
+    'refused',
     'usage',
     `Monthly request limit of ${plan.monthlyRequestLimit} reached for ${usageMonth().slice(0, 7)} (plan ${plan.planCode})`,
   );

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError, type ErrorKind } from '../errors.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** How long a key's response is replayed (Stripe's 24 hours). */
@@ -69,7 +69,7 @@ export async function replayOrClaim(
   const key = request.headers[IDEMPOTENCY_KEY_HEADER];
   if (key === undefined) return false;
   if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
-    throw idempotencyError(422, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters');
+    throw idempotencyError('invalid', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters');
   }
   const claim = { accountId, key };
   const fingerprint = createHash('sha256').update(request.routeOptions.url ?? request.url).update('\0').update(upload).digest('hex');
@@ -86,7 +86,7 @@ export async function replayOrClaim(
       .where('idempotency_key', '=', key)
       .executeTakeFirst();
     if (existing && existing.request_sha256 !== fingerprint) {
-      throw idempotencyError(422, 'This Idempotency-Key was used with another request (another image or endpoint)');
+      throw idempotencyError('invalid', 'This Idempotency-Key was used with another request (another image or endpoint)');
     }
     if (existing?.status_code != null && existing.response_body !== null) {
       // Not the reply itself: a FastifyReply is a thenable, which an async function would await.
@@ -94,7 +94,7 @@ export async function replayOrClaim(
       return true;
     }
     if (Date.now() > deadline) {
-      throw idempotencyError(409, 'A request with this Idempotency-Key is still being processed; retry later');
+      throw idempotencyError('conflict', 'A request with this Idempotency-Key is still being processed; retry later');
     }
     await sleep(pause);
   }
@@ -156,6 +156,6 @@ function replay(reply: FastifyReply, stored: StoredResponse): void {
     .send(stored.body);
 }
 
-function idempotencyError(statusCode: number, message: string): ApiError {
-  return new ApiError(statusCode, 'idempotency', message);
+function idempotencyError(kind: ErrorKind, message: string): DomainError {
+  return new DomainError(kind, 'idempotency', message);
 }

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { parseReading } from '../readers/reader.ts';
 import type { UploadFields } from './validate-image.ts';
 
@@ -22,14 +22,14 @@ export function identifyMeter(fields: UploadFields): MeterIdentity {
     identity.previousReading = { reading: readingField(fields.previous_reading, 'previous_reading') };
     if (fields.previous_read_at !== undefined) identity.previousReading.readAt = readAtField(fields.previous_read_at);
   } else if (fields.previous_read_at !== undefined) {
-    throw new ApiError(422, 'previous_read_at', 'previous_read_at needs previous_reading: send the reading it was taken at');
+    throw new DomainError('invalid', 'previous_read_at', 'previous_read_at needs previous_reading: send the reading it was taken at');
   }
   return identity;
 }
 
 export function meterIdField(value: string): string {
   if (!METER_ID_PATTERN.test(value)) {
-    throw new ApiError(422, 'meter_id', 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
+    throw new DomainError('invalid', 'meter_id', 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
   }
   return value;
 }
@@ -38,15 +38,15 @@ export function meterIdField(value: string): string {
 export function readingField(value: unknown, field: string): string {
   const text = typeof value === 'number' && Number.isFinite(value) && value >= 0 ? String(value) : value;
   const parsed = typeof text === 'string' && text.trim().length <= MAX_READING_LENGTH ? parseReading(text) : undefined;
-  if (!parsed) throw new ApiError(422, field, `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point`);
+  if (!parsed) throw new DomainError('invalid', field, `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point`);
   return parsed.reading;
 }
 
 function readAtField(value: string): Date {
   const readAt = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value.trim()) ? new Date(value.trim()) : undefined;
   if (!readAt || Number.isNaN(readAt.getTime())) {
-    throw new ApiError(422, 'previous_read_at', 'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z');
+    throw new DomainError('invalid', 'previous_read_at', 'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z');
   }
-  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new ApiError(422, 'previous_read_at', 'previous_read_at is in the future');
+  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new DomainError('invalid', 'previous_read_at', 'previous_read_at is in the future');
   return readAt;
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { MultipartFile, MultipartValue } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { checkImageHeader, ImageError, MAX_IMAGE_BYTES, type CheckedImage } from '../images.ts';
 
 const IMAGE_FIELD = 'image';
@@ -43,7 +43,7 @@ export async function readUpload(request: FastifyRequest): Promise<Upload> {
     return await collectParts(request);
   } catch (error) {
     discardRestOfBody(request.raw);
-    throw error instanceof ApiError ? error : imageError(multipartProblem(error));
+    throw error instanceof DomainError ? error : imageError(multipartProblem(error));
   }
 }
 
@@ -123,14 +123,14 @@ export function discardRestOfBody(raw: IncomingMessage): void {
   raw.resume();
 }
 
-export function notMultipart(): ApiError {
+export function notMultipart(): DomainError {
   return imageError(`Send the photo as multipart/form-data in the field "${IMAGE_FIELD}"`);
 }
 
-function tooLarge(): ApiError {
+function tooLarge(): DomainError {
   return imageError(`The image is larger than 10 MB (${MAX_IMAGE_BYTES} bytes)`);
 }
 
-function imageError(message: string): ApiError {
-  return new ApiError(422, 'image', message);
+function imageError(message: string): DomainError {
+  return new DomainError('invalid', 'image', message);
 }

@@ -6,10 +6,11 @@ import { request } from 'undici';
 import type { Config } from '../config.ts';
 import { bossAdapter, type Db, type Tx } from '../db/database.ts';
 import type { Database, DeliveryStatus } from '../db/schema.ts';
+import { DomainError, requireId } from '../errors.ts';
 import { observeWebhookAttempt } from '../metrics.ts';
 import { enqueueDelivery } from '../queue.ts';
 import { publicOnlyAgent } from './address-guard.ts';
-import { endpointNotFound, parseId, WebhookEndpointError } from './endpoints.ts';
+import { endpointNotFound, requireEndpointId } from './endpoints.ts';
 import { EXAMPLE_EVENT_DATA, TEST_EVENT_KINDS, type DeliveryEvent, type WebhookEvent } from './events.ts';
 import { webhookHeaders } from './signature.ts';
 
@@ -222,18 +223,18 @@ function parseRetryAfter(header: string | string[] | undefined): number | null {
  * that used up its retries gets this one attempt.
  */
 export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliveryId: string): Promise<void> {
-  const notFound = () => new WebhookEndpointError('not_found', 'Webhook delivery not found');
+  const notFound = () => new DomainError('not_found', 'delivery id', 'Webhook delivery not found');
   await db.transaction().execute(async (tx) => {
     const delivery = await tx
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
       .select(['d.id', 'd.status', 'd.endpoint_id', 'e.enabled'])
-      .where('d.id', '=', parseId(deliveryId, notFound))
+      .where('d.id', '=', requireId(deliveryId, 'delivery id', notFound))
       .where('e.account_id', '=', accountId)
       .forUpdate('d')
       .executeTakeFirst();
     if (!delivery) throw notFound();
-    if (delivery.status === 'pending') throw new WebhookEndpointError('invalid', 'This delivery is already scheduled');
+    if (delivery.status === 'pending') throw new DomainError('invalid', 'delivery id', 'This delivery is already scheduled');
     assertEnabled(delivery.enabled);
     await tx
       .updateTable('webhook_deliveries')
@@ -256,12 +257,12 @@ export async function sendTestEvent(
   kind: string = 'webhook.test',
 ): Promise<{ deliveryId: string }> {
   const type = TEST_EVENT_KINDS.find((known) => known === kind);
-  if (!type) throw new WebhookEndpointError('invalid', `Unknown event kind: ${kind}`);
+  if (!type) throw new DomainError('invalid', 'kind', `Unknown event kind: ${kind}`);
   return db.transaction().execute(async (tx) => {
     const endpoint = await tx
       .selectFrom('webhook_endpoints')
       .select(['id', 'enabled'])
-      .where('id', '=', parseId(endpointId, endpointNotFound))
+      .where('id', '=', requireEndpointId(endpointId))
       .where('account_id', '=', accountId)
       .executeTakeFirst();
     if (!endpoint) throw endpointNotFound();
@@ -277,5 +278,5 @@ export async function sendTestEvent(
 }
 
 function assertEnabled(enabled: boolean): void {
-  if (!enabled) throw new WebhookEndpointError('invalid', 'The endpoint is disabled: enable it first');
+  if (!enabled) throw new DomainError('invalid', 'endpoint id', 'The endpoint is disabled: enable it first');
 }

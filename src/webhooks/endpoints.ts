@@ -1,22 +1,12 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { WebhookEndpoint } from '../db/schema.ts';
+import { DomainError, requireId } from '../errors.ts';
 import { assertPublicUrl } from './address-guard.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from './events.ts';
 import { newWebhookSecret } from './signature.ts';
 
 const MAX_URL_LENGTH = 2048;
-
-/** `invalid`: the input cannot be accepted (400); `not_found`: no such endpoint on this account (404). */
-export class WebhookEndpointError extends Error {
-  readonly reason: 'invalid' | 'not_found';
-
-  constructor(reason: 'invalid' | 'not_found', message: string) {
-    super(message);
-    this.name = 'WebhookEndpointError';
-    this.reason = reason;
-  }
-}
 
 /** The secret is returned here and by rotateWebhookSecret only: show it to the user once. */
 export async function addWebhookEndpoint(
@@ -50,7 +40,7 @@ export async function setWebhookEndpointEnabled(db: Db, accountId: string, id: s
   const result = await db
     .updateTable('webhook_endpoints')
     .set({ enabled, disabled_reason: enabled ? null : 'Disabled by the account' })
-    .where('id', '=', parseId(id, endpointNotFound))
+    .where('id', '=', requireEndpointId(id))
     .where('account_id', '=', accountId)
     .executeTakeFirst();
   if (result.numUpdatedRows === 0n) throw endpointNotFound();
@@ -62,52 +52,51 @@ export async function rotateWebhookSecret(db: Db, accountId: string, id: string)
   const result = await db
     .updateTable('webhook_endpoints')
     .set({ secret })
-    .where('id', '=', parseId(id, endpointNotFound))
+    .where('id', '=', requireEndpointId(id))
     .where('account_id', '=', accountId)
     .executeTakeFirst();
   if (result.numUpdatedRows === 0n) throw endpointNotFound();
   return { secret };
 }
 
-/** Ids come from URLs: anything that is not a bigint is simply not found. */
-export function parseId(id: string, notFound: () => WebhookEndpointError): string {
-  if (!/^\d{1,18}$/.test(id)) throw notFound();
-  return id;
+/** Ids come from URLs: anything that is not an id is simply not found. */
+export function requireEndpointId(id: string): string {
+  return requireId(id, 'endpoint id', endpointNotFound);
 }
 
-export function endpointNotFound(): WebhookEndpointError {
-  return new WebhookEndpointError('not_found', 'Webhook endpoint not found');
+export function endpointNotFound(): DomainError {
+  return new DomainError('not_found', 'endpoint id', 'Webhook endpoint not found');
 }
 
 async function validateUrl(raw: string, config: Config): Promise<string> {
-  if (raw.length > MAX_URL_LENGTH) throw new WebhookEndpointError('invalid', `The URL is longer than ${MAX_URL_LENGTH} characters`);
+  if (raw.length > MAX_URL_LENGTH) throw new DomainError('invalid', 'url', `The URL is longer than ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new WebhookEndpointError('invalid', 'The URL is not valid');
+    throw new DomainError('invalid', 'url', 'The URL is not valid');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new WebhookEndpointError('invalid', 'The URL must start with http:// or https://');
+    throw new DomainError('invalid', 'url', 'The URL must start with http:// or https://');
   }
   if (url.username || url.password) {
-    throw new WebhookEndpointError('invalid', 'The URL must not contain a user name or password: they would not be sent');
+    throw new DomainError('invalid', 'url', 'The URL must not contain a user name or password: they would not be sent');
   }
   if (!config.webhookAllowPrivate) {
     try {
       await assertPublicUrl(url);
     } catch (error) {
-      throw new WebhookEndpointError('invalid', (error as Error).message);
+      throw new DomainError('invalid', 'url', (error as Error).message);
     }
   }
   return url.toString();
 }
 
 function validateEvents(events: readonly string[]): WebhookEvent[] {
-  if (events.length === 0) throw new WebhookEndpointError('invalid', 'Choose at least one event');
+  if (events.length === 0) throw new DomainError('invalid', 'events', 'Choose at least one event');
   const unknown = events.filter((event) => !isWebhookEvent(event));
   if (unknown.length) {
-    throw new WebhookEndpointError('invalid', `Unknown events: ${unknown.join(', ')}; known events are ${WEBHOOK_EVENTS.join(', ')}`);
+    throw new DomainError('invalid', 'events', `Unknown events: ${unknown.join(', ')}; known events are ${WEBHOOK_EVENTS.join(', ')}`);
   }
   return [...new Set(events.filter(isWebhookEvent))];
 }

@@ -2,13 +2,15 @@ import t from 'tap';
 import { createAccount } from '../../src/accounts/accounts.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../src/accounts/api-key-format.ts';
 import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus } from '../../src/accounts/api-keys.ts';
-import { InvalidInputError, NotFoundError } from '../../src/accounts/errors.ts';
 import { createPlan, listPlans } from '../../src/accounts/plans.ts';
 import { cancelSubscription, getSubscription, setSubscription } from '../../src/accounts/subscriptions.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { authenticate } from '../../src/pipeline/authenticate.ts';
 import { checkSubscription } from '../../src/pipeline/check-subscription.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+
+const invalid = { name: 'DomainError', kind: 'invalid' };
+const notFound = { name: 'DomainError', kind: 'not_found' };
 
 const database = await createTestDatabase();
 const db = createDatabase(database.url, 2);
@@ -30,10 +32,10 @@ t.test('plans', async (t) => {
   t.match(plan, { code: 'gold', name: 'Gold', monthlyRequestLimit: 5000, createdAt: Date });
   t.same((await listPlans(db)).map((listed) => listed.code), ['trial', 'starter', 'gold', 'pro', 'scale'], 'smallest limit first');
 
-  await t.rejects(createPlan(db, { code: 'gold', name: 'Again', monthlyRequestLimit: 1 }), InvalidInputError, 'codes are unique');
-  await t.rejects(createPlan(db, { code: 'Bad Code', name: 'X', monthlyRequestLimit: 1 }), InvalidInputError);
-  await t.rejects(createPlan(db, { code: 'neg', name: 'X', monthlyRequestLimit: -1 }), InvalidInputError);
-  await t.rejects(createPlan(db, { code: 'blank', name: '  ', monthlyRequestLimit: 1 }), InvalidInputError);
+  await t.rejects(createPlan(db, { code: 'gold', name: 'Again', monthlyRequestLimit: 1 }), invalid, 'codes are unique');
+  await t.rejects(createPlan(db, { code: 'Bad Code', name: 'X', monthlyRequestLimit: 1 }), invalid);
+  await t.rejects(createPlan(db, { code: 'neg', name: 'X', monthlyRequestLimit: -1 }), invalid);
+  await t.rejects(createPlan(db, { code: 'blank', name: '  ', monthlyRequestLimit: 1 }), invalid);
 });
 
 t.test('an account created with a plan has an active one-month subscription', async (t) => {
@@ -52,10 +54,10 @@ t.test('an account created with a plan has an active one-month subscription', as
 
 t.test('an unknown plan creates no account', async (t) => {
   const before = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
-  await t.rejects(createAccount(db, { name: 'Ghost', planCode: 'nope' }), NotFoundError);
+  await t.rejects(createAccount(db, { name: 'Ghost', planCode: 'nope' }), notFound);
   const after = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
   t.equal(after.count, before.count, 'the account insert was rolled back with the subscription');
-  await t.rejects(createAccount(db, { name: ' ' }), InvalidInputError);
+  await t.rejects(createAccount(db, { name: ' ' }), invalid);
 });
 
 t.test('setSubscription and cancelSubscription', async (t) => {
@@ -84,14 +86,14 @@ t.test('setSubscription and cancelSubscription', async (t) => {
   t.match(cancelled, { planCode: 'pro', status: 'cancelled', state: 'cancelled' });
   t.same(await getSubscription(db, id), cancelled);
 
-  await t.rejects(setSubscription(db, { accountId: id, planCode: 'pro', months: 1, until }), InvalidInputError);
-  await t.rejects(setSubscription(db, { accountId: id, planCode: 'pro', months: 0 }), InvalidInputError);
-  await t.rejects(setSubscription(db, { accountId: id, planCode: 'pro', until: new Date('nonsense') }), InvalidInputError);
-  await t.rejects(setSubscription(db, { accountId: id, planCode: 'nope' }), NotFoundError);
-  await t.rejects(setSubscription(db, { accountId: '999999', planCode: 'pro' }), NotFoundError);
-  await t.rejects(setSubscription(db, { accountId: 'abc', planCode: 'pro' }), InvalidInputError);
+  await t.rejects(setSubscription(db, { accountId: id, planCode: 'pro', months: 1, until }), invalid);
+  await t.rejects(setSubscription(db, { accountId: id, planCode: 'pro', months: 0 }), invalid);
+  await t.rejects(setSubscription(db, { accountId: id, planCode: 'pro', until: new Date('nonsense') }), invalid);
+  await t.rejects(setSubscription(db, { accountId: id, planCode: 'nope' }), notFound);
+  await t.rejects(setSubscription(db, { accountId: '999999', planCode: 'pro' }), notFound);
+  await t.rejects(setSubscription(db, { accountId: 'abc', planCode: 'pro' }), invalid);
   const { id: unsubscribed } = await createAccount(db, { name: 'Never subscribed' });
-  await t.rejects(cancelSubscription(db, unsubscribed), NotFoundError);
+  await t.rejects(cancelSubscription(db, unsubscribed), notFound);
 });
 
 t.test('API keys are stored as hashes and shown by prefix and suffix', async (t) => {
@@ -125,16 +127,16 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
   t.match(await setApiKeyStatus(db, undefined, inactive.id, 'inactive'), { status: 'inactive' }, 'the operator needs no account');
 
   const other = await createAccount(db, { name: 'Other' });
-  await t.rejects(setApiKeyStatus(db, other.id, created.id, 'inactive'), NotFoundError, "another account's key is not found");
-  await t.rejects(deleteApiKey(db, other.id, created.id), NotFoundError);
-  await t.rejects(setApiKeyStatus(db, accountId, created.id, 'paused' as 'active'), InvalidInputError);
+  await t.rejects(setApiKeyStatus(db, other.id, created.id, 'inactive'), notFound, "another account's key is not found");
+  await t.rejects(deleteApiKey(db, other.id, created.id), notFound);
+  await t.rejects(setApiKeyStatus(db, accountId, created.id, 'paused' as 'active'), invalid);
 
   await deleteApiKey(db, accountId, created.id);
   t.same((await listApiKeys(db, accountId)).map((key) => key.id), [inactive.id], 'deleted keys are not listed');
   await t.rejects(authenticate(db, `Bearer ${created.key}`), { message: 'Invalid or inactive API key' }, 'a deleted key does not authenticate');
-  await t.rejects(deleteApiKey(db, undefined, created.id), NotFoundError, 'a key is deleted once');
-  await t.rejects(setApiKeyStatus(db, undefined, created.id, 'active'), NotFoundError, 'a deleted key cannot be revived');
+  await t.rejects(deleteApiKey(db, undefined, created.id), notFound, 'a key is deleted once');
+  await t.rejects(setApiKeyStatus(db, undefined, created.id, 'active'), notFound, 'a deleted key cannot be revived');
 
-  await t.rejects(createApiKey(db, { accountId: '999999', projectName: 'X' }), NotFoundError);
-  await t.rejects(createApiKey(db, { accountId, projectName: '' }), InvalidInputError);
+  await t.rejects(createApiKey(db, { accountId: '999999', projectName: 'X' }), notFound);
+  await t.rejects(createApiKey(db, { accountId, projectName: '' }), invalid);
 });

@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import sharp from 'sharp';
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
-import { ApiError } from '../../src/errors.ts';
+import { DomainError } from '../../src/errors.ts';
 import { checkImageHeader, ImageError, normaliseImage, sniffRasterFormat } from '../../src/images.ts';
 import errorEnvelope from '../../src/plugins/app/error-envelope.ts';
 import multipart from '../../src/plugins/external/multipart.ts';
@@ -51,7 +51,7 @@ t.test('the header check: accepted raster formats only, by signature, within the
   await t.rejects(checkImageHeader(withXmlProlog, { maxPixels }), ImageError, 'SVG with an XML prolog');
   await t.rejects(checkImageHeader(Buffer.from('%PDF-1.7'), { maxPixels }), ImageError, 'PDF');
   await t.rejects(checkImageHeader(await solid(200, 100).png().toBuffer(), { maxPixels: 10_000 }), /200×100 pixels \(0\.0 MP\); the limit is 0\.0 MP/);
-  t.notOk(new ApiError(422, 'image', 'x') instanceof ImageError);
+  t.notOk(new DomainError('invalid', 'image', 'x') instanceof ImageError);
 });
 
 t.test('an animated GIF is read by its first frame, and its pixels counted by one frame', async (t) => {

@@ -289,12 +289,12 @@ t.test('redeliver resends a delivered or failed delivery with the same webhook-i
   await deliverWebhook(deps, row.id);
   const otherAccount = (await db.insertInto('accounts').values({ name: 'Someone else' }).returning('id').executeTakeFirstOrThrow()).id;
 
-  await t.rejects(redeliver(db, boss, otherAccount, row.id), { name: 'WebhookEndpointError', reason: 'not_found' });
-  await t.rejects(redeliver(db, boss, accountId, 'nope'), { name: 'WebhookEndpointError', reason: 'not_found' });
+  await t.rejects(redeliver(db, boss, otherAccount, row.id), { name: 'DomainError', kind: 'not_found' });
+  await t.rejects(redeliver(db, boss, accountId, 'nope'), { name: 'DomainError', kind: 'not_found' });
   await redeliver(db, boss, accountId, row.id);
   t.match(await delivery(row.id), { status: 'pending', delivered_at: null });
   t.equal((await jobs(row.id)).length, 2);
-  await t.rejects(redeliver(db, boss, accountId, row.id), { name: 'WebhookEndpointError', reason: 'invalid', message: /already scheduled/ });
+  await t.rejects(redeliver(db, boss, accountId, row.id), { name: 'DomainError', kind: 'invalid', message: /already scheduled/ });
 
   await deliverWebhook(deps, row.id);
   const [first, second] = requestsTo('/redeliver');
@@ -305,7 +305,7 @@ t.test('redeliver resends a delivered or failed delivery with the same webhook-i
 t.test('sendTestEvent sends a webhook.test event to one enabled endpoint of the account', async (t) => {
   const endpoint = await addEndpoint('/test-event', { events: ['reading.failed'] });
   const otherAccount = (await db.insertInto('accounts').values({ name: 'Stranger' }).returning('id').executeTakeFirstOrThrow()).id;
-  await t.rejects(sendTestEvent(db, boss, otherAccount, endpoint.id), { name: 'WebhookEndpointError', reason: 'not_found' });
+  await t.rejects(sendTestEvent(db, boss, otherAccount, endpoint.id), { name: 'DomainError', kind: 'not_found' });
 
   const { deliveryId } = await sendTestEvent(db, boss, accountId, endpoint.id);
   t.match(await delivery(deliveryId), { event_type: 'webhook.test', meter_id: null, status: 'pending' });
@@ -319,8 +319,8 @@ t.test('sendTestEvent sends a webhook.test event to one enabled endpoint of the 
     event_type: 'usage.limit_reached',
     payload: { event: 'usage.limit_reached', data: { test: true, month: /^\d{4}-\d{2}$/, count: Number, limit: Number, plan: String } },
   });
-  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id, 'nonsense'), { name: 'WebhookEndpointError', reason: 'invalid', message: /Unknown event kind/ });
+  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id, 'nonsense'), { name: 'DomainError', kind: 'invalid', message: /Unknown event kind/ });
 
   await db.updateTable('webhook_endpoints').set({ enabled: false }).where('id', '=', endpoint.id).execute();
-  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id), { name: 'WebhookEndpointError', reason: 'invalid', message: /disabled/ });
+  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id), { name: 'DomainError', kind: 'invalid', message: /disabled/ });
 });

@@ -24,7 +24,7 @@ t.test('endpoints on private addresses are refused unless WEBHOOK_ALLOW_PRIVATE=
     'http://127.0.0.1/hook', 'http://10.0.0.5/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/hook',
     'http://localhost:8080/hook', 'http://[fc00::1]/hook', 'http://[::ffff:10.0.0.5]/hook',
   ]) {
-    await t.rejects(addWebhookEndpoint(db, config, { accountId, url }), { name: 'WebhookEndpointError', reason: 'invalid', message: /non-public address/ }, url);
+    await t.rejects(addWebhookEndpoint(db, config, { accountId, url }), { name: 'DomainError', kind: 'invalid', message: /non-public address/ }, url);
   }
   const allowed = await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), { accountId: otherAccountId, url: 'http://127.0.0.1:9/hook' });
   t.match(allowed, { id: /^\d+$/, secret: /^whsec_/ });
@@ -32,7 +32,7 @@ t.test('endpoints on private addresses are refused unless WEBHOOK_ALLOW_PRIVATE=
 
 t.test('only http and https URLs without credentials, and known events', async (t) => {
   const invalid = (input: { url: string; events?: string[] }, message: RegExp) =>
-    t.rejects(addWebhookEndpoint(db, config, { accountId, ...input } as Parameters<typeof addWebhookEndpoint>[2]), { reason: 'invalid', message });
+    t.rejects(addWebhookEndpoint(db, config, { accountId, ...input } as Parameters<typeof addWebhookEndpoint>[2]), { kind: 'invalid', message });
   await invalid({ url: 'ftp://8.8.8.8/hook' }, /http:\/\/ or https:\/\//);
   await invalid({ url: 'file:///etc/passwd' }, /http:\/\/ or https:\/\//);
   await invalid({ url: 'not a url' }, /not valid/);
@@ -70,7 +70,7 @@ t.test('an endpoint is added, listed without its secret, disabled, enabled and g
 
 t.test("another account's endpoint, or an id that is no id, is not found", async (t) => {
   const { id } = await addWebhookEndpoint(db, config, { accountId, url: 'https://8.8.4.4/hook' });
-  const notFound = { name: 'WebhookEndpointError', reason: 'not_found' };
+  const notFound = { name: 'DomainError', kind: 'not_found' };
   await t.rejects(setWebhookEndpointEnabled(db, otherAccountId, id, false), notFound);
   await t.rejects(rotateWebhookSecret(db, otherAccountId, id), notFound);
   await t.rejects(rotateWebhookSecret(db, accountId, 'abc'), notFound);

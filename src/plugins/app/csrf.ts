@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { DomainError } from '../../errors.ts';
 import { cookieOptions } from './session.ts';
 
 const ANONYMOUS_CSRF_COOKIE = 'meterlens_csrf';
@@ -14,11 +15,8 @@ declare module 'fastify' {
 }
 
 /** Raised for a state-changing request without the right token; shown as 403. */
-export class CsrfError extends Error {
-  constructor() {
-    super('The form has expired or did not come from this site. Go back, reload the page and try again.');
-    this.name = 'CsrfError';
-  }
+function csrfRefused(): DomainError {
+  return new DomainError('refused', CSRF_FIELD, 'The form has expired or did not come from this site. Go back, reload the page and try again.');
 }
 
 /**
@@ -43,7 +41,7 @@ export default fp(async (app) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
     const expected = request.user ? request.user.csrfToken : request.cookies[ANONYMOUS_CSRF_COOKIE];
     const sent = (request.body as Record<string, unknown> | undefined)?.[CSRF_FIELD];
-    if (!expected || typeof sent !== 'string' || !sameToken(sent, expected)) throw new CsrfError();
+    if (!expected || typeof sent !== 'string' || !sameToken(sent, expected)) throw csrfRefused();
   });
 });
 

@@ -3,7 +3,14 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable } from '../../db/database.ts';
-import { ApiError, errorBody } from '../../errors.ts';
+import { DomainError, errorBody, type ErrorKind } from '../../errors.ts';
+
+/** The API's status of each kind of error; it refuses a key, a subscription or the usage with 422, as documented. */
+export const API_STATUS: Record<ErrorKind, number> = { invalid: 422, not_found: 404, conflict: 409, refused: 422, unavailable: 503 };
+
+export function httpStatus(error: DomainError, statuses: Record<ErrorKind, number> = API_STATUS): number {
+  return error.status ?? statuses[error.kind];
+}
 
 /** Seconds a client should wait before retrying during a database outage. */
 const DATABASE_RETRY_AFTER_SECONDS = 10;
@@ -38,9 +45,9 @@ export default fp(async (app: FastifyInstance) => {
     reply.code(404).send(errorBody('route', `Not found: ${request.method} ${request.url.split('?')[0]}`));
   });
 
-  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
-    if (error instanceof ApiError) {
-      reply.code(error.statusCode).headers(error.headers).send(error.body);
+  app.setErrorHandler((error: FastifyError | DomainError, request, reply) => {
+    if (error instanceof DomainError) {
+      reply.code(httpStatus(error)).headers(error.headers).send(error.body);
       return;
     }
     if (error.validation) {

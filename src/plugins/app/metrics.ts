@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Db } from '../../db/database.ts';
-import { ApiError } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import { httpRequestDuration, METRICS_CONTENT_TYPE, metricsText } from '../../metrics.ts';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
@@ -27,14 +27,15 @@ export default fp(async (app: FastifyInstance, options: { db: Db; token: string 
 function authorizeScrape(request: FastifyRequest, token: string | undefined): void {
   if (token === undefined) {
     if (!LOOPBACK.test(request.ip)) {
-      throw new ApiError(403, 'authorization', 'Metrics are served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere');
+      throw new DomainError('refused', 'authorization', 'Metrics are served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere', { status: 403 });
     }
     return;
   }
   const expected = Buffer.from(`Bearer ${token}`);
   const given = Buffer.from(request.headers.authorization ?? '');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new ApiError(401, 'authorization', 'Metrics need Authorization: Bearer <METRICS_TOKEN>', {
+    throw new DomainError('refused', 'authorization', 'Metrics need Authorization: Bearer <METRICS_TOKEN>', {
+      status: 401,
       headers: { 'www-authenticate': 'Bearer realm="metrics"' },
     });
   }

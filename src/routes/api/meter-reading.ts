@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyError, FastifyRequest } from 'fastify';
-import { ApiError } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import { acceptedSubmissions } from '../../metrics.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
@@ -104,9 +104,9 @@ function syncReadError(reason: { code: string; message: string }, referenceId: s
   switch (reason.code) {
     case 'unreadable':
     case 'invalid_image':
-      return new ApiError(422, 'image', reason.message, { extra });
+      return new DomainError('invalid', 'image', reason.message, { extra });
     case 'readers_unavailable':
-      return new ApiError(503, 'reader', reason.message, { extra, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } });
+      return new DomainError('unavailable', 'reader', reason.message, { extra, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } });
     default:
       return cause instanceof Error ? cause : new Error(String(cause));
   }

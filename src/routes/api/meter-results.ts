@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import { meterResult, meterResults } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
 import {
@@ -82,8 +82,8 @@ function account(request: FastifyRequest): string {
 }
 
 /** A bad query parameter is a 422 naming the parameter, like every other input error of the API. */
-function queryError(error: Error & { validation?: Array<{ instancePath: string; params?: Record<string, unknown> }> }): ApiError {
+function queryError(error: Error & { validation?: Array<{ instancePath: string; params?: Record<string, unknown> }> }): DomainError {
   const issue = error.validation?.[0];
   const field = issue?.instancePath.replace(/^\//, '') || String(issue?.params?.missingProperty ?? 'query');
-  return new ApiError(422, field, error.message.replace(/^querystring\/\S+ /, ''));
+  return new DomainError('invalid', field, error.message.replace(/^querystring\/\S+ /, ''));
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
 import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
 import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
@@ -35,9 +35,9 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const meterId = meterIdField(request.params.meter_id);
     const limit = historyLimit(request.query.limit);
     const before = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
-    if (request.query.cursor !== undefined && !before) throw new ApiError(422, 'cursor', 'cursor must be a next_cursor this API returned');
+    if (request.query.cursor !== undefined && !before) throw new DomainError('invalid', 'cursor', 'cursor must be a next_cursor this API returned');
     const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
-    if (!history) throw new ApiError(404, 'meter_id', `No meter "${meterId}" in your account`);
+    if (!history) throw new DomainError('not_found', 'meter_id', `No meter "${meterId}" in your account`);
     return {
       meter_id: meterId,
       readings: history.records.map(submissionJson),
@@ -50,7 +50,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const meterId = meterIdField(request.params.meter_id);
     const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
     if (maxFlow !== null && !isMaxFlow(maxFlow)) {
-      throw new ApiError(422, 'max_flow_m3_per_hour', `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`);
+      throw new DomainError('invalid', 'max_flow_m3_per_hour', `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`);
     }
     const settings = await setMeterMaxFlow(db, apiKey(request).accountId, meterId, maxFlow);
     return { meter_id: settings.meterId, max_flow_m3_per_hour: settings.maxFlow, effective_max_flow_m3_per_hour: settings.effectiveMaxFlow };
@@ -60,8 +60,8 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const key = apiKey(request);
     const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
     const corrected = await correctReading(db, key.accountId, request.params.reference_id, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
-    if (corrected.outcome === 'not_found') throw new ApiError(404, 'reference_id', 'No submission with this reference_id in your account');
-    if (corrected.outcome === 'not_finished') throw new ApiError(409, 'reference_id', 'The submission is still being read: correct it once it has finished');
+    if (corrected.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
+    if (corrected.outcome === 'not_finished') throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
     return submissionJson(corrected.record);
   });
 }
@@ -69,7 +69,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 function historyLimit(value: string | undefined): number {
   if (value === undefined) return DEFAULT_HISTORY_LIMIT;
   const limit = /^[0-9]{1,3}$/.test(value) ? Number(value) : NaN;
-  if (!(limit >= 1 && limit <= HISTORY_MAX_LIMIT)) throw new ApiError(422, 'limit', `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`);
+  if (!(limit >= 1 && limit <= HISTORY_MAX_LIMIT)) throw new DomainError('invalid', 'limit', `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`);
   return limit;
 }
 

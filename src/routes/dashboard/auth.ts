@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { InvalidInputError } from '../../accounts/errors.ts';
 import { MIN_PASSWORD_LENGTH } from '../../accounts/passwords.ts';
 import { listPlans } from '../../accounts/plans.ts';
-import { LoginThrottledError, verifyLogin } from '../../accounts/sign-in.ts';
+import { verifyLogin } from '../../accounts/sign-in.ts';
 import { signUp } from '../../accounts/sign-up.ts';
+import { isDomainError } from '../../errors.ts';
+import { httpStatus } from '../../plugins/app/error-envelope.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { LoginForm, SignupForm } from '../../schemas/dashboard-forms.ts';
 
@@ -22,8 +23,8 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       userId = await verifyLogin(db, { email, password, ip: request.ip });
     } catch (error) {
-      if (!(error instanceof LoginThrottledError)) throw error;
-      return reply.code(429).page('login', { title: 'Sign in', email, error: error.message });
+      if (!isDomainError(error, 'refused')) throw error;
+      return reply.code(httpStatus(error)).page('login', { title: 'Sign in', email, error: error.message });
     }
     if (!userId) return reply.code(401).page('login', { title: 'Sign in', email, error: 'The email or the password is wrong.' });
     await reply.signIn(userId);
@@ -55,7 +56,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       ({ userId } = await signUp(db, { accountName: organisation, email, password, planCode: config.defaultPlan }));
     } catch (error) {
-      if (!(error instanceof InvalidInputError)) throw error;
+      if (!isDomainError(error, 'invalid')) throw error;
       return reply.code(400).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
     }
     await reply.signIn(userId);

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidInputError, NotFoundError } from '../../accounts/errors.ts';
-import csrf, { CsrfError } from '../../plugins/app/csrf.ts';
-import { answeredDatabaseOutage } from '../../plugins/app/error-envelope.ts';
+import { DomainError, type ErrorKind } from '../../errors.ts';
+import csrf from '../../plugins/app/csrf.ts';
+import { answeredDatabaseOutage, API_STATUS, httpStatus } from '../../plugins/app/error-envelope.ts';
 import page from '../../plugins/app/page.ts';
 import securityHeaders from '../../plugins/app/security-headers.ts';
 import session from '../../plugins/app/session.ts';
@@ -9,7 +9,6 @@ import cookie from '../../plugins/external/cookie.ts';
 import formbody from '../../plugins/external/formbody.ts';
 import staticAssets from '../../plugins/external/static.ts';
 import view from '../../plugins/external/view.ts';
-import { WebhookEndpointError } from '../../webhooks/endpoints.ts';
 import authRoutes from './auth.ts';
 import keyRoutes from './keys.ts';
 import meterRoutes from './meters.ts';
@@ -60,11 +59,11 @@ async function requireUser(request: FastifyRequest, reply: FastifyReply): Promis
   if (!request.user) return reply.redirect('/dashboard/login', 303);
 }
 
-function errorStatus(error: FastifyError): number {
-  if (error instanceof CsrfError) return 403;
-  if (error instanceof NotFoundError) return 404;
-  if (error instanceof InvalidInputError) return 400;
-  if (error instanceof WebhookEndpointError) return error.reason === 'not_found' ? 404 : 400;
+/** Pages refuse bad input with 400 and a forged form with 403; otherwise they answer as the API does. */
+const PAGE_STATUS: Record<ErrorKind, number> = { ...API_STATUS, invalid: 400, refused: 403 };
+
+function errorStatus(error: FastifyError | DomainError): number {
+  if (error instanceof DomainError) return httpStatus(error, PAGE_STATUS);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return error.statusCode;
   return 500;
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus } from '../../accounts/api-keys.ts';
-import { InvalidInputError } from '../../accounts/errors.ts';
+import { isDomainError } from '../../errors.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { ApiKeyForm } from '../../schemas/dashboard-forms.ts';
@@ -23,7 +23,7 @@ const keyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const created = await createApiKey(db, { accountId: accountId(request), projectName, status });
       return keysPage(request, reply, { newKey: { ...created, projectName: projectName.trim() } });
     } catch (error) {
-      if (!(error instanceof InvalidInputError)) throw error;
+      if (!isDomainError(error, 'invalid')) throw error;
       return keysPage(request, reply.code(400), { error: sentence(error.message), projectName });
     }
   });

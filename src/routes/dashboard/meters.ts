@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { NotFoundError } from '../../accounts/errors.ts';
 import { consumptionChart } from '../../dashboard/consumption-chart.ts';
+import { DomainError } from '../../errors.ts';
 import { HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
 import { METER_ID_PATTERN } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
@@ -14,7 +14,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const history = METER_ID_PATTERN.test(meterId)
       ? await meterHistory(db, accountId(request), meterId, { limit: HISTORY_MAX_LIMIT })
       : undefined;
-    if (!history) throw new NotFoundError('No meter with this id in your account.');
+    if (!history) throw new DomainError('not_found', 'meter_id', 'No meter with this id in your account.');
     return reply.page('meter', {
       title: `Meter ${meterId}`,
       section: 'readings',

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { InvalidInputError, NotFoundError } from '../../accounts/errors.ts';
 import { METER_STATUSES, parseMeterStatus, readingDetail, readingPhoto, recentReadings } from '../../dashboard/readings.ts';
-import { ApiError } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
 import { submissionRecord } from '../../meters/records.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
@@ -13,7 +12,7 @@ type ReadingParams = { Params: { referenceId: string } };
 /** /dashboard/readings: recent submissions by status, and one submission with its photo. */
 const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
-  const notFound = () => new NotFoundError('No submission with this reference in your account.');
+  const notFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
   app.get<{ Querystring: { status?: string } }>('/readings', async (request, reply) => {
     const status = parseMeterStatus(request.query.status);
@@ -35,12 +34,12 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       reading = readingField(request.body.reading, 'reading');
     } catch (error) {
-      if (error instanceof ApiError) throw new InvalidInputError('The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
+      if (error instanceof DomainError) throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
       throw error;
     }
     const corrected = await correctReading(db, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
     if (corrected.outcome === 'not_found') throw notFound();
-    if (corrected.outcome === 'not_finished') throw new InvalidInputError('This submission is still being read: correct it once it has finished.');
+    if (corrected.outcome === 'not_finished') throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
     return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
   });
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
+import { isDomainError } from '../../errors.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { TestEventForm, WebhookEndpointForm } from '../../schemas/dashboard-forms.ts';
@@ -10,7 +11,6 @@ import {
   listWebhookEndpoints,
   rotateWebhookSecret,
   setWebhookEndpointEnabled,
-  WebhookEndpointError,
 } from '../../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS, WEBHOOK_EVENTS } from '../../webhooks/events.ts';
 
@@ -54,7 +54,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId: accountId(request), url, events });
       return endpointPage(request, reply, id, { value: secret, reason: 'created' });
     } catch (error) {
-      if (!(error instanceof WebhookEndpointError) || error.reason !== 'invalid') throw error;
+      if (!isDomainError(error, 'invalid')) throw error;
       return listPage(request, reply.code(400), { error: sentence(error.message), form: { url, events } });
     }
   });
