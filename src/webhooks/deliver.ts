@@ -272,6 +272,8 @@ export async function sendTestEvent(
       { type, data: { ...EXAMPLE_EVENT_DATA[type], endpoint_id: Number(endpoint.id), test: true }, meterId: null },
       (eb) => eb('id', '=', endpoint.id),
     );
+    // The endpoint was deleted between the select above and the insert.
+    if (!deliveryId) throw endpointNotFound();
     return { deliveryId };
   });
 }
