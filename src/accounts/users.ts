@@ -175,7 +175,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 let unknownUserHashPromise: Promise<string> | undefined;
 function unknownUserHash(): Promise<string> {
-  return (unknownUserHashPromise ??= hashPassword(randomBytes(16).toString('hex')));
+  unknownUserHashPromise ??= hashPassword(randomBytes(16).toString('hex'));
+  return unknownUserHashPromise;
 }
 
 function scryptAsync(password: string, salt: Buffer, params: typeof SCRYPT): Promise<Buffer> {

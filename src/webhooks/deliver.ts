@@ -105,7 +105,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
     .select(sql<string>`d.payload::text`.as('payload'))
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
-  if (!delivery || delivery.status !== 'pending') return;
+  if (delivery?.status !== 'pending') return;
 
   if (!delivery.enabled) {
     await deps.db
