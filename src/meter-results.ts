@@ -41,8 +41,9 @@ export async function meterResults(db: Db, accountId: string, filter: MeterListF
   }
   const rows = await query.execute();
   const page = rows.slice(0, filter.limit).map(toMeterResult);
-  const hasMore = rows.length > filter.limit;
-  return { data: page, has_more: hasMore, next_cursor: hasMore ? page[page.length - 1].reference_id : null };
+  const last = page.at(-1);
+  const hasMore = rows.length > filter.limit && last !== undefined;
+  return { data: page, has_more: hasMore, next_cursor: hasMore ? last.reference_id : null };
 }
 
 function results(db: Db, accountId: string) {

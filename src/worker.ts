@@ -24,7 +24,9 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
     if (await withinEndpointShare(deps, job)) await deliverWebhook(deps, job.data.deliveryId);
     else await enqueueDelivery(boss, bossAdapter(deps.db), job.data, new Date(Date.now() + OVER_SHARE_DELAY_MS));
   });
-  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, ([job]) => failAbandonedMeter(deps, job));
+  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, async (jobs) => {
+    for (const job of jobs) await failAbandonedMeter(deps, job);
+  });
   await boss.work(QUEUES.expireStaleMeters, async () => {
     await expireStaleMeters(deps, config.meterDeadlineSeconds);
     await purgeExpiredIdempotencyKeys(deps.db);
@@ -69,9 +71,9 @@ async function workContinuously<T extends object>(
 ): Promise<void> {
   for (let i = 0; i < concurrency; i++) {
     let workerId: string | undefined;
-    workerId = await boss.work<T>(queue, options, async ([job]) => {
+    workerId = await boss.work<T>(queue, options, async (jobs) => {
       try {
-        await handle(job);
+        for (const job of jobs) await handle(job);
       } finally {
         if (workerId) boss.notifyWorker(workerId);
       }

@@ -65,5 +65,6 @@ async function reserveLoginAttempt(db: Db, email: string, ip: string): Promise<v
 
 let unknownUserHashPromise: Promise<string> | undefined;
 function unknownUserHash(): Promise<string> {
-  return (unknownUserHashPromise ??= hashPassword(randomBytes(16).toString('hex')));
+  unknownUserHashPromise ??= hashPassword(randomBytes(16).toString('hex'));
+  return unknownUserHashPromise;
 }

@@ -40,8 +40,9 @@ export function dateOption(args: CommandArgs, name: string): Date {
 }
 
 export function singlePositional(args: CommandArgs, what: string): string {
-  if (args.positionals.length !== 1) throw new UsageError(`expected exactly one ${what}`);
-  return args.positionals[0];
+  const [positional, ...rest] = args.positionals;
+  if (positional === undefined || rest.length > 0) throw new UsageError(`expected exactly one ${what}`);
+  return positional;
 }
 
 function integer(value: string, what: string, minimum: number): number {

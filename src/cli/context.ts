@@ -28,7 +28,7 @@ export interface Command {
   /** The process outlives run() (serve, web, worker) and ends on a signal. */
   keepsRunning?: boolean;
   /** Resolves to the exit code, 0 when left out. */
-  run(context: CommandContext, args: CommandArgs): Promise<number | void>;
+  run(context: CommandContext, args: CommandArgs): Promise<number | undefined>;
 }
 
 /** Runs `use` with a context whose database, if it was opened, is closed afterwards. */

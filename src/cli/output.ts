@@ -37,8 +37,9 @@ export class Output {
 
 /** Columns padded to their widest cell; a header line, then one line per row. */
 export function table(headers: string[], rows: string[][]): string[] {
-  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column].length)));
-  return [headers, ...rows].map((cells) => cells.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd());
+  const lines = [headers, ...rows];
+  const widths = headers.map((_, column) => Math.max(...lines.map((cells) => cells[column]?.length ?? 0)));
+  return lines.map((cells) => widths.map((width, column) => (cells[column] ?? '').padEnd(width)).join('  ').trimEnd());
 }
 
 /** bigint ids travel as strings inside the service; JSON output shows them as the numbers they are. */

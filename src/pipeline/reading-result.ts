@@ -40,5 +40,5 @@ export function readingResult(recorded: RecordedReading): ReadingResult {
 function wheelDigits(reading: string, confidences: number[] | null | undefined): ReadingResult['digits'] {
   const digits = reading.replace('.', '');
   if (!confidences || confidences.length !== digits.length) return undefined;
-  return [...digits].map((digit, wheel) => ({ digit: Number(digit), confidence: confidences[wheel] }));
+  return confidences.map((confidence, wheel) => ({ digit: Number(digits.charAt(wheel)), confidence }));
 }

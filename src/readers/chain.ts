@@ -70,7 +70,7 @@ export class ReaderChain {
   async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow): Promise<ChainReading> {
     const started = performance.now();
     const attempts: ReadAttempt[] = [];
-    let best: { reading: JudgedReading; index: number } | undefined;
+    let best: { reading: JudgedReading; reader: MeterReader; index: number } | undefined;
     for (const [index, reader] of this.readers.entries()) {
       signal?.throwIfAborted();
       const attemptStarted = performance.now();
@@ -81,7 +81,7 @@ export class ReaderChain {
         const confident = reading.confidence >= this.#escalateBelow;
         const outcome = reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
         attempts.push({ reader: reader.name, outcome, ms: elapsed(), confidence: reading.confidence });
-        if (!best || preferred(reading, best.reading)) best = { reading, index };
+        if (!best || preferred(reading, best.reading)) best = { reading, reader, index };
         if (outcome === 'accepted') break;
       } catch (error) {
         signal?.throwIfAborted();
@@ -92,7 +92,7 @@ export class ReaderChain {
     const readMs = Math.round(performance.now() - started);
     if (best) {
       const frame = best.reading.counterBox ? await imageFrame(image) : undefined;
-      return { ...best.reading, reader: this.readers[best.index].name, escalated: best.index > 0, attempts, readMs, frame };
+      return { ...best.reading, reader: best.reader.name, escalated: best.index > 0, attempts, readMs, frame };
     }
     if (attempts.every((attempt) => attempt.outcome === 'unavailable')) {
       const message = attempts.length

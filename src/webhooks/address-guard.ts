@@ -97,7 +97,9 @@ function lookupPublicOnly(...[hostname, options, callback]: Parameters<LookupFun
     const refused = addresses.find((entry) => isPrivateAddress(entry.address));
     if (refused) return callback(new PrivateAddressError(hostname, refused.address), '', 0);
     if (options.all) return (callback as (error: null, addresses: LookupAddress[]) => void)(null, addresses);
-    callback(null, addresses[0].address, addresses[0].family);
+    const [first] = addresses;
+    if (!first) return callback(new Error(`${hostname} has no address`), '', 0);
+    callback(null, first.address, first.family);
   });
 }
 

@@ -106,7 +106,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
     .select(sql<string>`d.payload::text`.as('payload'))
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
-  if (!delivery || delivery.status !== 'pending') return;
+  if (delivery?.status !== 'pending') return;
 
   if (!delivery.enabled) {
     await deps.db
@@ -273,6 +273,8 @@ export async function sendTestEvent(
       { type, data: { ...EXAMPLE_EVENT_DATA[type], endpoint_id: Number(endpoint.id), test: true }, meterId: null },
       (eb) => eb('id', '=', endpoint.id),
     );
+    // The endpoint was deleted between the select above and the insert.
+    if (!deliveryId) throw endpointNotFound();
     return { deliveryId };
   });
 }

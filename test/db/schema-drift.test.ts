@@ -147,7 +147,10 @@ function coarseType(checker: ts.TypeChecker, members: ts.Type[]): string {
 
 function columnsOf(tables: Tables, table: string): Map<string, ColumnShape> {
   let columns = tables.get(table);
-  if (!columns) tables.set(table, (columns = new Map()));
+  if (!columns) {
+    columns = new Map();
+    tables.set(table, columns);
+  }
   return columns;
 }
 

@@ -27,8 +27,8 @@ export interface MeterModel {
 }
 
 export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
-  const [localisers, [wheelReader], stripReaders] = await Promise.all([LOCALISER_FILES, [WHEEL_READER_FILE], READER_FILES]
-    .map((files) => loadSessions(modelDir, files, threads)));
+  const load = (files: string[]) => loadSessions(modelDir, files, threads);
+  const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load([WHEEL_READER_FILE]), load(READER_FILES)]);
   return { read: (image, window) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image, window) };
 }
 
