@@ -1,8 +1,9 @@
-"""Shared pieces of the Meterlens training code: dataset discovery, the fixed validation split, seeds,
+"""Shared pieces of the Meterlens training code: the models' spec, dataset discovery, the fixed validation split, seeds,
 the options and step budget every training run has."""
 import argparse
 import csv
 import hashlib
+import json
 import os
 import random
 import time
@@ -16,9 +17,11 @@ DATASETS = Path(os.environ.get('METERLENS_DATASETS', REPO_ROOT.parent / 'shared'
 SPLITS = REPO_ROOT / 'ml' / 'splits'
 CACHE = Path(os.environ.get('METERLENS_CACHE', '/tmp/ml-cache'))
 MODELS = REPO_ROOT / 'models'
+# The shapes, margins and alphabet the service feeds the shipped models (src/readers/local/spec.ts reads it too).
+SPEC = json.loads((REPO_ROOT / 'src' / 'readers' / 'local' / 'spec.json').read_text())
 
-# CTC alphabet of the reading model; index 0 is the CTC blank. Must match src/readers/local/decode.ts.
-ALPHABET = '0123456789.'
+# CTC alphabet of the reading model; index 0 is the CTC blank.
+ALPHABET = SPEC['alphabet']
 VALIDATION_PERCENT = 15
 
 

@@ -16,14 +16,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from common import CACHE, DATASETS, MODELS, export_onnx, split_rows, start_training, training_progress
+from common import CACHE, DATASETS, MODELS, SPEC, export_onnx, split_rows, start_training, training_progress
 
-INPUT = 256
+INPUT = SPEC['localiser']['input']
 STORE = 320
-STRIDE = 4
+STRIDE = SPEC['localiser']['stride']
 # A labelled Toloka box less elongated than this is taken to be loose (a tilted counter): a localiser trains on
 # the tilted window fit_tilted_boxes.ts found inside it (--tilted-windows), or not on the photo at all.
-LOOSE_BOX_ASPECT = 2.5
+LOOSE_BOX_ASPECT = SPEC['localiser']['looseBoxAspect']
 FITTED_QUADS = CACHE / 'toloka-quads.csv'
 
 
@@ -163,7 +163,7 @@ def main():
         parser.add_argument('--tilted-windows', action='store_true',
                             help='train on the tilted windows fitted inside loose Toloka boxes instead of leaving those photos out')
 
-    args = start_training(minutes=30, batch=24, output=MODELS / 'localiser-1.onnx', add_options=add_options)
+    args = start_training(minutes=30, batch=24, output=MODELS / SPEC['files']['localisers'][0], add_options=add_options)
 
     train_rows, validation_rows = [], []
     for dataset in ('toloka', 'bdci2020'):

@@ -17,12 +17,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import ALPHABET, CACHE, DATASETS, MODELS, export_onnx, split_rows, start_training, training_progress
+from common import ALPHABET, CACHE, DATASETS, MODELS, SPEC, export_onnx, split_rows, start_training, training_progress
 from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
-HEIGHT, WIDTH = 32, 160
+HEIGHT, WIDTH = SPEC['strip']['height'], SPEC['strip']['width']
 # Margins the service adds around the localised window, as fractions of its width and height per side.
-MARGIN_X, MARGIN_Y = 0.05, 0.15
+MARGIN_X, MARGIN_Y = SPEC['strip']['marginX'], SPEC['strip']['marginY']
 # Share of each batch drawn from strips of any 4-8 wheels composed of digits/ crops (Toloka-like ones: Regularisation).
 SYNTHETIC_SHARE = 0.1
 UPSIDE_DOWN_SHARE = 0.2
@@ -232,7 +232,7 @@ def main():
         parser.add_argument('--regularisation', choices=REGULARISATIONS, default='strong',
                             help='light: the recipe of the local-crnn-v2 reader; strong: dropout, more synthetic strips, harsher augmentation')
 
-    args = start_training(minutes=40, batch=32, output=MODELS / 'reader-1.onnx', add_options=add_options)
+    args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]
     rng = np.random.default_rng(args.seed)
     py_rng = random.Random(args.seed)

@@ -18,13 +18,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import CACHE, MODELS, export_onnx, split_rows, start_training, training_progress
+from common import CACHE, MODELS, SPEC, export_onnx, split_rows, start_training, training_progress
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
-WHEELS = 8
-HEIGHT, WIDTH = 32, 20
+WHEELS = SPEC['wheels']['count']
+HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
 # Grown on each side, as a fraction of the wheel's width (an eighth of the window's) and of the window's height.
-MARGIN = 0.1
+MARGIN = SPEC['wheels']['margin']
 # Where the shipped localiser finds each Toloka window: ml/find_windows.ts writes it (ml/train.sh runs it first).
 FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
 # The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
@@ -97,7 +97,7 @@ def evaluate(model, windows):
 
 
 def main():
-    args = start_training(minutes=20, batch=128, output=MODELS / 'wheels.onnx')
+    args = start_training(minutes=20, batch=128, output=MODELS / SPEC['files']['wheelReader'])
     rng = np.random.default_rng(args.seed)
     found = found_windows()
 
