@@ -7,6 +7,7 @@ cd "$(dirname "$0")"
 # The datasets as ml/datasets.sha256 has them and the pinned packages, or a clear stop (another version: a warning).
 sh pins.sh check
 SHIPPED=$(mktemp -d)
+trap 'rm -rf "$SHIPPED"' EXIT
 git -C .. archive HEAD models | tar -x -C "$SHIPPED"
 export OPENBLAS_NUM_THREADS=1
 PYTHON=/usr/bin/python3
@@ -51,4 +52,3 @@ tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log "$LOGS/meterlens-wheels.onnx.log"
 # The new weights scored beside the shipped ones (a few minutes each).
 LOCAL_MODEL_DIR="$SHIPPED/models" node ../src/cli/eval.ts --validation --json > "$LOGS/meterlens-eval-shipped.json"
 LOCAL_MODEL_DIR="$PWD/../models" node ../src/cli/eval.ts --validation --baseline "$LOGS/meterlens-eval-shipped.json"
-rm -rf "$SHIPPED"
