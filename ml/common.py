@@ -1,24 +1,30 @@
-"""Shared pieces of the Meterlens training code: dataset discovery, the fixed validation split, seeds,
-the options and step budget every training run has."""
+"""Shared pieces of the Meterlens training code: the models' spec, dataset discovery, the fixed validation split,
+seeds, the options every training run has and the training loop they share."""
 import argparse
 import csv
 import hashlib
+import json
+import math
 import os
 import random
 import time
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
+import torch.nn as nn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATASETS = Path(os.environ.get('METERLENS_DATASETS', REPO_ROOT.parent / 'shared' / 'datasets'))
 SPLITS = REPO_ROOT / 'ml' / 'splits'
 CACHE = Path(os.environ.get('METERLENS_CACHE', '/tmp/ml-cache'))
 MODELS = REPO_ROOT / 'models'
+# The shapes, margins and alphabet the service feeds the shipped models (src/readers/local/spec.ts reads it too).
+SPEC = json.loads((REPO_ROOT / 'src' / 'readers' / 'local' / 'spec.json').read_text())
 
-# CTC alphabet of the reading model; index 0 is the CTC blank. Must match src/readers/local/decode.ts.
-ALPHABET = '0123456789.'
+# CTC alphabet of the reading model; index 0 is the CTC blank.
+ALPHABET = SPEC['alphabet']
 VALIDATION_PERCENT = 15
 
 
@@ -55,12 +61,52 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
     return args
 
 
-def export_onnx(model, example_shape, output, input_name, output_names):
-    """Writes `model` to `output` as ONNX (opset 13), every input and output with a dynamic batch axis."""
-    MODELS.mkdir(exist_ok=True)
-    torch.onnx.export(model, torch.zeros(*example_shape), output, input_names=[input_name], output_names=output_names,
-                      dynamic_axes={name: {0: 'batch'} for name in [input_name, *output_names]}, opset_version=13)
-    print('exported', output)
+class Export(NamedTuple):
+    """How a trained model ships: `wrap` turns it into the exported module (probabilities instead of logits, say);
+    the example input's shape (dynamic batch axis first) and the ONNX input and output names."""
+    input_shape: tuple
+    input_name: str
+    output_names: list
+    wrap: Callable[[nn.Module], nn.Module] = lambda model: model
+
+
+def train_and_export(args, model, batch_loss, validate, export, *, learning_rate, weight_decay, validate_every,
+                     warmup_steps=0, max_grad_norm=None, unit='img'):
+    """The loop every training script runs, then its checkpoint and export. Each step: the learning rate (linear
+    warm-up over `warmup_steps`, then a cosine decay to zero over the run), `batch_loss(model)` of a batch the
+    script draws itself (so the random draws stay the script's own, in its order), AdamW with gradients clipped to
+    `max_grad_norm` if given. Progress every 100 steps; `validate(model)`, a line of text, every `validate_every`
+    steps and at the end. The weights go to CACHE/<output's stem>.pt and the exported model to --output."""
+    print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    started = time.time()
+    step = 0
+    for progress in training_progress(args, started):
+        warmup = min(1.0, step / warmup_steps) if warmup_steps else 1.0
+        for group in optimiser.param_groups:
+            group['lr'] = learning_rate * warmup * 0.5 * (1 + math.cos(math.pi * progress))
+        loss = batch_loss(model)
+        optimiser.zero_grad()
+        loss.backward()
+        if max_grad_norm:
+            nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimiser.step()
+        step += 1
+        if step % 100 == 0:
+            rate = step * args.batch / (time.time() - started)
+            print(f'step {step} loss {loss.item():.3f} {rate:.1f} {unit}/s lr {optimiser.param_groups[0]["lr"]:.5f}', flush=True)
+        if step % validate_every == 0:
+            print(f'  validation after {step} steps: {validate(model)}', flush=True)
+    print(f'final validation after {step} steps: {validate(model)}', flush=True)
+
+    model.eval()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    names = [export.input_name, *export.output_names]
+    torch.onnx.export(export.wrap(model), torch.zeros(*export.input_shape), args.output, input_names=[export.input_name],
+                      output_names=export.output_names, dynamic_axes={name: {0: 'batch'} for name in names}, opset_version=13)
+    print('exported', args.output)
 
 
 def training_progress(args, started):

@@ -15,12 +15,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { windowCorners, windowsInscribedIn, type Window } from '../src/readers/local/geometry.ts';
 import { decodePhoto, loadSessions, orientWindow, readWindow } from '../src/readers/local/pipeline.ts';
-import { READER_FILES } from '../src/readers/local/spec.ts';
+import { LOOSE_BOX_ASPECT, READER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, '..', 'shared', 'datasets'), 'toloka');
-/** train_localiser.py's LOOSE_BOX_ASPECT: a box less elongated than this is taken to hold a tilted counter. */
-const LOOSE_BOX_ASPECT = 2.5;
 const FIT_ANGLE_STEP = 3;
 
 const stripReaders = await loadSessions(path.join(REPO_ROOT, 'models'), READER_FILES, 1);

@@ -1,8 +1,14 @@
 #!/bin/sh
-# Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx and models/wheels.onnx from ../shared/datasets (see ml/README.md).
-# Needs Debian's torch: apt-get install -y python3-torch python3-torchvision python3-onnx libopenblas0-pthread
+# Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx and models/wheels.onnx from ../shared/datasets (see ml/README.md),
+# then scores them on the validation split beside the shipped ones (git's HEAD copy of models/).
+# Needs Debian's torch at the versions ml/requirements-debian.txt pins: apt-get install -y $(cat ml/requirements-debian.txt)
 set -eu
 cd "$(dirname "$0")"
+# The datasets as ml/datasets.sha256 has them and the pinned packages, or a clear stop (another version: a warning).
+sh pins.sh check
+SHIPPED=$(mktemp -d)
+trap 'rm -rf "$SHIPPED"' EXIT
+git -C .. archive HEAD models | tar -x -C "$SHIPPED"
 export OPENBLAS_NUM_THREADS=1
 PYTHON=/usr/bin/python3
 LOGS="${TMPDIR:-/tmp}"
@@ -43,3 +49,6 @@ train_localiser localiser-2.onnx --tilted-windows
 node find_windows.ts > "$CACHE/toloka-windows.csv"
 TORCH_THREADS=2 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps 5000 --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
 tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log "$LOGS/meterlens-wheels.onnx.log"
+# The new weights scored beside the shipped ones (a few minutes each).
+LOCAL_MODEL_DIR="$SHIPPED/models" node ../src/cli/eval.ts --validation --json > "$LOGS/meterlens-eval-shipped.json"
+LOCAL_MODEL_DIR="$PWD/../models" node ../src/cli/eval.ts --validation --baseline "$LOGS/meterlens-eval-shipped.json"

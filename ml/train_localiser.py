@@ -8,7 +8,6 @@ The service turns the mask into a rotated rectangle (src/readers/local/geometry.
 import csv
 import hashlib
 import math
-import time
 
 import numpy as np
 import torch
@@ -16,14 +15,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from common import CACHE, DATASETS, MODELS, export_onnx, split_rows, start_training, training_progress
+from common import CACHE, DATASETS, MODELS, SPEC, Export, split_rows, start_training, train_and_export
 
-INPUT = 256
+INPUT = SPEC['localiser']['input']
 STORE = 320
-STRIDE = 4
+STRIDE = SPEC['localiser']['stride']
 # A labelled Toloka box less elongated than this is taken to be loose (a tilted counter): a localiser trains on
 # the tilted window fit_tilted_boxes.ts found inside it (--tilted-windows), or not on the photo at all.
-LOOSE_BOX_ASPECT = 2.5
+LOOSE_BOX_ASPECT = SPEC['localiser']['looseBoxAspect']
 FITTED_QUADS = CACHE / 'toloka-quads.csv'
 
 
@@ -163,7 +162,7 @@ def main():
         parser.add_argument('--tilted-windows', action='store_true',
                             help='train on the tilted windows fitted inside loose Toloka boxes instead of leaving those photos out')
 
-    args = start_training(minutes=30, batch=24, output=MODELS / 'localiser-1.onnx', add_options=add_options)
+    args = start_training(minutes=30, batch=24, output=MODELS / SPEC['files']['localisers'][0], add_options=add_options)
 
     train_rows, validation_rows = [], []
     for dataset in ('toloka', 'bdci2020'):
@@ -175,31 +174,15 @@ def main():
     print(f'{len(train_rows)} training photos, {len(validation_rows)} validation photos', flush=True)
 
     model = Localiser()
-    optimiser = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-4)
     generator = torch.Generator().manual_seed(args.seed)
-    started = time.time()
-    step = 0
-    for progress in training_progress(args, started):
-        for group in optimiser.param_groups:
-            group['lr'] = 2e-3 * 0.5 * (1 + math.cos(math.pi * progress))
+
+    def batch_loss(model):
         index = torch.randint(0, images.shape[0], (args.batch,), generator=generator)
         x, target = augment(images[index], masks[index], generator)
-        loss = loss_fn(model(x), target)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        step += 1
-        if step % 100 == 0:
-            rate = step * args.batch / (time.time() - started)
-            print(f'step {step} loss {loss.item():.3f} {rate:.1f} img/s lr {optimiser.param_groups[0]["lr"]:.5f}', flush=True)
-        if step % 500 == 0:
-            print(f'validation IoU {validation_iou(model, val_images, val_masks):.3f}', flush=True)
-    print(f'final validation IoU {validation_iou(model, val_images, val_masks):.3f} after {step} steps', flush=True)
+        return loss_fn(model(x), target)
 
-    model.eval()
-    CACHE.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), CACHE / 'localiser.pt')
-    export_onnx(model, (1, 3, INPUT, INPUT), args.output, 'image', ['mask_logits'])
+    train_and_export(args, model, batch_loss, lambda model: f'IoU {validation_iou(model, val_images, val_masks):.3f}',
+                     Export((1, 3, INPUT, INPUT), 'image', ['mask_logits']), learning_rate=2e-3, weight_decay=1e-4, validate_every=500)
 
 
 if __name__ == '__main__':

@@ -7,8 +7,6 @@ blank + ALPHABET, and the probability that the strip is upside down.
 """
 import math
 import random
-import time
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -17,12 +15,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import ALPHABET, CACHE, DATASETS, MODELS, export_onnx, split_rows, start_training, training_progress
+from common import ALPHABET, DATASETS, MODELS, SPEC, Export, split_rows, start_training, train_and_export
 from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
-HEIGHT, WIDTH = 32, 160
+HEIGHT, WIDTH = SPEC['strip']['height'], SPEC['strip']['width']
 # Margins the service adds around the localised window, as fractions of its width and height per side.
-MARGIN_X, MARGIN_Y = 0.05, 0.15
+MARGIN_X, MARGIN_Y = SPEC['strip']['marginX'], SPEC['strip']['marginY']
 # Share of each batch drawn from strips of any 4-8 wheels composed of digits/ crops (Toloka-like ones: Regularisation).
 SYNTHETIC_SHARE = 0.1
 UPSIDE_DOWN_SHARE = 0.2
@@ -232,7 +230,7 @@ def main():
         parser.add_argument('--regularisation', choices=REGULARISATIONS, default='strong',
                             help='light: the recipe of the local-crnn-v2 reader; strong: dropout, more synthetic strips, harsher augmentation')
 
-    args = start_training(minutes=40, batch=32, output=MODELS / 'reader-1.onnx', add_options=add_options)
+    args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]
     rng = np.random.default_rng(args.seed)
     py_rng = random.Random(args.seed)
@@ -258,40 +256,23 @@ def main():
         uniform = staticmethod(rng.uniform)
         normal = staticmethod(rng.normal)
 
-    model = StripReader(args.sequence, regularisation.dropout)
-    print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-3, weight_decay=1e-4)
     ctc = nn.CTCLoss(zero_infinity=True)
-    started = time.time()
-    step = 0
-    for progress in training_progress(args, started):
-        for group in optimiser.param_groups:
-            group['lr'] = 1.5e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    def batch_loss(model):
         images, targets, lengths, upside_down = make_batch(windows, window_weights, crops, args.batch, BatchRandom, regularisation)
         logits, up_logit = model(images)
         log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
         keep = lengths > 0
         steps = torch.full((int(keep.sum()),), log_probs.shape[0], dtype=torch.long)
         loss = ctc(log_probs[:, keep], targets, steps, lengths[keep])
-        loss = loss + 0.5 * F.binary_cross_entropy_with_logits(up_logit, upside_down)
-        optimiser.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-        optimiser.step()
-        step += 1
-        if step % 100 == 0:
-            rate = step * args.batch / (time.time() - started)
-            print(f'step {step} loss {loss.item():.3f} {rate:.1f} img/s', flush=True)
-        if step % 1000 == 0:
-            for dataset, val in validation.items():
-                print(f'  {dataset} validation exact/orientation: {evaluate(model, val)}', flush=True)
-    for dataset, val in validation.items():
-        print(f'final {dataset} validation exact/orientation: {evaluate(model, val)} after {step} steps', flush=True)
+        return loss + 0.5 * F.binary_cross_entropy_with_logits(up_logit, upside_down)
 
-    model.eval()
-    CACHE.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
-    export_onnx(Exported(model), (1, 3, HEIGHT, WIDTH), args.output, 'strip', ['probabilities', 'upside_down'])
+    def validate(model):
+        return ', '.join(f'{dataset} exact/orientation {evaluate(model, val)}' for dataset, val in validation.items())
+
+    train_and_export(args, StripReader(args.sequence, regularisation.dropout), batch_loss, validate,
+                     Export((1, 3, HEIGHT, WIDTH), 'strip', ['probabilities', 'upside_down'], Exported),
+                     learning_rate=1.5e-3, weight_decay=1e-4, warmup_steps=200, max_grad_norm=5.0, validate_every=1000)
 
 
 if __name__ == '__main__':

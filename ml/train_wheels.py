@@ -10,21 +10,19 @@ Input: wheel `i` of the counter window, the window's i-th eighth grown by MARGIN
 RGB in [-0.5, 0.5]. Output: probabilities of the digits 0-9.
 """
 import csv
-import math
-import time
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import CACHE, MODELS, export_onnx, split_rows, start_training, training_progress
+from common import CACHE, MODELS, SPEC, Export, split_rows, start_training, train_and_export
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
-WHEELS = 8
-HEIGHT, WIDTH = 32, 20
+WHEELS = SPEC['wheels']['count']
+HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
 # Grown on each side, as a fraction of the wheel's width (an eighth of the window's) and of the window's height.
-MARGIN = 0.1
+MARGIN = SPEC['wheels']['margin']
 # Where the shipped localiser finds each Toloka window: ml/find_windows.ts writes it (ml/train.sh runs it first).
 FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
 # The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
@@ -97,7 +95,7 @@ def evaluate(model, windows):
 
 
 def main():
-    args = start_training(minutes=20, batch=128, output=MODELS / 'wheels.onnx')
+    args = start_training(minutes=20, batch=128, output=MODELS / SPEC['files']['wheelReader'])
     rng = np.random.default_rng(args.seed)
     found = found_windows()
 
@@ -109,27 +107,13 @@ def main():
     windows, validation = as_found(train_rows), as_found(validation_rows)
     print(f'{len(windows)} training windows, {len(windows) * WHEELS} wheels', flush=True)
 
-    model = WheelReader()
-    optimiser = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-3)
-    started = time.time()
-    step = 0
-    for progress in training_progress(args, started):
-        for group in optimiser.param_groups:
-            group['lr'] = 2e-3 * min(1.0, step / 200) * 0.5 * (1 + math.cos(math.pi * progress))
+    def batch_loss(model):
         images, labels = make_batch(windows, args.batch, rng)
-        loss = F.cross_entropy(model(images), labels, label_smoothing=0.05)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        step += 1
-        if step % 100 == 0:
-            print(f'step {step} loss {loss.item():.3f} {step * args.batch / (time.time() - started):.0f} wheels/s', flush=True)
-        if step % 1000 == 0:
-            print(f'  validation per wheel: {evaluate(model, validation)}', flush=True)
-    print(f'final validation per wheel: {evaluate(model, validation)} after {step} steps', flush=True)
+        return F.cross_entropy(model(images), labels, label_smoothing=0.05)
 
-    model.eval()
-    export_onnx(nn.Sequential(model, nn.Softmax(1)), (1, 3, HEIGHT, WIDTH), args.output, 'wheels', ['probabilities'])
+    train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
+                     Export((1, 3, HEIGHT, WIDTH), 'wheels', ['probabilities'], lambda model: nn.Sequential(model, nn.Softmax(1))),
+                     learning_rate=2e-3, weight_decay=1e-3, warmup_steps=200, validate_every=1000, unit='wheels')
 
 
 if __name__ == '__main__':

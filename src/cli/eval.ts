@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
 import { loadFileList, loadLabelledPhotos, type LabelledPhoto } from '../eval/dataset.ts';
 import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
 import { summarise, type EvalSummary } from '../eval/metrics.ts';
-import { formatSummary, readPhotos } from '../eval/run.ts';
+import { formatComparison, formatSummary, readPhotos } from '../eval/run.ts';
 import { ReadFailure } from '../readers/chain.ts';
 import { createReaderChain } from '../readers/registry.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
@@ -15,8 +16,8 @@ const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 /** The datasets the local model was validated on, each with the photo list no training run saw. */
 const VALIDATION_SETS = ['toloka', 'bdci2020'];
 
-const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES] [--previous A-B] [--json] [--worst N]
-       meterlens eval --validation [--chain NAMES] [--previous A-B] [--json]
+const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES] [--previous A-B] [--json | --baseline FILE] [--worst N]
+       meterlens eval --validation [--chain NAMES] [--previous A-B] [--json | --baseline FILE]
 
   --dataset DIR   folder with labels.csv (file,reading[,alternatives]) and the photos it names
   --files LIST    only the photos named in LIST (one path a line, as in labels.csv)
@@ -25,9 +26,12 @@ const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES
   --previous A-B  read each photo within a plausibility window: a previous reading A to B m³ below its label
                   (drawn with a fixed seed), the window from ${SIMULATED_TOLERANCE_M3} m³ below it to ${SIMULATED_MAX_CONSUMPTION_M3} m³ above it
   --json          machine-readable output
+  --baseline FILE an earlier run's --json output (other weights, say): its metrics printed beside this run's
   --worst N       misreads to list per dataset (default 10)`;
 
 interface Target { name: string; dir: string; only?: Set<string> }
+/** What --json prints, and --baseline reads back. */
+interface EvalReport { reader: string; modelLoadMs: number; previous?: string; datasets: Array<{ name: string; dir: string; summary: EvalSummary }> }
 
 /** `meterlens eval`: scores the reader chain (`--chain`, default the local reader alone) on labelled photos. Returns the exit code. */
 export async function evalCommand(args: string[]): Promise<number> {
@@ -67,6 +71,7 @@ export async function evalReader(
         worst: { type: 'string', default: '10' },
         previous: { type: 'string' },
         chain: { type: 'string' },
+        baseline: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -81,9 +86,17 @@ export async function evalReader(
   const worst = Number(values.worst);
   const consumption = values.previous === undefined ? undefined : parseConsumptionRange(values.previous);
   const badPrevious = values.previous !== undefined && consumption === undefined;
-  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined) || badPrevious) {
+  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined) || badPrevious ||
+    (values.json && values.baseline !== undefined)) {
     console.error(USAGE);
     return 2;
+  }
+  let baseline: EvalReport | undefined;
+  try {
+    baseline = values.baseline === undefined ? undefined : JSON.parse(await readFile(values.baseline, 'utf8')) as EvalReport;
+  } catch (error) {
+    console.error(`--baseline ${values.baseline}: ${(error as Error).message}`);
+    return 1;
   }
 
   let targets: Target[];
@@ -120,15 +133,21 @@ export async function evalReader(
 
   const config = loadConfig();
   const imageOptions = { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide };
-  const results: Array<{ name: string; dir: string; summary: EvalSummary }> = [];
+  const results: EvalReport['datasets'] = [];
   for (const target of datasets) {
     const windowFor = consumption && ((photo: LabelledPhoto) => simulatedWindow(photo, consumption));
     const summary = summarise(await readPhotos(reader, target.dir, target.photos, imageOptions, windowFor), worst, config.escalateBelow);
     results.push({ name: target.name, dir: target.dir, summary });
     if (!values.json) console.log(formatSummary(`${readerName} on ${target.name}`, summary) + '\n');
   }
-  if (values.json) console.log(JSON.stringify({ reader: readerName, modelLoadMs, previous: values.previous, datasets: results }, null, 2));
+  if (values.json) console.log(JSON.stringify({ reader: readerName, modelLoadMs, previous: values.previous, datasets: results } satisfies EvalReport, null, 2));
   else console.log(`${readerName} model load: ${modelLoadMs.toFixed(0)} ms`);
+  if (baseline) {
+    for (const { name, summary } of results) {
+      const before = baseline.datasets.find((dataset) => dataset.name === name);
+      console.log('\n' + (before ? formatComparison(`${readerName} on ${name}, beside ${values.baseline}`, before.summary, summary) : `no ${name} in ${values.baseline}`));
+    }
+  }
   return 0;
 }
 

@@ -64,13 +64,19 @@ export function formatReliability(bins: ReliabilityBin[]): string {
   ].join('\n');
 }
 
+/** The headline rates of a summary, as its report and a comparison of two name them. */
+const HEADLINE: Array<[string, (summary: EvalSummary) => number]> = [
+  ['exact reading', (summary) => summary.exact],
+  ['last digit within ±1', (summary) => summary.lastDigitWithinOne],
+  ['whole units exact', (summary) => summary.wholeUnitExact],
+  ['per-digit accuracy', (summary) => summary.digitAccuracy],
+];
+const LABEL_WIDTH = 28;
+
 export function formatSummary(title: string, summary: EvalSummary): string {
   const lines = [
     `${title}: ${summary.photos} photos`,
-    `  exact reading               ${percent(summary.exact)}`,
-    `  last digit within ±1        ${percent(summary.lastDigitWithinOne)}`,
-    `  whole units exact           ${percent(summary.wholeUnitExact)}`,
-    `  per-digit accuracy          ${percent(summary.digitAccuracy)}`,
+    ...HEADLINE.map(([label, rate]) => `  ${label.padEnd(LABEL_WIDTH)}${percent(rate(summary))}`),
     '  selective accuracy (exact among readings at or above the confidence, share of photos covered)',
     ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
     formatReliability(summary.reliability),
@@ -98,4 +104,24 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     }
   }
   return lines.join('\n');
+}
+
+/**
+ * The headline rates, the selective accuracies and the median latency of `baseline` (an earlier run: other weights,
+ * say) beside those of `current`.
+ */
+export function formatComparison(title: string, baseline: EvalSummary, current: EvalSummary): string {
+  const beside = (label: string, value: (summary: EvalSummary) => string) =>
+    `  ${label.padEnd(LABEL_WIDTH)}${value(baseline).padStart(10)}${value(current).padStart(10)}`;
+  const selective = (summary: EvalSummary, threshold: number) => summary.selective.find((s) => s.threshold === threshold);
+  return [
+    `${title}: ${baseline.photos} and ${current.photos} photos`,
+    `  ${''.padEnd(LABEL_WIDTH)}${'baseline'.padStart(10)}${'this run'.padStart(10)}`,
+    ...HEADLINE.map(([label, rate]) => beside(label, (summary) => percent(rate(summary)))),
+    ...current.selective.flatMap(({ threshold }) => [
+      beside(`exact at confidence ≥ ${threshold}`, (summary) => percent(selective(summary, threshold)?.accuracy ?? null)),
+      beside(`share at confidence ≥ ${threshold}`, (summary) => percent(selective(summary, threshold)?.coverage ?? null)),
+    ]),
+    beside('latency p50', (summary) => `${summary.latencyMs.p50.toFixed(0)} ms`),
+  ].join('\n');
 }

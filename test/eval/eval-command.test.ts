@@ -130,13 +130,29 @@ t.test('--files limits the photos; the text report names the misreads', async (t
   t.match(output, /reliability \(confidence bin: readings, mean confidence, exact\)\n(.*\n){8}\s+80–90\s+1\s+85\.0\s+100\.0%/);
 });
 
+t.test("--baseline: an earlier --json report's metrics beside this run's", async (t) => {
+  const dir = await dataset();
+  const earlier = tableReader({ a: { reading: '00720', confidence: 97 }, b: { reading: '00455.000', confidence: 60 }, c: 'unreadable' });
+  const baseline = path.join(dir, 'baseline.json');
+  await writeFile(baseline, (await captureLog(() => evalReader(['--dataset', dir, '--json'], 'table', async () => earlier))).output);
+  const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--baseline', baseline], 'table', async () => reader));
+  t.equal(code, 0);
+  t.match(output, /table on .*: 3 photos\n  exact reading\s+66\.7%/, "this run's report as without a baseline");
+  t.match(output, /table on .*, beside .*baseline\.json: 3 and 3 photos\n\s+baseline\s+this run\n  exact reading\s+33\.3%\s+66\.7%\n/);
+  t.match(output, /exact at confidence ≥ 80\s+100\.0%\s+100\.0%\n  share at confidence ≥ 80\s+33\.3%\s+66\.7%/);
+
+  await writeFile(baseline, JSON.stringify({ reader: 'table', modelLoadMs: 1, datasets: [] }));
+  const elsewhere = await captureLog(() => evalReader(['--dataset', dir, '--baseline', baseline], 'table', async () => reader));
+  t.match(elsewhere.output, /no meterlens-evalcmd-\w+ in .*baseline\.json/);
+});
+
 t.test('--help prints the usage and exits 0', async (t) => {
   const { code, output } = await captureLog(() => evalReader(['--help'], 'table', async () => reader));
   t.equal(code, 0);
   t.match(output, /usage: meterlens eval --dataset DIR/);
 });
 
-t.test('bad arguments exit 2 without loading a model; a missing model exits 1', async (t) => {
+t.test('bad arguments exit 2 without loading a model; an unreadable --baseline or a missing model exits 1', async (t) => {
   let created = 0;
   const create = async () => { created++; return reader; };
   const quiet = async (args: string[], make: () => Promise<MeterReader | undefined> = create) => {
@@ -148,6 +164,8 @@ t.test('bad arguments exit 2 without loading a model; a missing model exits 1', 
   t.equal(await quiet(['--dataset', 'x', '--validation']), 2);
   t.equal(await quiet(['--dataset', 'x', '--worst', 'many']), 2);
   t.equal(await quiet(['--bogus']), 2);
+  t.equal(await quiet(['--dataset', 'x', '--json', '--baseline', 'earlier.json']), 2);
+  t.equal(await quiet(['--dataset', 'x', '--baseline', path.join(tmpdir(), 'meterlens-no-such-report.json')]), 1);
   t.equal(created, 0);
   t.equal(await quiet(['--dataset', await dataset()], async () => undefined), 1);
 });

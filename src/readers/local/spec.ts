@@ -1,19 +1,25 @@
 /**
- * Shapes and constants the shipped ONNX models were trained with (ml/train_localiser.py, ml/train_reader.py).
- * Changing one here without retraining breaks the reader.
+ * Shapes and constants the shipped ONNX models were trained with. The ones the training code needs too live in
+ * spec.json, which ml/common.py reads: changing one there without retraining breaks the reader.
  */
+import spec from './spec.json' with { type: 'json' };
 
 /** Long side of the photo the localiser sees, on a black square canvas, top-left aligned. */
-export const LOCALISER_INPUT = 256;
+export const LOCALISER_INPUT = spec.localiser.input;
 /** The localiser's mask has one cell per STRIDE x STRIDE input pixels. */
-export const LOCALISER_STRIDE = 4;
+export const LOCALISER_STRIDE = spec.localiser.stride;
+/**
+ * A labelled Toloka box less elongated than this is loose, around a tilted counter: localiser 1 was trained without
+ * those photos, localiser 2 on the tilted windows ml/fit_tilted_boxes.ts found inside them.
+ */
+export const LOOSE_BOX_ASPECT = spec.localiser.looseBoxAspect;
 
-export const STRIP_HEIGHT = 32;
-export const STRIP_WIDTH = 160;
+export const STRIP_HEIGHT = spec.strip.height;
+export const STRIP_WIDTH = spec.strip.width;
 /** Margins added around the localised window before rectifying, as fractions of its width and height per side. */
-export const STRIP_MARGIN_X = 0.05;
+export const STRIP_MARGIN_X = spec.strip.marginX;
 /** The readers were trained with this margin (jittered -0.12 to +0.2); their upside-down heads see it. */
-export const STRIP_MARGIN_Y = 0.15;
+export const STRIP_MARGIN_Y = spec.strip.marginY;
 /** The reading averages one crop at each of these. */
 export const STRIP_MARGINS_Y = [0.05, STRIP_MARGIN_Y, 0.28];
 
@@ -21,31 +27,31 @@ export const STRIP_MARGINS_Y = [0.05, STRIP_MARGIN_Y, 0.28];
  * The wheel reader reads Toloka-like counters (WHEEL_COUNT evenly spaced wheels) one wheel at a time: each
  * slice of the window grown by WHEEL_MARGIN (of the slice's width, and of the window's height) on every side.
  */
-export const WHEEL_COUNT = 8;
-export const WHEEL_HEIGHT = 32;
-export const WHEEL_WIDTH = 20;
-export const WHEEL_MARGIN = 0.1;
+export const WHEEL_COUNT = spec.wheels.count;
+export const WHEEL_HEIGHT = spec.wheels.height;
+export const WHEEL_WIDTH = spec.wheels.width;
+export const WHEEL_MARGIN = spec.wheels.margin;
 
 /** Photos are read at the scale the training photos had (long side ≤ 1024 px). */
 export const WORKING_LONG_SIDE = 1024;
 
 /** CTC classes after the blank (index 0). */
-export const ALPHABET = '0123456789.';
+export const ALPHABET = spec.alphabet;
 
 /**
  * Localisers trained apart (the second also on tilted Toloka counters); each proposes candidate windows and the
  * readers decide between all of them. They seldom cut the same counter quite alike, and one may find a window
  * the other misses.
  */
-export const LOCALISER_FILES = ['localiser-1.onnx', 'localiser-2.onnx'];
+export const LOCALISER_FILES = spec.files.localisers;
 /** Readers trained apart on the same data (different seeds or recipes); the service combines their readings. */
-export const READER_FILES = ['reader-1.onnx', 'reader-2.onnx', 'reader-3.onnx'];
+export const READER_FILES = spec.files.readers;
 /**
  * The reader whose outputs stay where it sees each wheel (its sequence layer is convolutional; the BiGRU readers
  * emit some digits late): where it reads the wheels is where they are.
  */
 export const ALIGNED_READER_FILE = 'reader-3.onnx';
-export const WHEEL_READER_FILE = 'wheels.onnx';
+export const WHEEL_READER_FILE = spec.files.wheelReader;
 /**
  * How many strip readers the wheel reader counts as on a wheel's digit. On the red fractional wheels, twice the
  * three together: in the window cut to the wheels it reads them one by one better than the strip readers do
