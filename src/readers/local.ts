@@ -3,16 +3,9 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { MODEL_FILES } from './local/pipeline.ts';
-import { MODEL_NAME } from './local/spec.ts';
+import { MIN_LOCAL_CONFIDENCE, MODEL_NAME } from './local/spec.ts';
 import type { ReadRequest, WorkerMessage } from './local/worker.ts';
 import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
-
-/**
- * Below this confidence the local model's answer is not a reading but a guess at a counter that is not there:
- * a blank photo reads as 00000.000 at 0. On the validation split only misreads fall below it (8 of 165 Toloka
- * photos, confidences 0–1; no BDCI photo); the least confident correct reading is at 6.
- */
-export const MIN_LOCAL_CONFIDENCE = 3;
 
 /**
  * The offline reader: the models in `config.localModelDir`, loaded once in a worker thread.

@@ -3,7 +3,7 @@ import {
   combineReadings, decodeCtc, decodeInLayout, formatReading, mostProbableInRange, readInLayouts, readWithinValues, type LayoutReading,
 } from '../../src/readers/local/decode.ts';
 import { judgeWithinWindow } from '../../src/readers/local/pipeline.ts';
-import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
+import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
 
@@ -215,7 +215,7 @@ t.test('window decode: both ends bound every wheel, in units of the last wheel',
   t.ok(Math.abs(mostProbableInRange(tables, { low: 0, high: 999 })!.probability - 0.5 * 0.2 * 0.2) < 1e-12);
 });
 
-t.test('the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable', async (t) => {
+t.test('the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable or below the reading floor', async (t) => {
   const candidate = (reading: string, confidence: number) => ({ formatted: { reading, value: Number(reading), confidence, digitConfidences: [] } });
   const window = { reference: '00600.000', min: 599.99, max: 660 };
   const free = candidate('00606.494', 40);
@@ -234,6 +234,13 @@ t.test('the verdict: ok inside the window; outside, corrected unless the best re
     plausibility: 'implausible', chosen: below, windowFit: 0.05,
     reason: '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
   });
+  const faintBelow = candidate('00500.494', 4);
+  const faintInside = candidate('00606.494', MIN_LOCAL_CONFIDENCE);
+  t.match(judgeWithinWindow(faintBelow, window, () => faintInside), { plausibility: 'corrected', chosen: faintInside }, 'at the floor, a reading');
+  t.match(judgeWithinWindow(faintBelow, window, () => candidate('00606.494', MIN_LOCAL_CONFIDENCE - 1)), {
+    plausibility: 'implausible', chosen: faintBelow, windowFit: (MIN_LOCAL_CONFIDENCE - 1) / 4,
+    reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has confidence ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
+  }, 'below the floor the reader would call no reading, nothing inside is probable however well it fits');
   t.match(judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined), {
     plausibility: 'implausible', windowFit: 0, reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
   });

@@ -12,8 +12,8 @@ import {
   type Point, type RgbImage, type Window,
 } from './geometry.ts';
 import {
-  ALIGNED_READER_FILE, ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MODEL_NAME,
-  READER_FILES, STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
+  ALIGNED_READER_FILE, ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MIN_LOCAL_CONFIDENCE,
+  MODEL_NAME, READER_FILES, STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
   WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
 } from './spec.ts';
 
@@ -109,8 +109,10 @@ export type WindowVerdict<T> =
 
 /**
  * `ok` when the free reading lies in the window. Otherwise `corrected` to the most probable reading inside it
- * (`readInside`, asked only then), unless that is less than IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable (its
- * `windowFit`) or there is none: then `implausible`, the free reading standing, with the reason.
+ * (`readInside`, asked only then), unless nothing inside is probable: there is none, it is less than
+ * IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable as the free reading (its `windowFit`), or its confidence is below
+ * MIN_LOCAL_CONFIDENCE, where the reader would call it no reading at all. Then `implausible`, the free reading
+ * standing, with the reason.
  */
 export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
   free: T, window: PlausibilityWindow, readInside: () => T | undefined,
@@ -119,10 +121,13 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
   if (!outside) return { plausibility: 'ok', chosen: free };
   const inside = readInside();
   const windowFit = (inside?.formatted.confidence ?? 0) / Math.max(free.formatted.confidence, 1e-12);
-  if (inside && windowFit >= IMPLAUSIBLE_BELOW_WINDOW_FIT) return { plausibility: 'corrected', chosen: inside, windowFit };
-  const improbable = inside
-    ? `; the most probable reading inside the window, ${inside.formatted.reading}, is ${Math.round(1 / windowFit)} times less probable`
-    : '';
+  const insideConfidence = clampConfidence(inside?.formatted.confidence ?? 0);
+  const fits = windowFit >= IMPLAUSIBLE_BELOW_WINDOW_FIT;
+  if (inside && fits && insideConfidence >= MIN_LOCAL_CONFIDENCE) return { plausibility: 'corrected', chosen: inside, windowFit };
+  const mostProbableInside = `; the most probable reading inside the window, ${inside?.formatted.reading},`;
+  const improbable = !inside ? ''
+    : !fits ? `${mostProbableInside} is ${Math.round(1 / windowFit)} times less probable`
+    : `${mostProbableInside} has confidence ${insideConfidence}, too low to be a reading`;
   return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
 }
 

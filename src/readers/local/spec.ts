@@ -64,6 +64,12 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
 export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
 export const MODEL_NAME = 'local-crnn-v6';
 /**
+ * Below this confidence the local model's answer is not a reading but a guess at a counter that is not there:
+ * a blank photo reads as 00000.000 at 0. On the validation split only misreads fall below it (8 of 165 Toloka
+ * photos, confidences 0–1; no BDCI photo); the least confident correct reading is at 6.
+ */
+export const MIN_LOCAL_CONFIDENCE = 3;
+/**
  * With a plausibility window and a free reading outside it, the reading is `implausible` when the most probable
  * reading inside the window is less than this fraction as probable as the free one (confidence against confidence),
  * and `corrected` to it otherwise. Chosen on a quarter of the training photos (every fourth not in ml/splits, 411)
