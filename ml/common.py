@@ -25,6 +25,9 @@ SPEC = json.loads((REPO_ROOT / 'src' / 'readers' / 'local' / 'spec.json').read_t
 
 # CTC alphabet of the reading model; index 0 is the CTC blank.
 ALPHABET = SPEC['alphabet']
+# Toloka's meters show black whole-unit wheels, then red fractional ones (`d` a wheel, `.` the point).
+TOLOKA_WHOLE_WHEELS, TOLOKA_FRACTIONAL_WHEELS = (len(wheels) for wheels in SPEC['layouts']['toloka'].split('.'))
+TOLOKA_WHEELS = TOLOKA_WHOLE_WHEELS + TOLOKA_FRACTIONAL_WHEELS
 VALIDATION_PERCENT = 15
 
 
@@ -142,9 +145,9 @@ def read_labels(dataset):
 
 
 def toloka_dial_reading(label):
-    """Toloka labels drop leading and trailing zeros (`454.0`); its meters show 5 black and 3 red wheels."""
+    """Toloka labels drop leading and trailing zeros (`454.0`); the reading is every wheel of its layout."""
     whole, _, fraction = label.partition('.')
-    return whole.zfill(5) + '.' + fraction.ljust(3, '0')
+    return whole.zfill(TOLOKA_WHOLE_WHEELS) + '.' + fraction.ljust(TOLOKA_FRACTIONAL_WHEELS, '0')
 
 
 def split_rows(dataset):

@@ -6,7 +6,7 @@ from collections import defaultdict
 import numpy as np
 from PIL import Image
 
-from common import CACHE, DATASETS
+from common import CACHE, DATASETS, TOLOKA_WHEELS, TOLOKA_WHOLE_WHEELS
 
 
 def rolled_reading(digits, fraction):
@@ -68,13 +68,13 @@ def ink_map(tile):
 
 
 def eight_wheel_strip(crops, rng):
-    """(PIL image, reading) drawn like a Toloka counter: 5 dark whole-unit wheels, 3 red fractional wheels.
+    """(PIL image, reading) drawn like a Toloka counter: dark whole-unit wheels, then red fractional wheels.
 
     The crops' strokes are recoloured onto light wheels, so the model sees red fractional digits of every
     shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos.
     """
-    leading_zeros = rng.randint(0, 4)
-    digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(8 - leading_zeros)]
+    leading_zeros = rng.randint(0, TOLOKA_WHOLE_WHEELS - 1)  # the units wheel left free
+    digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(TOLOKA_WHEELS - leading_zeros)]
     tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
     shown, rolling = rolled_reading(digits, tenths / 10)
     wheel = np.array([rng.randint(200, 255), rng.randint(190, 250), rng.randint(170, 240)], np.float32)
@@ -83,9 +83,9 @@ def eight_wheel_strip(crops, rng):
     red = np.array([rng.randint(170, 235), rng.randint(0, 60), rng.randint(20, 70)], np.float32)
     gap, pad_x, pad_y = rng.randint(2, 9), rng.randint(2, 12), rng.randint(3, 10)
     inks = [ink_map(tile) for tile in wheel_tiles(crops, digits, rolling, tenths, rng)]
-    recoloured = [wheel * (1 - ink) + (red if i >= 5 else black) * ink for i, ink in enumerate(inks)]
+    recoloured = [wheel * (1 - ink) + (red if i >= TOLOKA_WHOLE_WHEELS else black) * ink for i, ink in enumerate(inks)]
     strip = lay_out(recoloured, frame, gap, pad_x, pad_y)
-    return Image.fromarray(strip.astype(np.uint8)), shown[:5] + '.' + shown[5:]
+    return Image.fromarray(strip.astype(np.uint8)), shown[:TOLOKA_WHOLE_WHEELS] + '.' + shown[TOLOKA_WHOLE_WHEELS:]
 
 
 def synthetic_strip(crops, rng):

@@ -3,13 +3,14 @@ import unittest
 
 import numpy as np
 
-from train_wheels import WHEELS, digits_of, wheel_quad
+from common import TOLOKA_WHEELS
+from train_wheels import digits_of, wheel_quad
 
 
 class WheelQuad(unittest.TestCase):
     def test_slices_tile_the_window_left_to_right(self):
         quad = [(10, 20), (90, 20), (90, 40), (10, 40)]
-        slices = [np.array(wheel_quad(quad, wheel)) for wheel in range(WHEELS)]
+        slices = [np.array(wheel_quad(quad, wheel)) for wheel in range(TOLOKA_WHEELS)]
         self.assertTrue(np.allclose(slices[0], [(10, 20), (20, 20), (20, 40), (10, 40)]))
         self.assertTrue(np.allclose(slices[-1], [(80, 20), (90, 20), (90, 40), (80, 40)]))
         for left, right in zip(slices, slices[1:]):

@@ -16,10 +16,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import CACHE, MODELS, SPEC, Export, split_rows, start_training, train_and_export
+from common import CACHE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
-WHEELS = SPEC['wheels']['count']
 HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
 # Grown on each side, as a fraction of the wheel's width (an eighth of the window's) and of the window's height.
 MARGIN = SPEC['wheels']['margin']
@@ -45,9 +44,9 @@ class WheelReader(nn.Module):
 
 
 def wheel_quad(quad, wheel):
-    """The wheel-th of WHEELS equal slices of the window quad (TL, TR, BR, BL), left to right."""
+    """The wheel-th of TOLOKA_WHEELS equal slices of the window quad (TL, TR, BR, BL), left to right."""
     tl, tr, br, bl = (np.asarray(p, float) for p in quad)
-    left, right = wheel / WHEELS, (wheel + 1) / WHEELS
+    left, right = wheel / TOLOKA_WHEELS, (wheel + 1) / TOLOKA_WHEELS
     return [tl + (tr - tl) * left, tl + (tr - tl) * right, bl + (br - bl) * right, bl + (br - bl) * left]
 
 
@@ -75,7 +74,7 @@ def make_batch(windows, size, rng):
     images, labels = [], []
     for _ in range(size):
         image, quad, reading, _ = windows[rng.integers(len(windows))]
-        wheel = int(rng.integers(WHEELS))
+        wheel = int(rng.integers(TOLOKA_WHEELS))
         crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
         images.append(to_tensor(photometric(crop, rng, AUGMENTATION)))
         labels.append(digits_of(reading)[wheel])
@@ -85,10 +84,10 @@ def make_batch(windows, size, rng):
 def evaluate(model, windows):
     """Per wheel position, the share of validation wheels read right; and of windows with every wheel right."""
     model.eval()
-    right = np.zeros((len(windows), WHEELS), bool)
+    right = np.zeros((len(windows), TOLOKA_WHEELS), bool)
     with torch.no_grad():
         for index, (image, quad, reading, _) in enumerate(windows):
-            crops = torch.stack([to_tensor(np.asarray(cut_wheel(image, quad, w), np.float32) / 255) for w in range(WHEELS)])
+            crops = torch.stack([to_tensor(np.asarray(cut_wheel(image, quad, w), np.float32) / 255) for w in range(TOLOKA_WHEELS)])
             right[index] = model(crops).argmax(1).numpy() == digits_of(reading)
     model.train()
     return ' '.join(f'{share:.3f}' for share in right.mean(0)), f'all {right.all(1).mean():.3f}'
@@ -105,7 +104,7 @@ def main():
 
     train_rows, validation_rows = split_rows('toloka')
     windows, validation = as_found(train_rows), as_found(validation_rows)
-    print(f'{len(windows)} training windows, {len(windows) * WHEELS} wheels', flush=True)
+    print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels', flush=True)
 
     def batch_loss(model):
         images, labels = make_batch(windows, args.batch, rng)

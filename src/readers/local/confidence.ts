@@ -17,7 +17,7 @@ export interface ConfidenceEvidence {
   layoutsAgreeing: number;
 }
 
-/** The wheel layout of a reading, as in decode.ts's LAYOUTS (`ddddd.ddd`). */
+/** The wheel layout of a reading, as in spec.ts's LAYOUTS (`ddddd.ddd`). */
 export function layoutOf(text: string): string {
   return text.replace(/\d/g, 'd');
 }

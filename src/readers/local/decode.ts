@@ -1,4 +1,4 @@
-import { ALPHABET, WHEEL_READER_WEIGHT } from './spec.ts';
+import { ALPHABET, LAYOUTS, WHEEL_READER_WEIGHT } from './spec.ts';
 
 export interface DecodedStrip {
   /** Characters as read, e.g. `00758.407`. */
@@ -20,9 +20,6 @@ export interface LayoutReading extends DecodedStrip {
    */
   layoutFit: number;
 }
-
-/** Wheel layouts the model was trained on: `d` a wheel, `.` the point between whole-unit and fractional wheels. */
-export const LAYOUTS = ['ddddd', 'ddddd.ddd'];
 
 const BLANK = 0;
 const POINT = ALPHABET.indexOf('.') + 1;

@@ -24,10 +24,11 @@ export const STRIP_MARGIN_Y = spec.strip.marginY;
 export const STRIP_MARGINS_Y = [0.05, STRIP_MARGIN_Y, 0.28];
 
 /**
- * The wheel reader reads Toloka-like counters (WHEEL_COUNT evenly spaced wheels) one wheel at a time: each
- * slice of the window grown by WHEEL_MARGIN (of the slice's width, and of the window's height) on every side.
+ * The wheel reader reads Toloka-like counters (WHEEL_COUNT evenly spaced wheels: the wheels of Toloka's layout) one
+ * wheel at a time: each slice of the window grown by WHEEL_MARGIN (of the slice's width, and of the window's height)
+ * on every side.
  */
-export const WHEEL_COUNT = spec.wheels.count;
+export const WHEEL_COUNT = spec.layouts.toloka.replaceAll('.', '').length;
 export const WHEEL_HEIGHT = spec.wheels.height;
 export const WHEEL_WIDTH = spec.wheels.width;
 export const WHEEL_MARGIN = spec.wheels.margin;
@@ -37,6 +38,11 @@ export const WORKING_LONG_SIDE = 1024;
 
 /** CTC classes after the blank (index 0). */
 export const ALPHABET = spec.alphabet;
+/**
+ * Wheel layouts the readers were trained on (bdci2020's, then Toloka's): `d` a wheel, `.` the point between
+ * whole-unit and fractional wheels.
+ */
+export const LAYOUTS = Object.values(spec.layouts);
 
 /**
  * Localisers trained apart (the second also on tilted Toloka counters); each proposes candidate windows and the
