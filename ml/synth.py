@@ -45,13 +45,14 @@ def wheel_tiles(crops, digits, rolling, tenths, rng):
 
 
 def lay_out(tiles, background, gap, pad_x, pad_y):
-    """The 32 x 20 tiles side by side, `gap` apart, on a canvas of `background` with the given padding."""
+    """The tiles (all of one size) side by side, `gap` apart, on a canvas of `background` with the given padding."""
     count = len(tiles)
-    strip = np.empty((32 + 2 * pad_y, count * 20 + (count - 1) * gap + 2 * pad_x, 3), tiles[0].dtype)
+    height, width = tiles[0].shape[:2]
+    strip = np.empty((height + 2 * pad_y, count * width + (count - 1) * gap + 2 * pad_x, 3), tiles[0].dtype)
     strip[:] = background
     for i, tile in enumerate(tiles):
-        x = pad_x + i * (20 + gap)
-        strip[pad_y:pad_y + 32, x:x + 20] = tile
+        x = pad_x + i * (width + gap)
+        strip[pad_y:pad_y + height, x:x + width] = tile
     return strip
 
 
