@@ -29,7 +29,7 @@ const DigitConfidence = Type.Object({
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
 });
 
-export const PlausibilityResponse = Type.Object({
+const PlausibilityResponse = Type.Object({
   status: Type.Union(['ok', 'corrected', 'implausible', 'unknown'].map((status) => Type.Literal(status))),
   reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
   reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Null()]),
