@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import type { MeterStatus } from '../db/schema.ts';
+import { submissionRecords } from '../meters/records.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
 
 export const METER_STATUSES: readonly MeterStatus[] = ['pending', 'processing', 'completed', 'failed'];
@@ -16,20 +17,7 @@ export async function recentReadings(db: Db, accountId: string, status: MeterSta
 export async function readingDetail(db: Db, accountId: string, referenceId: string) {
   if (!isReferenceId(referenceId)) return undefined;
   return submissions(db, accountId)
-    .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
-    .select([
-      'm.mode',
-      'm.error_code as errorCode',
-      'm.error_message as errorMessage',
-      'm.finished_at as finishedAt',
-      'm.image_removed_at as imageRemovedAt',
-      'r.value',
-      'r.escalated',
-      'r.read_ms as readMs',
-      'r.counter_box as counterBox',
-      'i.width',
-      'i.height',
-    ])
+    .select(['m.mode', 'm.image_removed_at as imageRemovedAt', 'r.read_ms as readMs'])
     .where('m.reference_id', '=', referenceId)
     .executeTakeFirst();
 }
@@ -51,23 +39,9 @@ export function parseMeterStatus(value: unknown): MeterStatus | undefined {
   return METER_STATUSES.find((status) => status === value);
 }
 
+/** Submissions as the API represents them (submissionRecords), with the key that sent each. */
 function submissions(db: Db, accountId: string) {
-  return db
-    .selectFrom('meters as m')
-    .leftJoin('readings as r', 'r.meter_id', 'm.id')
-    .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
+  return submissionRecords(db, accountId)
     .innerJoin('api_keys as k', 'k.id', 'm.api_key_id')
-    .select([
-      'p.external_id as meterId',
-      'm.reference_id as referenceId',
-      'm.created_at as createdAt',
-      'm.status',
-      'r.reading',
-      'r.confidence',
-      'r.model',
-      'k.project_name as keyProject',
-      'k.display_prefix as keyPrefix',
-      'k.display_suffix as keySuffix',
-    ])
-    .where('m.account_id', '=', accountId);
+    .select(['k.project_name as keyProject', 'k.display_prefix as keyPrefix', 'k.display_suffix as keySuffix']);
 }

@@ -1,14 +1,17 @@
 import type { Db } from '../db/database.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
+import { readingResult } from '../pipeline/reading-result.ts';
+import type { MeterResult } from '../schemas/meter-reading.ts';
 
 /**
- * Submissions with their machine reading, its plausibility and the newest human correction:
- * what the history API, the correction response and the dashboard's meter page show.
+ * Submissions with their machine reading, its plausibility and the newest human correction: the one
+ * query behind every API representation of a submission (submissionJson) and the dashboard's pages.
  */
 export function submissionRecords(db: Db, accountId: string) {
   return db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .leftJoinLateral(
       (eb) => eb
@@ -25,11 +28,20 @@ export function submissionRecords(db: Db, accountId: string) {
       'm.reference_id as referenceId',
       'm.status',
       'm.created_at as createdAt',
+      'm.finished_at as finishedAt',
+      'm.error_code as errorCode',
+      'm.error_message as errorMessage',
       'p.external_id as meterId',
       'r.id as readingId',
       'r.reading',
       'r.value',
       'r.confidence',
+      'r.escalated',
+      'r.model',
+      'r.digit_confidences as digitConfidences',
+      'r.counter_box as counterBox',
+      'i.width as imageWidth',
+      'i.height as imageHeight',
       ...storedPlausibilityColumns,
       'c.reading as correctedReading',
       'c.value as correctedValue',
@@ -52,25 +64,47 @@ export function billableReading(record: SubmissionRecord): { reading: string; va
   return null;
 }
 
-/** A submission as the API shows it: the machine's reading and, when a person corrected it, the correction beside it. */
-export function submissionJson(record: SubmissionRecord) {
-  return {
+/**
+ * A submission as the API shows it (GET one, the list, a meter's history, the correction response):
+ * its status; once completed, the machine's reading; once failed, the error; once finished, the
+ * newest correction beside them (a person may correct a failed submission too).
+ */
+export function submissionJson(record: SubmissionRecord): MeterResult {
+  const submission = {
     reference_id: record.referenceId,
     status: record.status,
-    submitted_at: record.createdAt.toISOString(),
+    created_at: record.createdAt.toISOString(),
+    finished_at: record.finishedAt?.toISOString() ?? null,
+  };
+  if (record.status === 'failed') {
+    return { ...submission, error: { code: record.errorCode ?? 'unknown', message: record.errorMessage ?? '' }, correction: correctionJson(record) };
+  }
+  if (record.status !== 'completed' || record.readingId === null) return submission;
+  return {
+    ...submission,
+    ...readingResult({
+      readingId: record.readingId,
+      reading: record.reading!,
+      value: record.value!,
+      confidence: record.confidence!,
+      escalated: record.escalated!,
+      model: record.model!,
+      digitConfidences: record.digitConfidences,
+      counterBox: record.counterBox,
+      frame: record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
+    }),
     meter_id: record.meterId,
-    reading: record.reading,
-    value: record.value === null ? null : Number(record.value),
-    confidence: record.confidence,
-    reading_id: record.readingId === null ? null : Number(record.readingId),
-    plausibility: storedPlausibilityJson(record),
-    correction: record.correctedReading
-      ? {
-        reading: record.correctedReading,
-        value: Number(record.correctedValue),
-        corrected_by: record.correctedBy,
-        corrected_at: record.correctedAt!.toISOString(),
-      }
-      : null,
+    plausibility: storedPlausibilityJson(record) ?? undefined,
+    correction: correctionJson(record),
+  };
+}
+
+function correctionJson(record: SubmissionRecord): MeterResult['correction'] {
+  if (!record.correctedReading) return null;
+  return {
+    reading: record.correctedReading,
+    value: Number(record.correctedValue),
+    corrected_by: record.correctedBy!,
+    corrected_at: record.correctedAt!.toISOString(),
   };
 }

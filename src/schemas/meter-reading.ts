@@ -29,7 +29,7 @@ const DigitConfidence = Type.Object({
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
 });
 
-export const PlausibilityResponse = Type.Object({
+const PlausibilityResponse = Type.Object({
   status: Type.Union(['ok', 'corrected', 'implausible', 'unknown'].map((status) => Type.Literal(status))),
   reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
   reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Null()]),
@@ -92,7 +92,20 @@ export const CompletedReadingResponse = Type.Object(
 );
 export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
 
-/** A submission as GET shows it: the reading fields once completed, `error` once failed. */
+const Correction = Type.Object(
+  {
+    reading: Type.String({ description: 'The reading a person gave' }),
+    value: Type.Number(),
+    corrected_by: Type.String({ description: '`api key N`, or the dashboard user’s email' }),
+    corrected_at: Type.String({ format: 'date-time' }),
+  },
+  { description: 'The newest correction; the machine’s reading stays beside it' },
+);
+
+/**
+ * A submission as GET, the list, a meter's history and the correction response show it: the reading
+ * fields once completed, `error` once failed, and `correction` once finished.
+ */
 export const MeterResult = Type.Composite(
   [
     Type.Object({
@@ -101,11 +114,12 @@ export const MeterResult = Type.Composite(
       created_at: Type.String({ format: 'date-time' }),
       finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
       error: Type.Optional(FailureError),
+      correction: Type.Optional(Type.Union([Correction, Type.Null()], { description: 'Once finished: the newest correction a person gave, or null' })),
     }),
     Type.Partial(ReadingResult),
   ],
   {
-    description: 'The submission: its status; the reading fields once completed; `error` once failed',
+    description: 'The submission: its status; the reading fields once completed; `error` once failed; `correction` once finished',
     examples: [
       {
         reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
@@ -113,6 +127,7 @@ export const MeterResult = Type.Composite(
         created_at: '2026-11-22T10:14:58.120Z',
         finished_at: '2026-11-22T10:15:00.000Z',
         ...READING_EXAMPLE,
+        correction: null,
       },
     ],
   },

@@ -5,9 +5,7 @@ import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import {
   errorEnvelope,
   MeterReferenceParams,
-  MeterStatus,
-  PlausibilityResponse,
-  ReferenceId,
+  MeterResult,
   SERVER_ERROR,
 } from './meter-reading.ts';
 
@@ -19,25 +17,19 @@ const MeterParams = Type.Object({
   }),
 });
 
-const Correction = Type.Object(
-  {
-    reading: Type.String({ description: 'The reading a person gave' }),
-    value: Type.Number(),
-    corrected_by: Type.String({ description: '`api key N`, or the dashboard user’s email' }),
-    corrected_at: Type.String({ format: 'date-time' }),
-  },
-  { description: 'The newest correction; the machine’s reading stays beside it' },
-);
-
-const SUBMISSION_EXAMPLE = {
+/** A submission of a meter, corrected: what its history and a correction show (as MeterResult). */
+const CORRECTED_SUBMISSION_EXAMPLE = {
   reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
   status: 'completed',
-  submitted_at: '2026-11-22T10:15:00.000Z',
-  meter_id: 'SN-4711',
+  created_at: '2026-11-22T10:14:58.120Z',
+  finished_at: '2026-11-22T10:15:00.000Z',
   reading: '00600.494',
   value: 600.494,
   confidence: 18,
+  escalated: false,
+  model: 'meterlens-local-v6',
   reading_id: 42,
+  meter_id: 'SN-4711',
   plausibility: {
     status: 'implausible',
     reference: '00606.100',
@@ -48,30 +40,13 @@ const SUBMISSION_EXAMPLE = {
   correction: { reading: '00606.494', value: 606.494, corrected_by: 'api key 3', corrected_at: '2026-11-22T10:20:00.000Z' },
 };
 
-/** A submission as a meter's history and a correction show it: the machine's reading and a person's beside it. */
-const MeterSubmission = Type.Object(
-  {
-    reference_id: ReferenceId,
-    status: MeterStatus,
-    submitted_at: Type.String({ format: 'date-time' }),
-    meter_id: Type.Union([Type.String(), Type.Null()]),
-    reading: Type.Union([Type.String(), Type.Null()], { description: 'The machine’s reading; null until read, or when it found none' }),
-    value: Type.Union([Type.Number(), Type.Null()]),
-    confidence: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()]),
-    reading_id: Type.Union([Type.Integer(), Type.Null()]),
-    plausibility: Type.Union([PlausibilityResponse, Type.Null()]),
-    correction: Type.Union([Correction, Type.Null()]),
-  },
-  { description: 'The submission: the machine’s reading, its plausibility, and the newest correction', examples: [SUBMISSION_EXAMPLE] },
-);
-
 const MeterHistoryPage = Type.Object(
   {
     meter_id: Type.String(),
-    readings: Type.Array(MeterSubmission, { description: 'Every submission of the meter (pending and failed too), newest first' }),
+    readings: Type.Array(MeterResult, { description: 'Every submission of the meter (pending and failed too), newest first' }),
     next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass back as `cursor` for the next page; null on the last page' }),
   },
-  { description: 'A page of the meter’s history', examples: [{ meter_id: 'SN-4711', next_cursor: 'bTQy', readings: [SUBMISSION_EXAMPLE] }] },
+  { description: 'A page of the meter’s history', examples: [{ meter_id: 'SN-4711', next_cursor: 'bTQy', readings: [CORRECTED_SUBMISSION_EXAMPLE] }] },
 );
 
 const MeterSettings = Type.Object(
@@ -151,7 +126,7 @@ export const ReadingCorrection = {
     ),
   },
   response: {
-    200: MeterSubmission,
+    200: MeterResult,
     400: errorEnvelope(BODY_ERROR),
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope('`reference_id`: the submission is still being read'),

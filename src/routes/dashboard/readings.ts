@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { METER_STATUSES, parseMeterStatus, readingDetail, readingPhoto, recentReadings } from '../../dashboard/readings.ts';
 import { DomainError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
-import { submissionRecord } from '../../meters/records.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
@@ -23,8 +22,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
     if (!reading) throw notFound();
-    const record = await submissionRecord(db, accountId(request), request.params.referenceId);
-    return reply.page('reading', { title: 'Reading', section: 'readings', reading, record });
+    return reply.page('reading', { title: 'Reading', section: 'readings', reading });
   });
 
   app.post<ReadingParams & { Body: ReadingCorrectionForm }>('/readings/:referenceId/correction', { schema: { body: ReadingCorrectionForm } }, async (request, reply) => {

@@ -47,8 +47,9 @@ t.test('results by reference and lists', async (t) => {
       () => service.db.selectFrom('webhook_deliveries').select('payload').executeTakeFirst(),
       (row) => row !== undefined,
     );
-    const { created_at: _created, finished_at: _finished, status: _status, ...fields } = result.body;
+    const { created_at: _created, finished_at: _finished, status: _status, correction, ...fields } = result.body;
     t.same((delivery!.payload as { data: unknown }).data, fields, 'GET carries the same fields as the webhook’s data');
+    t.equal(correction, null, 'and, beside them, no correction yet');
   });
 
   t.test('a sync submission: GET gives the same fields as the sync response', async (t) => {
@@ -56,8 +57,9 @@ t.test('results by reference and lists', async (t) => {
     const sync = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
     t.equal(sync.status, 200);
     const result = await get(service, `/api/meter-reading/${sync.body.reference_id}`, customer.key);
-    const { created_at: _created, finished_at: _finished, ...fields } = result.body;
+    const { created_at: _created, finished_at: _finished, correction, ...fields } = result.body;
     t.same(fields, sync.body);
+    t.equal(correction, null, 'and, beside them, no correction yet');
   });
 
   t.test('a failed submission: GET gives the error code and message', async (t) => {

@@ -91,6 +91,10 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       reference_id: replaced.body.reference_id, meter_id: 'M1', reading: MODEL_READING, value: 2390.276,
       correction: { reading: '02390.100', value: 2390.1, corrected_by: `api key ${customer.keyId}`, corrected_at: String },
     }, 'the machine reading stays beside the correction');
+    const { body: result } = await api(customer.key, 'GET', `/meter-reading/${replaced.body.reference_id}`);
+    t.same(result, correction.body, 'GET shows the submission as the correction response does, correction included');
+    const { body: listed } = await api(customer.key, 'GET', '/meter-readings?limit=1');
+    t.same(listed.data, [correction.body], 'and so does the list');
     const afterCorrection = await submit(customer.key, { meter_id: 'M1' });
     t.match(afterCorrection.body.plausibility, { status: 'ok', reference: '02390.100', reference_source: 'correction' },
       'the corrected value is the next reference');
@@ -130,6 +134,15 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.match(await api(customer.key, 'POST', path, { reading: 2390.3 }), { status: 200, body: { correction: { reading: '2390.3' } } }, 'a number is a reading');
     t.match(await api('meterlens_live_' + '0'.repeat(32), 'POST', path, { reading: '1' }), { status: 422, body: { errors: { authorization: [String] } } });
 
+    service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+    t.teardown(() => service.model.setBehaviour({}));
+    const unreadable = await submit(customer.key, { meter_id: 'C1' });
+    service.model.setBehaviour({});
+    t.equal(unreadable.status, 422);
+    t.match(await api(customer.key, 'POST', `/meter-reading/${unreadable.body.reference_id}/correction`, { reading: '02390.500' }), {
+      status: 200, body: { status: 'failed', error: { code: 'unreadable' }, correction: { reading: '02390.500' } },
+    }, 'a person may read what the readers could not: the error stays beside the correction');
+
     const pending = await submit(customer.key, { meter_id: 'C1' }, { sync: false });
     await service.db.updateTable('meters').set({ status: 'processing' }).where('reference_id', '=', pending.body.reference_id).execute();
     // The worker may already have finished it; pin it as still being read.
@@ -160,7 +173,11 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.same(seen, [...references].reverse(), 'every submission of the meter once, newest first');
     t.equal(pages, 3);
     const full = await api(customer.key, 'GET', '/meters/H%2F1/readings');
-    t.match(full.body.readings[0], { meter_id: 'H/1', status: 'completed', reading: MODEL_READING, plausibility: { status: 'ok' }, correction: null });
+    t.match(full.body.readings[0], {
+      meter_id: 'H/1', status: 'completed', created_at: String, finished_at: String, reading: MODEL_READING, plausibility: { status: 'ok' }, correction: null,
+    });
+    const { body: newest } = await api(customer.key, 'GET', `/meter-reading/${references.at(-1)}`);
+    t.same(full.body.readings[0], newest, 'a history entry is the submission as GET shows it');
     t.equal(full.body.readings[4].plausibility.status, 'unknown');
 
     t.match(await api(stranger.key, 'GET', '/meters/H%2F1/readings'), { status: 404, body: { errors: { meter_id: [String] } } });
