@@ -102,7 +102,12 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: '02390.300' }));
   await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: 'twelve' }));
   await call('POST', '/api/meter-reading/{reference_id}/correction', '/api/meter-reading/00000000-0000-4000-8000-000000000000/correction', json({ reading: '1' }));
-  await service.db.updateTable('meters').set({ status: 'processing' }).where('reference_id', '=', referenceOf(accepted)).execute();
+  // The worker may already have failed it: back to processing means no outcome yet.
+  await service.db
+    .updateTable('meters')
+    .set({ status: 'processing', error_code: null, error_message: null, finished_at: null })
+    .where('reference_id', '=', referenceOf(accepted))
+    .execute();
   await call('POST', '/api/meter-reading/{reference_id}/correction', `/api/meter-reading/${referenceOf(accepted)}/correction`, json({ reading: '1' }));
   const firstPage = await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1`, { headers: auth });
   await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${(firstPage.body as { next_cursor: string }).next_cursor}`, { headers: auth });
