@@ -10,7 +10,11 @@ const N = 150;
 async function p50(name: string, run: (i: number) => Promise<unknown>) {
   for (let i = 0; i < 10; i++) await run(-1 - i);
   const times: number[] = [];
-  for (let i = 0; i < N; i++) { const s = performance.now(); await run(i); times.push(performance.now() - s); }
+  for (let i = 0; i < N; i++) {
+    const s = performance.now();
+    await run(i);
+    times.push(performance.now() - s);
+  }
   times.sort((a, b) => a - b);
   console.log(`${name}: p50 ${times[Math.floor(N / 2)].toFixed(1)} ms, p90 ${times[Math.floor(N * 0.9)].toFixed(1)} ms (n=${N})`);
 }

@@ -8,7 +8,10 @@ import Ocr from '@gutenye/ocr-node';
 import { evalReader } from '../src/cli/eval.ts';
 import { ReaderError, clampConfidence, type MeterReader } from '../src/readers/reader.ts';
 
-interface TextLine { text: string; mean: number }
+interface TextLine {
+  text: string;
+  mean: number;
+}
 
 /**
  * The reading in a line that is (at least 80%) digits; an 8-digit line gets the 5 + 3 wheel layout of the
@@ -35,8 +38,11 @@ async function createPaddleReader(): Promise<MeterReader> {
       const best = candidates[0];
       if (!best) throw new ReaderError('unreadable', `no numeric line among ${lines.length} text lines`);
       return {
-        reading: best.reading!, value: Number(best.reading), confidence: clampConfidence(100 * best.score),
-        model: 'PP-OCRv4', raw: lines,
+        reading: best.reading!,
+        value: Number(best.reading),
+        confidence: clampConfidence(100 * best.score),
+        model: 'PP-OCRv4',
+        raw: lines,
       };
     },
   };

@@ -105,8 +105,10 @@ async function benchmark(options: Options): Promise<void> {
   const get = (pathname: string) => () => timed(() => send(client, 'GET', `${baseUrl}${pathname}`));
   const post = (pathname: string) => send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${apiKey}`, ...upload });
   const small = Math.max(1, Math.round(options.requests / 4));
-  console.log(`# ${os.cpus().length} CPUs, node ${process.version}, photo ${(photo.length / 1024).toFixed(0)} KB, ` +
-    `fake reader ${READER_DELAY_MS} ms, ${options.warmup} warm-up requests per row left out\n`);
+  console.log(
+    `# ${os.cpus().length} CPUs, node ${process.version}, photo ${(photo.length / 1024).toFixed(0)} KB, ` +
+      `fake reader ${READER_DELAY_MS} ms, ${options.warmup} warm-up requests per row left out\n`,
+  );
 
   const syncRows = [];
   for (const concurrency of SYNC_CONCURRENCIES) {
@@ -115,8 +117,14 @@ async function benchmark(options: Options): Promise<void> {
   printTable(`Sync reading: time to the 200 with the reading, against the fake reader's fixed ${READER_DELAY_MS} ms`, [
     ['concurrency', 'p50 ms', 'p99 ms', 'req/s', 'p50 over reader ms', 'p99 over reader ms', 'p50 ×', 'p99 ×'],
     ...syncRows.map((sync) => [
-      sync.concurrency, ms(sync.p50Ms), ms(sync.p99Ms), rate(sync), ms(sync.p50Ms - READER_DELAY_MS), ms(sync.p99Ms - READER_DELAY_MS),
-      ratio(sync.p50Ms, READER_DELAY_MS), ratio(sync.p99Ms, READER_DELAY_MS),
+      sync.concurrency,
+      ms(sync.p50Ms),
+      ms(sync.p99Ms),
+      rate(sync),
+      ms(sync.p50Ms - READER_DELAY_MS),
+      ms(sync.p99Ms - READER_DELAY_MS),
+      ratio(sync.p50Ms, READER_DELAY_MS),
+      ratio(sync.p99Ms, READER_DELAY_MS),
     ]),
   ]);
 
@@ -133,13 +141,21 @@ async function benchmark(options: Options): Promise<void> {
   printTable('Async submission to the signed reading.completed webhook, against sync latency at the same concurrency', [
     ['concurrency', 'p50 ms', 'p99 ms', 'p50 over reader ms', 'sync p50 ms', 'sync p99 ms', 'p50 × sync', 'p99 × sync'],
     ...webhookRows.map(({ webhook, sync }) => [
-      webhook.concurrency, ms(webhook.p50Ms), ms(webhook.p99Ms), ms(webhook.p50Ms - READER_DELAY_MS), ms(sync.p50Ms), ms(sync.p99Ms),
-      ratio(webhook.p50Ms, sync.p50Ms), ratio(webhook.p99Ms, sync.p99Ms),
+      webhook.concurrency,
+      ms(webhook.p50Ms),
+      ms(webhook.p99Ms),
+      ms(webhook.p50Ms - READER_DELAY_MS),
+      ms(sync.p50Ms),
+      ms(sync.p99Ms),
+      ratio(webhook.p50Ms, sync.p50Ms),
+      ratio(webhook.p99Ms, sync.p99Ms),
     ]),
   ]);
 
-  const costly = await measureCostlyImages(service, () => timed(() => post('/api/meter-reading')), (upload) =>
-    send(client, 'POST', `${baseUrl}/api/meter-reading/sync`, { authorization: `Bearer ${apiKey}`, ...upload }),
+  const costly = await measureCostlyImages(
+    service,
+    () => timed(() => post('/api/meter-reading')),
+    (upload) => send(client, 'POST', `${baseUrl}/api/meter-reading/sync`, { authorization: `Bearer ${apiKey}`, ...upload }),
   );
 
   // Last, because the acks leave a backlog of reads behind that would delay every webhook measured after
@@ -153,8 +169,16 @@ async function benchmark(options: Options): Promise<void> {
   printTable('Async submission: time to the 202 ack, against GET /healthz at the same concurrency', [
     ['concurrency', 'ack p50 ms', 'ack p99 ms', 'ack req/s', 'healthz p50 ms', 'healthz p99 ms', 'healthz req/s', 'p50 ×', 'p99 ×', 'req/s ×'],
     ...asyncRows.map(({ concurrency, ack, healthz }) => [
-      concurrency, ms(ack.p50Ms), ms(ack.p99Ms), rate(ack), ms(healthz.p50Ms), ms(healthz.p99Ms), rate(healthz),
-      ratio(ack.p50Ms, healthz.p50Ms), ratio(ack.p99Ms, healthz.p99Ms), ratio(ack.requestsPerSecond, healthz.requestsPerSecond),
+      concurrency,
+      ms(ack.p50Ms),
+      ms(ack.p99Ms),
+      rate(ack),
+      ms(healthz.p50Ms),
+      ms(healthz.p99Ms),
+      rate(healthz),
+      ratio(ack.p50Ms, healthz.p50Ms),
+      ratio(ack.p99Ms, healthz.p99Ms),
+      ratio(ack.requestsPerSecond, healthz.requestsPerSecond),
     ]),
   ]);
 
@@ -192,7 +216,9 @@ async function measureCostlyImages(
   sendSync: (upload: { body: Buffer; contentType: string }) => Promise<string>,
 ) {
   const idleBefore = await measure(ack, 1, 50, 5);
-  const gif = await sharp({ create: { width: COSTLY_IMAGE_SIDE, height: COSTLY_IMAGE_SIDE, channels: 3, background: '#808080' } }).gif().toBuffer();
+  const gif = await sharp({ create: { width: COSTLY_IMAGE_SIDE, height: COSTLY_IMAGE_SIDE, channels: 3, background: '#808080' } })
+    .gif()
+    .toBuffer();
   const upload = multipart(gif);
   const startedAt = performance.now();
   let burstDone = false;
@@ -208,10 +234,18 @@ async function measureCostlyImages(
   const duringP50 = percentile(during, 50);
   printTable(
     `${COSTLY_IMAGES} sync uploads of a ${COSTLY_IMAGE_SIDE}×${COSTLY_IMAGE_SIDE} GIF (${(gif.length / 1024).toFixed(0)} KB) at once: ` +
-      'a normal photo\'s ack meanwhile, against the same ack idle, and the service\'s peak memory',
+      "a normal photo's ack meanwhile, against the same ack idle, and the service's peak memory",
     [
       ['idle ack p50 ms (before, after)', 'ack p50 ms during', 'ack p99 ms during', 'acks during', 'p50 × idle', 'burst s', 'service peak RSS MB'],
-      [`${ms(idleBefore.p50Ms)}, ${ms(idleAfter.p50Ms)}`, ms(duringP50), ms(percentile(during, 99)), during.length, ratio(duringP50, idle.p50Ms), burstSeconds.toFixed(1), peakRssMb ?? 'n/a'],
+      [
+        `${ms(idleBefore.p50Ms)}, ${ms(idleAfter.p50Ms)}`,
+        ms(duringP50),
+        ms(percentile(during, 99)),
+        during.length,
+        ratio(duringP50, idle.p50Ms),
+        burstSeconds.toFixed(1),
+        peakRssMb ?? 'n/a',
+      ],
     ],
   );
   return { idleBefore, idleAfter, duringMs: during, burstSeconds, peakRssMb, gifBytes: gif.length };
@@ -255,8 +289,16 @@ async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string
     [
       ['concurrency', 'ack p50 ms', 'ack p99 ms', 'ack req/s', 'floor p50 ms', 'floor p99 ms', 'floor req/s', 'p50 ×', 'p99 ×', 'req/s ×'],
       ...rows.map(({ concurrency, ack, floor }) => [
-        concurrency, ms(ack.p50Ms), ms(ack.p99Ms), rate(ack), ms(floor.p50Ms), ms(floor.p99Ms), rate(floor),
-        ratio(ack.p50Ms, floor.p50Ms), ratio(ack.p99Ms, floor.p99Ms), ratio(ack.requestsPerSecond, floor.requestsPerSecond),
+        concurrency,
+        ms(ack.p50Ms),
+        ms(ack.p99Ms),
+        rate(ack),
+        ms(floor.p50Ms),
+        ms(floor.p99Ms),
+        rate(floor),
+        ratio(ack.p50Ms, floor.p50Ms),
+        ratio(ack.p99Ms, floor.p99Ms),
+        ratio(ack.requestsPerSecond, floor.requestsPerSecond),
       ]),
     ],
   );
@@ -274,7 +316,10 @@ async function twelveMegapixelPhoto(): Promise<Buffer | undefined> {
   const [, first] = (await readFile(labels, 'utf8')).split('\n');
   const source = path.join(SHARED_PHOTOS, first.split(',')[0]);
   const [width, height] = [4032, 3024];
-  const grain = await sharp(randomBytes(width * height), { raw: { width, height, channels: 1 } }).linear(0.12, 112).png().toBuffer();
+  const grain = await sharp(randomBytes(width * height), { raw: { width, height, channels: 1 } })
+    .linear(0.12, 112)
+    .png()
+    .toBuffer();
   return sharp(source)
     .resize(width, height, { fit: 'cover' })
     .composite([{ input: grain, blend: 'overlay' }])
@@ -352,7 +397,12 @@ async function timed(call: () => Promise<unknown>): Promise<number> {
 }
 
 /** One request; anything but a 2xx fails the run, so a broken service cannot pass for a fast one. */
-async function send(client: Agent, method: 'GET' | 'POST', url: string, upload?: { authorization: string; body: Buffer; contentType: string }): Promise<string> {
+async function send(
+  client: Agent,
+  method: 'GET' | 'POST',
+  url: string,
+  upload?: { authorization: string; body: Buffer; contentType: string },
+): Promise<string> {
   const response = await request(url, {
     method,
     dispatcher: client,
@@ -377,7 +427,10 @@ function multipart(photo: Buffer): { body: Buffer; contentType: string } {
 
 /** The synthetic meter photo at 1600 px wide: about 50 KB, the size of a phone photo after the app shrinks it. */
 async function benchPhoto(): Promise<Buffer> {
-  return sharp(await renderMeterPhoto()).resize({ width: 1600 }).jpeg({ quality: 90 }).toBuffer();
+  return sharp(await renderMeterPhoto())
+    .resize({ width: 1600 })
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }
 
 /** Indexes reading.completed webhooks by reference_id as they arrive. */
@@ -469,7 +522,10 @@ async function startChild(name: string, args: string[], env: Record<string, stri
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let waited = 0; waited < 60_000; waited += 200) {
     if (child.exitCode !== null) break;
-    const ready = await fetch(`${baseUrl}/healthz`).then((response) => response.ok, () => false);
+    const ready = await fetch(`${baseUrl}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (ready) return { url: baseUrl, pid: child.pid!, stop };
     await sleep(200);
   }

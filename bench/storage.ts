@@ -37,7 +37,10 @@ if (!existsSync(datasets) || !adminUrl) {
 
 const photos = ['toloka', 'bdci2020'].flatMap((name) => {
   const folder = path.join(datasets, name, 'images');
-  return readdirSync(folder).sort().slice(0, perDataset).map((file) => path.join(folder, file));
+  return readdirSync(folder)
+    .sort()
+    .slice(0, perDataset)
+    .map((file) => path.join(folder, file));
 });
 
 const name = `meterlens_storage_${randomBytes(6).toString('hex')}`;

@@ -33,5 +33,10 @@ for (const line of labels) {
   const { window, wheelCentres } = await orientWindow(stripReaders, photo, leftToRight);
   if (window.across[0] !== leftToRight.across[0]) continue;
   const corners = windowCorners(windowAroundWheels(window, wheelCentres));
-  console.log(`${file},${corners.flat().map((value) => value.toFixed(1)).join(' ')}`);
+  console.log(
+    `${file},${corners
+      .flat()
+      .map((value) => value.toFixed(1))
+      .join(' ')}`,
+  );
 }

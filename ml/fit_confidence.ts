@@ -47,13 +47,21 @@ const training = await cases('training');
 const validation = await cases('validation');
 
 const read = training.filter((c) => c.evidence);
-const { weights } = fitLogistic(read.map((c) => logEvidence(c.evidence!)), read.map((c) => (isExact(c) ? 1 : 0)));
+const { weights } = fitLogistic(
+  read.map((c) => logEvidence(c.evidence!)),
+  read.map((c) => (isExact(c) ? 1 : 0)),
+);
 const exponents = weights.slice(1).map((weight) => Math.max(0, weight / weights[0]!));
-console.log(`fitted on ${read.length} training photos read (${read.filter(isExact).length} exactly): exponents ` +
-  AGREEMENTS.map((name, i) => `${name} ${exponents[i]!.toFixed(2)}`).join(', '));
+console.log(
+  `fitted on ${read.length} training photos read (${read.filter(isExact).length} exactly): exponents ` +
+    AGREEMENTS.map((name, i) => `${name} ${exponents[i]!.toFixed(2)}`).join(', '),
+);
 for (const dataset of DATASETS) {
   const photos = validation.filter((c) => c.dataset === dataset);
-  for (const [name, confidence] of [['product', (c: EvidenceCase) => c.confidence], ['penalised', penalised]] as const) {
+  for (const [name, confidence] of [
+    ['product', (c: EvidenceCase) => c.confidence],
+    ['penalised', penalised],
+  ] as const) {
     const summary = summarise(photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c)) : 0 })));
     const selective = summary.selective.map((s) => `≥ ${s.threshold}: ${percent(s.accuracy)} of ${percent(s.coverage)}`).join(', ');
     console.log(`${dataset} validation, ${name}: ${selective}\n${formatReliability(summary.reliability)}`);
@@ -148,4 +156,3 @@ function logistic(x: number): number {
 function dot(a: number[], b: number[]): number {
   return a.reduce((sum, value, i) => sum + value * b[i]!, 0);
 }
-

@@ -43,5 +43,10 @@ for (const line of labels) {
   }
   if (!best) continue;
   const corners = windowCorners(best.window).map(([x, y]) => [x * toNormalised, y * toNormalised]);
-  console.log(`${file},${corners.flat().map((value) => value.toFixed(1)).join(' ')}`);
+  console.log(
+    `${file},${corners
+      .flat()
+      .map((value) => value.toFixed(1))
+      .join(' ')}`,
+  );
 }

@@ -93,7 +93,10 @@ interface Defaults<Value> {
 const integer = (fallback: number, range: { minimum: number; maximum?: number }) => Type.Integer({ default: fallback, ...range });
 const port = (defaults: Defaults<number>) => Type.Integer({ minimum: 1, maximum: 65535, ...defaults });
 const oneOf = <const Values extends string[]>(values: Values, defaults: Defaults<Values[number]>) =>
-  Type.Union(values.map((value) => Type.Literal(value)), defaults) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
+  Type.Union(
+    values.map((value) => Type.Literal(value)),
+    defaults,
+  ) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
 const unsetString = (documentedDefault = 'unset') => Type.Optional(Type.String({ documentedDefault }));
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -263,5 +266,8 @@ function isCidr(entry: string): boolean {
 }
 
 function list(raw: string): string[] {
-  return raw.split(',').map((item) => item.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 }

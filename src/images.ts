@@ -55,9 +55,7 @@ export async function checkImageHeader(upload: Buffer, options: { maxPixels: num
   const height = metadata.pageHeight ?? metadata.height;
   if (!width || !height) throw new ImageError('The file is not an image that can be decoded: it has no dimensions');
   if (width * height > options.maxPixels) {
-    throw new ImageError(
-      `The image has ${width}×${height} pixels (${megapixels(width * height)} MP); the limit is ${megapixels(options.maxPixels)} MP`,
-    );
+    throw new ImageError(`The image has ${width}×${height} pixels (${megapixels(width * height)} MP); the limit is ${megapixels(options.maxPixels)} MP`);
   }
   return { upload, format, width, height };
 }

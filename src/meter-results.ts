@@ -21,8 +21,15 @@ export async function meterResult(db: Db, accountId: string, referenceId: string
 }
 
 /** The account's submissions, newest first, a page at a time: keyset pagination on (created_at, id). */
-export async function meterResults(db: Db, accountId: string, filter: MeterListFilter): Promise<{ data: MeterResult[]; has_more: boolean; next_cursor: string | null }> {
-  let query = submissionRecords(db, accountId).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(filter.limit + 1);
+export async function meterResults(
+  db: Db,
+  accountId: string,
+  filter: MeterListFilter,
+): Promise<{ data: MeterResult[]; has_more: boolean; next_cursor: string | null }> {
+  let query = submissionRecords(db, accountId)
+    .orderBy('m.created_at', 'desc')
+    .orderBy('m.id', 'desc')
+    .limit(filter.limit + 1);
   if (filter.status) query = query.where('m.status', '=', filter.status);
   if (filter.createdAfter) query = query.where('m.created_at', '>', filter.createdAfter);
   if (filter.startingAfter) {

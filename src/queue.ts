@@ -64,15 +64,20 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
   );
   // Delivery retries are scheduled by the delivery itself (backoff, Retry-After); pg-boss retries
   // only cover a worker that died mid-attempt.
-  await ensureQueue(boss, QUEUES.deliverWebhook, {}, {
-    notify: true,
-    retryLimit: 5,
-    // 5 s, then doubling: a dead worker's attempt is soon retried, and one that could not record its attempt outlasts a 2-minute outage.
-    retryDelay: 5,
-    retryBackoff: true,
-    expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + DELIVERY_BOOKKEEPING_SECONDS,
-    heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
-  });
+  await ensureQueue(
+    boss,
+    QUEUES.deliverWebhook,
+    {},
+    {
+      notify: true,
+      retryLimit: 5,
+      // 5 s, then doubling: a dead worker's attempt is soon retried, and one that could not record its attempt outlasts a 2-minute outage.
+      retryDelay: 5,
+      retryBackoff: true,
+      expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + DELIVERY_BOOKKEEPING_SECONDS,
+      heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
+    },
+  );
   await ensureQueue(boss, QUEUES.expireStaleMeters, { policy: 'singleton' }, { retryLimit: 0 });
   await ensureQueue(boss, QUEUES.announceExpiredSubscriptions, { policy: 'singleton' }, { retryLimit: 0 });
   await ensureQueue(boss, QUEUES.purgeOldData, { policy: 'singleton' }, { retryLimit: 0 });

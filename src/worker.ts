@@ -107,10 +107,7 @@ async function failAbandonedMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Pr
   });
 }
 
-async function loadMeter(
-  db: Db,
-  meterId: string,
-): Promise<{ ref: MeterRef; image: { jpeg: Buffer | null; upload: Buffer | null } } | undefined> {
+async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef; image: { jpeg: Buffer | null; upload: Buffer | null } } | undefined> {
   const row = await db
     .selectFrom('meters')
     .innerJoin('meter_images', 'meter_images.meter_id', 'meters.id')

@@ -9,7 +9,10 @@ t.test('refuses bad values with one message naming every bad variable', async (t
   const env = { SIGNUP: 'close', LOG_LEVEL: 'loud', ESCALATE_BELOW: '800', WORKER_CONCURRENCY: '0', PORT: '1e3', TRUST_PROXY: 'heroku' };
   const error = t.throws(() => loadConfig(env)) as Error;
   t.type(error, ConfigError);
-  const lines = error.message.split('\n').slice(1).map((line) => line.trim());
+  const lines = error.message
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim());
   t.same(lines.map((line) => line.split(':')[0]).sort(), Object.keys(env).sort(), 'one line per bad variable');
   t.match(error.message, /SIGNUP: "close" is not one of open, closed/);
   t.match(error.message, /LOG_LEVEL: "loud" is not one of fatal, error, warn, info, debug, trace, silent/);

@@ -36,7 +36,13 @@ t.test('GET /metrics: every family, with the work just done counted', async (t) 
   t.equal((await submitPhoto(service, { key: customer.key, image: await renderMeterPhoto() })).status, 422, 'past the limit');
   t.equal((await waitForMeter(service.db, accepted.body.reference_id)).status, 'completed');
   // reading.completed and usage.limit_reached
-  t.equal(await waitFor(async () => receiver.received.length, (count) => count >= 2), 2);
+  t.equal(
+    await waitFor(
+      async () => receiver.received.length,
+      (count) => count >= 2,
+    ),
+    2,
+  );
 
   const { status, contentType, text } = await scrape(`Bearer ${METRICS_TOKEN}`);
   t.equal(status, 200);

@@ -27,7 +27,17 @@ async function meterSubmitted(daysAgo: number, status: 'completed' | 'pending' =
   const createdAt = sql<Date>`now() - make_interval(days => ${daysAgo})`;
   const meter = await db
     .insertInto('meters')
-    .values({ account_id: accountId, api_key_id: apiKeyId, mode: 'async', status, error_code: null, error_message: null, started_at: null, finished_at: null, created_at: createdAt })
+    .values({
+      account_id: accountId,
+      api_key_id: apiKeyId,
+      mode: 'async',
+      status,
+      error_code: null,
+      error_message: null,
+      started_at: null,
+      finished_at: null,
+      created_at: createdAt,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   await db
@@ -37,7 +47,20 @@ async function meterSubmitted(daysAgo: number, status: 'completed' | 'pending' =
   if (status === 'completed') {
     await db
       .insertInto('readings')
-      .values({ meter_id: meter.id, reading: '1', value: 1, confidence: 90, reader: 'local', model: 'm', escalated: false, digit_confidences: null, counter_box: null, attempts: '[]', read_ms: 1, raw_answer: null })
+      .values({
+        meter_id: meter.id,
+        reading: '1',
+        value: 1,
+        confidence: 90,
+        reader: 'local',
+        model: 'm',
+        escalated: false,
+        digit_confidences: null,
+        counter_box: null,
+        attempts: '[]',
+        read_ms: 1,
+        raw_answer: null,
+      })
       .execute();
   }
   return meter.id;
@@ -61,12 +84,14 @@ async function deliveryCreated(daysAgo: number, status: 'delivered' | 'failed' |
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await db.insertInto('webhook_attempts').values({ delivery_id: delivery.id, attempt: 1, started_at: new Date(), duration_ms: 5, status_code: 204, error: null }).execute();
+  await db
+    .insertInto('webhook_attempts')
+    .values({ delivery_id: delivery.id, attempt: 1, started_at: new Date(), duration_ms: 5, status_code: 204, error: null })
+    .execute();
   return delivery.id;
 }
 
-const hasImage = async (meterId: string) =>
-  Boolean(await db.selectFrom('meter_images').select('meter_id').where('meter_id', '=', meterId).executeTakeFirst());
+const hasImage = async (meterId: string) => Boolean(await db.selectFrom('meter_images').select('meter_id').where('meter_id', '=', meterId).executeTakeFirst());
 
 t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and readings stay', async (t) => {
   const old = [];
@@ -98,12 +123,15 @@ t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their at
   const purged = await purgeOldData(db, { imageRetentionDays: 0, webhookRetentionDays: 30 });
   t.equal(purged.deliveries, 2);
   const left = await db.selectFrom('webhook_deliveries').select('id').orderBy('id').execute();
-  t.same(left.map((row) => row.id), [oldPending, recent]);
+  t.same(
+    left.map((row) => row.id),
+    [oldPending, recent],
+  );
   const attempts = await db.selectFrom('webhook_attempts').select('delivery_id').where('delivery_id', 'in', [oldDelivered, oldFailed]).execute();
   t.same(attempts, [], 'their attempts are gone too');
 });
 
-t.test("pg-boss keeps finished jobs FINISHED_JOB_RETENTION_DAYS, on every queue", async (t) => {
+t.test('pg-boss keeps finished jobs FINISHED_JOB_RETENTION_DAYS, on every queue', async (t) => {
   const config = loadConfig({ FINISHED_JOB_RETENTION_DAYS: '2' });
   const boss = createBoss(database.url, config, { supervise: false });
   await boss.start();
@@ -112,6 +140,9 @@ t.test("pg-boss keeps finished jobs FINISHED_JOB_RETENTION_DAYS, on every queue"
   // pg-boss's own internal queues (__pgboss__…) keep their settings.
   const queues = await sql<{ name: string; deletion_seconds: number }>`
     SELECT name, deletion_seconds FROM pgboss.queue WHERE NOT starts_with(name, '__pgboss__') ORDER BY name`.execute(db);
-  t.same(queues.rows.map((queue) => queue.name), Object.values(QUEUES).sort());
+  t.same(
+    queues.rows.map((queue) => queue.name),
+    Object.values(QUEUES).sort(),
+  );
   t.same(new Set(queues.rows.map((queue) => queue.deletion_seconds)), new Set([2 * 86_400]));
 });

@@ -31,7 +31,11 @@ t.test('the meter row and its job are committed together or not at all', async (
 
   const account = await service.db.selectFrom('meters').select(['account_id', 'api_key_id']).limit(1).executeTakeFirstOrThrow();
   const rolledBack = service.db.transaction().execute(async (tx) => {
-    const meter = await tx.insertInto('meters').values({ ...account, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null }).returning('id').executeTakeFirstOrThrow();
+    const meter = await tx
+      .insertInto('meters')
+      .values({ ...account, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
     await enqueueRead(service.boss, bossAdapter(tx), { meterId: meter.id });
     throw new Error('the submission fails after its job was enqueued');
   });
@@ -73,7 +77,10 @@ t.test('a worker killed mid-read: its job is retried and the meter completes', a
   const meter = await waitForMeter(service.db, accepted.body.reference_id);
   t.equal(meter.status, 'completed');
   // pg-boss marks the job completed just after the handler has recorded the reading.
-  const [job] = await waitFor(() => readJobs(service, accepted.body.reference_id), ([row]) => row.state !== 'active');
+  const [job] = await waitFor(
+    () => readJobs(service, accepted.body.reference_id),
+    ([row]) => row.state !== 'active',
+  );
   t.match(job, { state: 'completed' });
   t.ok(job.retry_count >= 1, 'it took a retry');
 });
@@ -124,7 +131,12 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
   const [webhook] = await receiver.waitFor(1);
 
   const verified = new Webhook(endpoint.secret).verify(webhook.body, webhook.headers as Record<string, string>);
-  const reading = await service.db.selectFrom('readings').innerJoin('meters', 'meters.id', 'readings.meter_id').select('readings.id').where('meters.reference_id', '=', accepted.body.reference_id).executeTakeFirstOrThrow();
+  const reading = await service.db
+    .selectFrom('readings')
+    .innerJoin('meters', 'meters.id', 'readings.meter_id')
+    .select('readings.id')
+    .where('meters.reference_id', '=', accepted.body.reference_id)
+    .executeTakeFirstOrThrow();
   t.same(verified, {
     event: 'reading.completed',
     timestamp: (verified as { timestamp: string }).timestamp,
@@ -164,8 +176,7 @@ t.test('a backlog is read job after job, without waiting for the next poll', asy
   const customer = await createCustomer(service.db);
   for (let i = 0; i < 10; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
   await startWorker(service);
-  const countCompleted = async () =>
-    (await service.db.selectFrom('meters').select('id').where('status', '=', 'completed').execute()).length;
+  const countCompleted = async () => (await service.db.selectFrom('meters').select('id').where('status', '=', 'completed').execute()).length;
   // Two workers that paused for a 60 s poll after each job would have read 2 meters by now.
   t.equal(await waitFor(countCompleted, (completed) => completed === 10, 30_000), 10);
 });

@@ -47,19 +47,11 @@ export async function createApiKey(
 
 /** The account's keys that are not deleted, oldest first. */
 export async function listApiKeys(db: Db, accountId: string | number): Promise<ApiKeySummary[]> {
-  return summaries(db)
-    .where('account_id', '=', requireId(accountId, 'account id'))
-    .orderBy('id')
-    .execute();
+  return summaries(db).where('account_id', '=', requireId(accountId, 'account id')).orderBy('id').execute();
 }
 
 /** `accountId` limits the change to that account's keys; the operator CLI leaves it out. */
-export async function setApiKeyStatus(
-  db: Db,
-  accountId: string | number | undefined,
-  id: string | number,
-  status: ApiKeyStatus,
-): Promise<ApiKeySummary> {
+export async function setApiKeyStatus(db: Db, accountId: string | number | undefined, id: string | number, status: ApiKeyStatus): Promise<ApiKeySummary> {
   requireStatus(status);
   const updated = await scopedKey(db, accountId, id).set({ status }).returning('id').executeTakeFirst();
   if (!updated) throw keyNotFound(id);
@@ -67,11 +59,7 @@ export async function setApiKeyStatus(
 }
 
 /** Soft delete: the row stays for the meters that name it, but the key no longer authenticates or lists. */
-export async function deleteApiKey(
-  db: Db,
-  accountId: string | number | undefined,
-  id: string | number,
-): Promise<void> {
+export async function deleteApiKey(db: Db, accountId: string | number | undefined, id: string | number): Promise<void> {
   const deleted = await scopedKey(db, accountId, id).set({ deleted_at: sql<Date>`now()` }).executeTakeFirst();
   if (deleted.numUpdatedRows === 0n) throw keyNotFound(id);
 }

@@ -10,10 +10,7 @@ export interface Plan {
 
 const PLAN_CODE_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 
-export async function createPlan(
-  db: Db,
-  input: { code: string; name: string; monthlyRequestLimit: number },
-): Promise<Plan> {
+export async function createPlan(db: Db, input: { code: string; name: string; monthlyRequestLimit: number }): Promise<Plan> {
   const code = input.code.trim();
   if (!PLAN_CODE_PATTERN.test(code)) {
     throw new DomainError('invalid', 'plan code', `plan code must be lowercase letters, digits, "-" or "_", got "${input.code}"`);

@@ -39,7 +39,15 @@ export async function findSession(db: Db, token: string): Promise<SessionUser | 
     .selectFrom('sessions as s')
     .innerJoin('users as u', 'u.id', 's.user_id')
     .innerJoin('accounts as a', 'a.id', 'u.account_id')
-    .select(['s.id as sessionId', 'u.id as userId', 'u.account_id as accountId', 'u.email', 'a.name as accountName', 's.csrf_token as csrfToken', 's.last_seen_at'])
+    .select([
+      's.id as sessionId',
+      'u.id as userId',
+      'u.account_id as accountId',
+      'u.email',
+      'a.name as accountName',
+      's.csrf_token as csrfToken',
+      's.last_seen_at',
+    ])
     .where('s.token_sha256', '=', sha256(token))
     .where('s.expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();

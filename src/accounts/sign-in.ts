@@ -20,11 +20,7 @@ function loginThrottled(): DomainError {
 export async function verifyLogin(db: Db, input: { email: string; password: string; ip: string }): Promise<string | undefined> {
   const email = input.email.trim().toLowerCase();
   await reserveLoginAttempt(db, email, input.ip);
-  const user = await db
-    .selectFrom('users')
-    .select(['id', 'password_hash'])
-    .where(sql<string>`lower(email)`, '=', email)
-    .executeTakeFirst();
+  const user = await db.selectFrom('users').select(['id', 'password_hash']).where(sql<string>`lower(email)`, '=', email).executeTakeFirst();
   // An unknown email costs the same hashing as a wrong password, so timing does not tell them apart.
   const matches = await verifyPassword(input.password, user?.password_hash ?? (await unknownUserHash()));
   if (user && matches) {
@@ -49,10 +45,7 @@ async function reserveLoginAttempt(db: Db, email: string, ip: string): Promise<v
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`login ip ${ip}`}, 0))`.execute(tx);
     const failures = await tx
       .selectFrom('login_attempts')
-      .select([
-        sql<number>`count(*) FILTER (WHERE email = ${email})::int`.as('forEmail'),
-        sql<number>`count(*) FILTER (WHERE ip = ${ip})::int`.as('forIp'),
-      ])
+      .select([sql<number>`count(*) FILTER (WHERE email = ${email})::int`.as('forEmail'), sql<number>`count(*) FILTER (WHERE ip = ${ip})::int`.as('forIp')])
       .where('attempted_at', '>', sql<Date>`now() - make_interval(mins => ${LOGIN_WINDOW_MINUTES})`)
       .where((eb) => eb.or([eb('email', '=', email), eb('ip', '=', ip)]))
       .executeTakeFirstOrThrow();

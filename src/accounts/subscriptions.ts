@@ -27,10 +27,7 @@ export interface Subscription {
  * period then starts a month before it ends, since a period must start before it ends.
  * Runs as one statement, so callers may pass a transaction.
  */
-export async function setSubscription(
-  db: Db,
-  input: { accountId: string | number; planCode: string; months?: number; until?: Date },
-): Promise<Subscription> {
+export async function setSubscription(db: Db, input: { accountId: string | number; planCode: string; months?: number; until?: Date }): Promise<Subscription> {
   const accountId = await requireAccount(db, input.accountId);
   await requirePlan(db, input.planCode);
   const period = subscriptionPeriod(input);
@@ -116,13 +113,7 @@ export async function announceExpiredSubscriptions(deps: { db: Db; boss: PgBoss 
   });
 }
 
-async function announceSubscription(
-  tx: Tx,
-  boss: PgBoss,
-  type: WebhookEvent,
-  current: Subscription,
-  previous: Subscription | undefined,
-): Promise<void> {
+async function announceSubscription(tx: Tx, boss: PgBoss, type: WebhookEvent, current: Subscription, previous: Subscription | undefined): Promise<void> {
   await queueAccountEvent(tx, boss, {
     accountId: current.accountId,
     type,
@@ -141,12 +132,7 @@ function subscriptionTerms(subscription: Subscription) {
 
 /** undefined when the account has never had a subscription. */
 export async function getSubscription(db: Db, accountId: string | number): Promise<Subscription | undefined> {
-  const row = await db
-    .selectFrom('subscriptions')
-    .selectAll()
-    .select(state)
-    .where('account_id', '=', requireId(accountId, 'account id'))
-    .executeTakeFirst();
+  const row = await db.selectFrom('subscriptions').selectAll().select(state).where('account_id', '=', requireId(accountId, 'account id')).executeTakeFirst();
   return row && toSubscription(row);
 }
 

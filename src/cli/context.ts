@@ -32,11 +32,7 @@ export interface Command {
 }
 
 /** Runs `use` with a context whose database, if it was opened, is closed afterwards. */
-export async function withCommandContext<T>(
-  config: Config,
-  output: Output,
-  use: (context: CommandContext) => Promise<T>,
-): Promise<T> {
+export async function withCommandContext<T>(config: Config, output: Output, use: (context: CommandContext) => Promise<T>): Promise<T> {
   let opened: Promise<OpenDatabase> | undefined;
   let queue: Promise<PgBoss> | undefined;
   const open = () => (opened ??= openDatabase(config));
@@ -49,8 +45,14 @@ export async function withCommandContext<T>(
   try {
     return await use(context);
   } finally {
-    await queue?.then((boss) => boss.stop({ graceful: false }), () => {});
-    await opened?.then((database) => database.close(), () => {});
+    await queue?.then(
+      (boss) => boss.stop({ graceful: false }),
+      () => {},
+    );
+    await opened?.then(
+      (database) => database.close(),
+      () => {},
+    );
   }
 }
 

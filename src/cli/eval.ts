@@ -29,9 +29,18 @@ const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES
   --baseline FILE an earlier run's --json output (other weights, say): its metrics printed beside this run's
   --worst N       misreads to list per dataset (default 10)`;
 
-interface Target { name: string; dir: string; only?: Set<string> }
+interface Target {
+  name: string;
+  dir: string;
+  only?: Set<string>;
+}
 /** What --json prints, and --baseline reads back. */
-interface EvalReport { reader: string; modelLoadMs: number; previous?: string; datasets: Array<{ name: string; dir: string; summary: EvalSummary }> }
+interface EvalReport {
+  reader: string;
+  modelLoadMs: number;
+  previous?: string;
+  datasets: Array<{ name: string; dir: string; summary: EvalSummary }>;
+}
 
 /** `meterlens eval`: scores the reader chain (`--chain`, default the local reader alone) on labelled photos. Returns the exit code. */
 export async function evalCommand(args: string[]): Promise<number> {
@@ -46,9 +55,10 @@ async function createChainReader(names: string[]): Promise<MeterReader> {
   const chain = await createReaderChain({ ...loadConfig(), readerChain: names });
   return {
     name: names.join(','),
-    read: (image, signal, window) => chain.read(image, signal, window).catch((error: unknown) => {
-      throw error instanceof ReadFailure ? new ReaderError(error.code === 'readers_unavailable' ? 'unavailable' : 'unreadable', error.message) : error;
-    }),
+    read: (image, signal, window) =>
+      chain.read(image, signal, window).catch((error: unknown) => {
+        throw error instanceof ReadFailure ? new ReaderError(error.code === 'readers_unavailable' ? 'unavailable' : 'unreadable', error.message) : error;
+      }),
   };
 }
 
@@ -56,9 +66,7 @@ async function createChainReader(names: string[]): Promise<MeterReader> {
  * Scores the reader `create` makes (timed: its load time is reported) on the datasets `args` name; `create` is
  * given the reader chain `--chain` names (`readerName`, the default, otherwise).
  */
-export async function evalReader(
-  args: string[], readerName: string, create: (chain: string[]) => Promise<MeterReader | undefined>,
-): Promise<number> {
+export async function evalReader(args: string[], readerName: string, create: (chain: string[]) => Promise<MeterReader | undefined>): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -86,14 +94,19 @@ export async function evalReader(
   const worst = Number(values.worst);
   const consumption = values.previous === undefined ? undefined : parseConsumptionRange(values.previous);
   const badPrevious = values.previous !== undefined && consumption === undefined;
-  if (!Number.isInteger(worst) || worst < 0 || values.validation === (values.dataset !== undefined) || badPrevious ||
-    (values.json && values.baseline !== undefined)) {
+  if (
+    !Number.isInteger(worst) ||
+    worst < 0 ||
+    values.validation === (values.dataset !== undefined) ||
+    badPrevious ||
+    (values.json && values.baseline !== undefined)
+  ) {
     console.error(USAGE);
     return 2;
   }
   let baseline: EvalReport | undefined;
   try {
-    baseline = values.baseline === undefined ? undefined : JSON.parse(await readFile(values.baseline, 'utf8')) as EvalReport;
+    baseline = values.baseline === undefined ? undefined : (JSON.parse(await readFile(values.baseline, 'utf8')) as EvalReport);
   } catch (error) {
     console.error(`--baseline ${values.baseline}: ${(error as Error).message}`);
     return 1;
@@ -105,11 +118,13 @@ export async function evalReader(
       console.log(`skipped: no datasets at ${SHARED_DATASETS} (the validation photos are not part of the repository)`);
       return 0;
     }
-    targets = await Promise.all(VALIDATION_SETS.map(async (name) => ({
-      name,
-      dir: path.join(SHARED_DATASETS, name),
-      only: await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${name}-val.txt`)),
-    })));
+    targets = await Promise.all(
+      VALIDATION_SETS.map(async (name) => ({
+        name,
+        dir: path.join(SHARED_DATASETS, name),
+        only: await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${name}-val.txt`)),
+      })),
+    );
   } else {
     const dir = path.resolve(values.dataset!);
     targets = [{ name: path.basename(dir), dir, only: values.files ? await loadFileList(values.files) : undefined }];
@@ -145,7 +160,9 @@ export async function evalReader(
   if (baseline) {
     for (const { name, summary } of results) {
       const before = baseline.datasets.find((dataset) => dataset.name === name);
-      console.log('\n' + (before ? formatComparison(`${readerName} on ${name}, beside ${values.baseline}`, before.summary, summary) : `no ${name} in ${values.baseline}`));
+      console.log(
+        '\n' + (before ? formatComparison(`${readerName} on ${name}, beside ${values.baseline}`, before.summary, summary) : `no ${name} in ${values.baseline}`),
+      );
     }
   }
   return 0;

@@ -21,11 +21,15 @@ export const meterCommands: Command[] = [
       const db = await database();
       if (!meterId) {
         if (!(await setAccountMaxFlow(db, accountId, maxFlow!))) throw new DomainError('not_found', '--account', `no account ${accountId}`);
-        output.print({ account: Number(accountId), maxFlowM3PerHour: maxFlow }, `account ${accountId}: meters without their own max flow allow ${maxFlow} m³/h`);
+        output.print(
+          { account: Number(accountId), maxFlowM3PerHour: maxFlow },
+          `account ${accountId}: meters without their own max flow allow ${maxFlow} m³/h`,
+        );
         return;
       }
       if (!METER_ID_PATTERN.test(meterId)) throw new UsageError('--meter must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
-      if (!(await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst())) throw new DomainError('not_found', '--account', `no account ${accountId}`);
+      if (!(await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst()))
+        throw new DomainError('not_found', '--account', `no account ${accountId}`);
       const settings = await setMeterMaxFlow(db, accountId, meterId, maxFlow);
       output.print(
         { account: Number(accountId), meter: meterId, maxFlowM3PerHour: settings.maxFlow, effectiveMaxFlowM3PerHour: settings.effectiveMaxFlow },

@@ -39,7 +39,12 @@ export class Output {
 export function table(headers: string[], rows: string[][]): string[] {
   const lines = [headers, ...rows];
   const widths = headers.map((_, column) => Math.max(...lines.map((cells) => cells[column]?.length ?? 0)));
-  return lines.map((cells) => widths.map((width, column) => (cells[column] ?? '').padEnd(width)).join('  ').trimEnd());
+  return lines.map((cells) =>
+    widths
+      .map((width, column) => (cells[column] ?? '').padEnd(width))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** bigint ids travel as strings inside the service; JSON output shows them as the numbers they are. */

@@ -33,9 +33,7 @@ export const readCommand: Command = {
   },
 };
 
-type PhotoOutcome =
-  | ChainReading
-  | { error: { code: 'file_unreadable' | 'invalid_image' | ReadFailure['code']; message: string } };
+type PhotoOutcome = ChainReading | { error: { code: 'file_unreadable' | 'invalid_image' | ReadFailure['code']; message: string } };
 
 /** A file that cannot be read, decoded or recognised is reported for that file; the others still run. */
 async function readPhoto(file: string, chain: ReaderChain, config: Config): Promise<PhotoOutcome> {

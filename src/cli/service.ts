@@ -8,16 +8,18 @@ const SERVICE_ROLES = [
 
 // The server's modules (Fastify, pg-boss, readers) load only for these commands, keeping the others quick to start.
 export const serviceCommands: Command[] = [
-  ...SERVICE_ROLES.map(({ name, roles, description }): Command => ({
-    name,
-    synopsis: '',
-    description,
-    keepsRunning: true,
-    async run({ config }) {
-      const { runService } = await import('../service.ts');
-      await runService(config, roles);
-    },
-  })),
+  ...SERVICE_ROLES.map(
+    ({ name, roles, description }): Command => ({
+      name,
+      synopsis: '',
+      description,
+      keepsRunning: true,
+      async run({ config }) {
+        const { runService } = await import('../service.ts');
+        await runService(config, roles);
+      },
+    }),
+  ),
   {
     name: 'migrate',
     synopsis: '',

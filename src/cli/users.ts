@@ -17,13 +17,10 @@ export const userCommands: Command[] = [
       const input = { accountId: requireId(requiredOption(args, 'account'), '--account'), email: requiredOption(args, 'email'), password };
       const { id } = await createUser(await database(), input);
       const generated = given === undefined ? { password } : {};
-      output.print(
-        { id: jsonId(id), accountId: jsonId(input.accountId), email: input.email.trim(), ...generated },
-        [
-          `created user ${id} (${input.email.trim()}) for account ${input.accountId}`,
-          ...(given === undefined ? ['password (shown this once, store it now):', password] : []),
-        ],
-      );
+      output.print({ id: jsonId(id), accountId: jsonId(input.accountId), email: input.email.trim(), ...generated }, [
+        `created user ${id} (${input.email.trim()}) for account ${input.accountId}`,
+        ...(given === undefined ? ['password (shown this once, store it now):', password] : []),
+      ]);
     },
   },
 ];

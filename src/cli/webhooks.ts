@@ -18,7 +18,9 @@ export const webhookCommands: Command[] = [
       const accountId = requireId(requiredOption(args, 'account'), '--account');
       const url = requiredOption(args, 'url');
       // addWebhookEndpoint checks the names against the events it knows.
-      const events = optionalOption(args, 'events')?.split(',').map((event) => event.trim());
+      const events = optionalOption(args, 'events')
+        ?.split(',')
+        .map((event) => event.trim());
       const db = await database();
       await requireAccount(db, accountId);
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId, url, events });

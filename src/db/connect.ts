@@ -11,11 +11,7 @@ export interface DatabaseConnection {
 }
 
 /** DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR. */
-export async function connectDatabase(
-  config: Config,
-  role: 'owner' | 'guest',
-  log: (message: string) => void,
-): Promise<DatabaseConnection> {
+export async function connectDatabase(config: Config, role: 'owner' | 'guest', log: (message: string) => void): Promise<DatabaseConnection> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {}, embedded: false };
   const server = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort, role, log });
   return { url: server.url, stop: server.stop, embedded: true };

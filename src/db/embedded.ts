@@ -82,7 +82,8 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
   const databaseDir = path.join(dataDir, 'postgres');
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   for (let running = await runningPostmaster(databaseDir); running; running = await runningPostmaster(databaseDir)) {
-    if (Date.now() > deadline) throw new EmbeddedPostgresError(`PostgreSQL (pid ${running.pid}) on ${databaseDir} did not stop within ${STOP_TIMEOUT_MS / 1000} s`);
+    if (Date.now() > deadline)
+      throw new EmbeddedPostgresError(`PostgreSQL (pid ${running.pid}) on ${databaseDir} did not stop within ${STOP_TIMEOUT_MS / 1000} s`);
     try {
       process.kill(running.pid, 'SIGINT'); // "fast" shutdown: roll back open transactions, then exit cleanly
     } catch {
@@ -99,7 +100,10 @@ export async function removeEmbeddedPostgres(dataDir: string): Promise<void> {
   await rm(dataDir, { recursive: true, force: true });
 }
 
-interface Binaries { postgres: string; initdb: string }
+interface Binaries {
+  postgres: string;
+  initdb: string;
+}
 
 /** The binaries as the postgres user can run them: in node_modules, or else a root-owned copy under ROOT_HOME. */
 async function reachableBinaries(runAs: OsUser | undefined, log: (message: string) => void): Promise<Binaries> {
@@ -186,7 +190,10 @@ async function outsideCluster(dataDir: string): Promise<string> {
       `the postgres user cannot reach ${dataDir}, and ${home} cannot be made (${(error as Error).message}); set DATA_DIR to a folder that user can reach, or ${WHAT_TO_SET}`,
     );
   }
-  const name = createHash('sha256').update(await realpath(dataDir)).digest('hex').slice(0, 16);
+  const name = createHash('sha256')
+    .update(await realpath(dataDir))
+    .digest('hex')
+    .slice(0, 16);
   const clusterDir = path.join(home, `${path.basename(dataDir)}-${name}`);
   await rm(clusterDir, { recursive: true, force: true }); // left by an earlier DATA_DIR of this path, since deleted
   return clusterDir;
@@ -209,7 +216,10 @@ async function reportClusterLink(databaseDir: string, log: (message: string) => 
   if (link) log(`the postgres user cannot reach ${path.dirname(databaseDir)}: the cluster is in ${link} (${databaseDir} links to it)`);
 }
 
-interface OsUser { uid: number; gid: number }
+interface OsUser {
+  uid: number;
+  gid: number;
+}
 
 /**
  * PostgreSQL refuses to run as root. As root (containers, CI) it runs as the `postgres` user,
@@ -248,7 +258,11 @@ async function canTraverse(user: OsUser, target: string): Promise<boolean> {
  * itself; and a SIGKILLed parent leaves a healthy server behind, not one writing to a dead pipe.
  */
 async function startPostmaster(
-  databaseDir: string, binaries: Binaries, runAs: OsUser | undefined, port: number, logFile: string,
+  databaseDir: string,
+  binaries: Binaries,
+  runAs: OsUser | undefined,
+  port: number,
+  logFile: string,
 ): Promise<{ pid: number; port: number }> {
   const clusterDir = await realpath(databaseDir);
   const log = openSync(logFile, 'a');

@@ -37,5 +37,10 @@ export async function loadLabelledPhotos(dir: string, only?: Set<string>): Promi
 
 /** File names, one a line, as in ml/splits/*-val.txt. */
 export async function loadFileList(listPath: string): Promise<Set<string>> {
-  return new Set((await readFile(listPath, 'utf8')).split(/\r?\n/).map((line) => line.trim()).filter(Boolean));
+  return new Set(
+    (await readFile(listPath, 'utf8'))
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter(Boolean),
+  );
 }

@@ -7,7 +7,10 @@ import type { PlausibilityWindow } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
 
 /** Consumption since the previous reading, in m³, drawn uniformly between these. */
-export interface ConsumptionRange { min: number; max: number }
+export interface ConsumptionRange {
+  min: number;
+  max: number;
+}
 
 /** The window reaches this far above the previous reading: a month at 2 m³ a day, generous for a household. */
 export const SIMULATED_MAX_CONSUMPTION_M3 = 60;

@@ -113,7 +113,8 @@ export function digitMatches(c: ScoredCase): { matched: number; total: number } 
 
 export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80): EvalSummary {
   const share = (test: (c: ScoredCase) => boolean) => ratio(cases.filter(test).length, cases.length);
-  let matched = 0, total = 0;
+  let matched = 0,
+    total = 0;
   for (const c of cases) {
     const digits = digitMatches(c);
     matched += digits.matched;
@@ -128,7 +129,10 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80
     };
   });
   const latencies = cases.map((c) => c.latencyMs).sort((a, b) => a - b);
-  const worst = cases.filter((c) => !isExact(c)).sort((a, b) => b.confidence - a.confidence).slice(0, worstCount);
+  const worst = cases
+    .filter((c) => !isExact(c))
+    .sort((a, b) => b.confidence - a.confidence)
+    .slice(0, worstCount);
   return {
     photos: cases.length,
     exact: share(isExact),
@@ -147,10 +151,13 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80
 export function reliabilityTable(cases: ScoredCase[]): ReliabilityBin[] {
   const read = cases.filter((c) => c.predicted !== undefined);
   return Array.from({ length: 100 / RELIABILITY_BIN_WIDTH }, (_, index) => {
-    const from = index * RELIABILITY_BIN_WIDTH, to = from + RELIABILITY_BIN_WIDTH;
+    const from = index * RELIABILITY_BIN_WIDTH,
+      to = from + RELIABILITY_BIN_WIDTH;
     const inBin = read.filter((c) => c.confidence >= from && (c.confidence < to || to === 100));
     return {
-      from, to, readings: inBin.length,
+      from,
+      to,
+      readings: inBin.length,
       meanConfidence: inBin.length ? inBin.reduce((sum, c) => sum + c.confidence, 0) / inBin.length : null,
       accuracy: inBin.length ? ratio(inBin.filter(isExact).length, inBin.length) : null,
     };

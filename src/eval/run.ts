@@ -15,7 +15,10 @@ const PER_PHOTO_TIMEOUT_MS = 60_000;
  * plausibility window and judged as the reader chain judges it.
  */
 export async function readPhotos(
-  reader: MeterReader, dir: string, photos: LabelledPhoto[], imageOptions: { maxPixels: number; longSide: number },
+  reader: MeterReader,
+  dir: string,
+  photos: LabelledPhoto[],
+  imageOptions: { maxPixels: number; longSide: number },
   windowFor?: (photo: LabelledPhoto) => PlausibilityWindow,
 ): Promise<ScoredCase[]> {
   const cases: ScoredCase[] = [];
@@ -34,13 +37,24 @@ export async function readPhotos(
     try {
       const reading = judgeReading(await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS), window), window);
       cases.push({
-        file: photo.file, accepted: photo.accepted, predicted: reading.reading, confidence: reading.confidence,
-        latencyMs: performance.now() - started, plausibility: reading.plausibility, unconstrained: reading.unconstrainedReading,
+        file: photo.file,
+        accepted: photo.accepted,
+        predicted: reading.reading,
+        confidence: reading.confidence,
+        latencyMs: performance.now() - started,
+        plausibility: reading.plausibility,
+        unconstrained: reading.unconstrainedReading,
         raw: reading.raw,
       });
     } catch (error) {
       if (!(error instanceof ReaderError)) throw error;
-      cases.push({ file: photo.file, accepted: photo.accepted, confidence: 0, latencyMs: performance.now() - started, error: `${error.kind}: ${error.message}` });
+      cases.push({
+        file: photo.file,
+        accepted: photo.accepted,
+        confidence: 0,
+        latencyMs: performance.now() - started,
+        error: `${error.kind}: ${error.message}`,
+      });
     }
   }
   return cases;
@@ -59,8 +73,11 @@ const percent = (value: number | null) => (value === null ? '   n/a' : `${(100 *
 export function formatReliability(bins: ReliabilityBin[]): string {
   return [
     '  reliability (confidence bin: readings, mean confidence, exact)',
-    ...bins.map((bin) => `    ${String(bin.from).padStart(3)}–${String(bin.to).padEnd(3)}  ${String(bin.readings).padStart(4)}  ` +
-      `${bin.meanConfidence === null ? '  n/a' : bin.meanConfidence.toFixed(1).padStart(5)}  ${percent(bin.accuracy)}`),
+    ...bins.map(
+      (bin) =>
+        `    ${String(bin.from).padStart(3)}–${String(bin.to).padEnd(3)}  ${String(bin.readings).padStart(4)}  ` +
+        `${bin.meanConfidence === null ? '  n/a' : bin.meanConfidence.toFixed(1).padStart(5)}  ${percent(bin.accuracy)}`,
+    ),
   ].join('\n');
 }
 

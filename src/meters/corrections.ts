@@ -5,10 +5,7 @@ import { submissionRecords, type SubmissionRecord } from './records.ts';
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
 export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
 
-export type CorrectionOutcome =
-  | { outcome: 'corrected'; record: SubmissionRecord }
-  | { outcome: 'not_found' }
-  | { outcome: 'not_finished' };
+export type CorrectionOutcome = { outcome: 'corrected'; record: SubmissionRecord } | { outcome: 'not_found' } | { outcome: 'not_finished' };
 
 /**
  * Stores a person's reading of a submitted photo. The machine's reading stays; the newest
@@ -16,9 +13,7 @@ export type CorrectionOutcome =
  * photo in `meterlens dataset export`. A correction equal to the machine's reading confirms it.
  * Only finished submissions (completed, or failed: a person may read what the readers could not).
  */
-export async function correctReading(
-  db: Db, accountId: string, referenceId: string, reading: string, by: Corrector,
-): Promise<CorrectionOutcome> {
+export async function correctReading(db: Db, accountId: string, referenceId: string, reading: string, by: Corrector): Promise<CorrectionOutcome> {
   if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
   const meter = await db
     .selectFrom('meters')

@@ -16,19 +16,11 @@ export interface ExportedPhoto {
  * it, and `labels.csv` in the format `meterlens eval --dataset` and ml/ read. `quad` is the
  * counter box the reader found (x y, clockwise from top-left), empty when it found none.
  */
-export async function exportDataset(
-  db: Db, dir: string, filter: { accountId?: string; since?: Date } = {},
-): Promise<ExportedPhoto[]> {
+export async function exportDataset(db: Db, dir: string, filter: { accountId?: string; since?: Date } = {}): Promise<ExportedPhoto[]> {
   let query = db
     .selectFrom('meters as m')
     .innerJoinLateral(
-      (eb) => eb
-        .selectFrom('reading_corrections')
-        .select(['reading', 'created_at'])
-        .whereRef('meter_id', '=', 'm.id')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .as('c'),
+      (eb) => eb.selectFrom('reading_corrections').select(['reading', 'created_at']).whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
       (join) => join.onTrue(),
     )
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
@@ -50,7 +42,11 @@ export async function exportDataset(
     const file = `${row.reference_id}.jpg`;
     await writeFile(path.join(dir, file), image.jpeg);
     const label = row.reading === row.machine_reading ? 'confirmed' : 'corrected';
-    const quad = row.counter_box?.flat().map((coordinate) => Math.round(coordinate)).join(' ') ?? '';
+    const quad =
+      row.counter_box
+        ?.flat()
+        .map((coordinate) => Math.round(coordinate))
+        .join(' ') ?? '';
     // Every cell is digits, a uuid, an ISO time or a meter_id ([A-Za-z0-9._:/-]): none needs quoting.
     lines.push([file, row.reading, quad, label, row.machine_reading ?? '', row.reference_id, row.external_id ?? '', row.created_at.toISOString()].join(','));
     exported.push({ file, reading: row.reading, label });

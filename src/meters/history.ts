@@ -20,11 +20,17 @@ export function decodeCursor(cursor: string): string | undefined {
  * (a row id). Undefined when the account has no meter with this id.
  */
 export async function meterHistory(
-  db: Db, accountId: string, externalId: string, page: { limit: number; before?: string },
+  db: Db,
+  accountId: string,
+  externalId: string,
+  page: { limit: number; before?: string },
 ): Promise<{ records: SubmissionRecord[]; nextBefore: string | null } | undefined> {
   const point = await findMeterPoint(db, accountId, externalId);
   if (!point) return undefined;
-  let query = submissionRecords(db, accountId).where('m.meter_point_id', '=', point.id).orderBy('m.id', 'desc').limit(page.limit + 1);
+  let query = submissionRecords(db, accountId)
+    .where('m.meter_point_id', '=', point.id)
+    .orderBy('m.id', 'desc')
+    .limit(page.limit + 1);
   if (page.before) query = query.where('m.id', '<', page.before);
   const rows = await query.execute();
   const records = rows.slice(0, page.limit);

@@ -14,13 +14,14 @@ export function submissionRecords(db: Db, accountId: string) {
     .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .leftJoinLateral(
-      (eb) => eb
-        .selectFrom('reading_corrections')
-        .select(['reading', 'value', 'corrected_by', 'created_at'])
-        .whereRef('meter_id', '=', 'm.id')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .as('c'),
+      (eb) =>
+        eb
+          .selectFrom('reading_corrections')
+          .select(['reading', 'value', 'corrected_by', 'created_at'])
+          .whereRef('meter_id', '=', 'm.id')
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('c'),
       (join) => join.onTrue(),
     )
     .select([

@@ -30,9 +30,7 @@ export async function authenticate(db: Db, authorization: string | undefined): P
     .selectFrom('api_keys as k')
     .leftJoin('subscriptions as s', 's.account_id', 'k.account_id')
     .leftJoin('plans as p', 'p.code', 's.plan_code')
-    .leftJoin('api_usage as u', (join) =>
-      join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`),
-    )
+    .leftJoin('api_usage as u', (join) => join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`))
     .select(['k.id', 'k.account_id', 's.period_end', 'p.code as plan_code', 'p.monthly_request_limit', 'u.request_count'])
     .select(subscriptionState('s').$castTo<SubscriptionState | null>().as('state'))
     .where('k.key_sha256', '=', hashApiKey(key))

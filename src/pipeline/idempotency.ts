@@ -59,20 +59,18 @@ export function idempotentResponses(app: FastifyInstance): void {
  * is still running), with `Idempotent-Replayed: true`. Returns true when it replayed: the reply is sent.
  * The same key with another route or upload is a 422 `idempotency`.
  */
-export async function replayOrClaim(
-  db: Db,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  accountId: string,
-  upload: Buffer,
-): Promise<boolean> {
+export async function replayOrClaim(db: Db, request: FastifyRequest, reply: FastifyReply, accountId: string, upload: Buffer): Promise<boolean> {
   const key = request.headers[IDEMPOTENCY_KEY_HEADER];
   if (key === undefined) return false;
   if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
     throw idempotencyError('invalid', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters');
   }
   const claim = { accountId, key };
-  const fingerprint = createHash('sha256').update(request.routeOptions.url ?? request.url).update('\0').update(upload).digest('hex');
+  const fingerprint = createHash('sha256')
+    .update(request.routeOptions.url ?? request.url)
+    .update('\0')
+    .update(upload)
+    .digest('hex');
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
     if (await claimKey(db, claim, fingerprint)) {
@@ -134,9 +132,7 @@ function createdMeter(statusCode: number, body: string): boolean {
 }
 
 async function storeResponse(db: Db, claim: Claim, reply: FastifyReply, body: string): Promise<void> {
-  const headers = Object.fromEntries(
-    REPLAYED_HEADERS.flatMap((name) => (reply.hasHeader(name) ? [[name, String(reply.getHeader(name))]] : [])),
-  );
+  const headers = Object.fromEntries(REPLAYED_HEADERS.flatMap((name) => (reply.hasHeader(name) ? [[name, String(reply.getHeader(name))]] : [])));
   await db
     .updateTable('idempotency_keys')
     .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: body })

@@ -45,7 +45,11 @@ export function readingField(value: unknown, field: string): string {
 function readAtField(value: string): Date {
   const readAt = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value.trim()) ? new Date(value.trim()) : undefined;
   if (!readAt || Number.isNaN(readAt.getTime())) {
-    throw new DomainError('invalid', 'previous_read_at', 'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z');
+    throw new DomainError(
+      'invalid',
+      'previous_read_at',
+      'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z',
+    );
   }
   if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new DomainError('invalid', 'previous_read_at', 'previous_read_at is in the future');
   return readAt;

@@ -55,12 +55,14 @@ export async function persistAndEnqueue(
           .insertInto('meter_images')
           .columns(['meter_id', 'original_format', 'original_bytes', 'upload'])
           .expression((eb) =>
-            eb.selectFrom('meter').select((eb) => [
-              'meter.id',
-              eb.val(image.format).as('original_format'),
-              eb.val(image.upload.length).as('original_bytes'),
-              eb.val(image.upload).as('upload'),
-            ]),
+            eb
+              .selectFrom('meter')
+              .select((eb) => [
+                'meter.id',
+                eb.val(image.format).as('original_format'),
+                eb.val(image.upload.length).as('original_bytes'),
+                eb.val(image.upload).as('upload'),
+              ]),
           ),
       )
       // To the minute, so that concurrent submissions with one key do not wait on its row lock.

@@ -35,7 +35,12 @@ export async function readContext(db: Db, meterId: string): Promise<ReadContext>
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .select([
-      'm.id', 'm.created_at', 'm.meter_point_id', 'm.previous_reading', 'm.previous_read_at', 'p.external_id',
+      'm.id',
+      'm.created_at',
+      'm.meter_point_id',
+      'm.previous_reading',
+      'm.previous_read_at',
+      'p.external_id',
       sql<string>`coalesce(p.max_flow_m3_per_hour, a.max_flow_m3_per_hour)`.as('max_flow'),
     ])
     .where('m.id', '=', meterId)
@@ -43,7 +48,9 @@ export async function readContext(db: Db, meterId: string): Promise<ReadContext>
   const context: ReadContext = { meterId: meter.external_id };
   const reference: MeterReference | undefined = meter.previous_reading
     ? { reading: meter.previous_reading, source: 'previous_reading', readAt: meter.previous_read_at }
-    : meter.meter_point_id ? await lastTrustedReading(db, meter.meter_point_id, meter) : undefined;
+    : meter.meter_point_id
+      ? await lastTrustedReading(db, meter.meter_point_id, meter)
+      : undefined;
   if (!reference) return context;
   return { ...context, reference, window: plausibilityWindow(reference, meter.created_at, Number(meter.max_flow)) };
 }
@@ -110,16 +117,15 @@ export function storedPlausibilityJson(stored: StoredPlausibility) {
     },
     {
       reference: referenceReading && referenceSource ? { reading: referenceReading, source: referenceSource, readAt: null } : undefined,
-      window: referenceReading && windowMin !== null && windowMax !== null
-        ? { reference: referenceReading, min: Number(windowMin), max: Number(windowMax) }
-        : undefined,
+      window:
+        referenceReading && windowMin !== null && windowMax !== null
+          ? { reference: referenceReading, min: Number(windowMin), max: Number(windowMax) }
+          : undefined,
     },
   );
 }
 
-async function lastTrustedReading(
-  db: Db, meterPointId: string, before: { id: string },
-): Promise<MeterReference | undefined> {
+async function lastTrustedReading(db: Db, meterPointId: string, before: { id: string }): Promise<MeterReference | undefined> {
   const row = await db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
@@ -130,11 +136,13 @@ async function lastTrustedReading(
     .select(['m.created_at', 'm.previous_reading', 'm.previous_read_at', 'r.reading', 'r.plausibility', 'c.reading as corrected'])
     .where('m.meter_point_id', '=', meterPointId)
     .where('m.id', '<', before.id)
-    .where((eb) => eb.or([
-      eb('c.reading', 'is not', null),
-      eb.and([eb('r.reading', 'is not', null), eb('r.plausibility', '<>', 'implausible')]),
-      eb('m.previous_reading', 'is not', null),
-    ]))
+    .where((eb) =>
+      eb.or([
+        eb('c.reading', 'is not', null),
+        eb.and([eb('r.reading', 'is not', null), eb('r.plausibility', '<>', 'implausible')]),
+        eb('m.previous_reading', 'is not', null),
+      ]),
+    )
     .orderBy('m.id', 'desc')
     .limit(1)
     .executeTakeFirst();

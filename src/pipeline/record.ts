@@ -24,7 +24,10 @@ export interface FailureReason {
  * one that expired while it ran).
  */
 export async function recordReading(
-  deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading, context: ReadContext = { meterId: null },
+  deps: { db: Db; boss: PgBoss },
+  meter: MeterRef,
+  result: ChainReading,
+  context: ReadContext = { meterId: null },
 ): Promise<string | undefined> {
   const readingId = await deps.db.transaction().execute(async (tx) => {
     if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;

@@ -77,9 +77,7 @@ function addTextField(fields: UploadFields, part: MultipartValue): void {
   const name = UPLOAD_TEXT_FIELDS.find((allowed) => allowed === part.fieldname);
   if (part.fieldname === IMAGE_FIELD) throw imageError(`The field "${IMAGE_FIELD}" must be a file, not text`);
   if (!name) {
-    throw imageError(
-      `Unexpected field "${part.fieldname}": an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`,
-    );
+    throw imageError(`Unexpected field "${part.fieldname}": an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`);
   }
   if (fields[name] !== undefined) throw imageError(`The field "${name}" is sent twice`);
   if (part.valueTruncated) throw imageError(`The field "${name}" is too long`);

@@ -1,9 +1,7 @@
 import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import { judgeReading, type JudgedReading } from './plausibility.ts';
-import {
-  ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind,
-} from './reader.ts';
+import { ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind } from './reader.ts';
 
 export interface ReadAttempt {
   reader: string;

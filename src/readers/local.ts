@@ -60,8 +60,14 @@ class LocalReader implements MeterReader {
       };
       signal.addEventListener('abort', onAbort, { once: true });
       this.#pending.set(id, {
-        resolve: (reading) => { signal.removeEventListener('abort', onAbort); resolve(reading); },
-        reject: (error) => { signal.removeEventListener('abort', onAbort); reject(error); },
+        resolve: (reading) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(reading);
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
       });
       this.#worker.ref();
       this.#worker.postMessage({ id, image: new Uint8Array(image), window } satisfies ReadRequest);

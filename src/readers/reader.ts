@@ -30,7 +30,11 @@ export interface MeterReading {
  * Where the meter's next reading may plausibly lie, in m³ (a reading's `value`): not below the reference reading
  * (`min` already allows the tolerance of a rolling wheel) and not above what the meter can have run since.
  */
-export interface PlausibilityWindow { reference: string; min: number; max: number }
+export interface PlausibilityWindow {
+  reference: string;
+  min: number;
+  max: number;
+}
 
 /**
  * - `ok`: inside the window.

@@ -28,9 +28,5 @@ export async function createReaderChain(config: Config): Promise<ReaderChain> {
 }
 
 function defaultChain(config: Config): string[] {
-  return [
-    'local',
-    ...(config.openai.apiKey ? ['openai'] : []),
-    ...(config.anthropic.apiKey ? ['anthropic'] : []),
-  ];
+  return ['local', ...(config.openai.apiKey ? ['openai'] : []), ...(config.anthropic.apiKey ? ['anthropic'] : [])];
 }

@@ -46,7 +46,7 @@ export const ReadingFields = {
   escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),
   reading_id: Type.Integer(),
-  meter_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'The client\'s meter_id, if it sent one' })),
+  meter_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "The client's meter_id, if it sent one" })),
   plausibility: Type.Optional(PlausibilityResponse),
   counter_box: Type.Optional(CounterBox),
   digits: Type.Optional(
@@ -82,13 +82,26 @@ const READING_EXAMPLE = {
   escalated: false,
   model: 'meterlens-local-v6',
   reading_id: 42,
-  counter_box: { corners: [[412, 630], [1188, 622], [1190, 774], [414, 782]], image_width: 1600, image_height: 1200 },
+  counter_box: {
+    corners: [
+      [412, 630],
+      [1188, 622],
+      [1190, 774],
+      [414, 782],
+    ],
+    image_width: 1600,
+    image_height: 1200,
+  },
   digits: [0, 2, 3, 9, 0, 2, 7, 6].map((digit) => ({ digit, confidence: 97 })),
 };
 
 export const CompletedReadingResponse = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('completed'), ...ReadingFields },
-  { description: 'Read', headers: replayedHeader, examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }] },
+  {
+    description: 'Read',
+    headers: replayedHeader,
+    examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }],
+  },
 );
 export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
 
@@ -177,7 +190,8 @@ export function errorEnvelope(description: string, headers?: Record<string, TSch
   });
 }
 
-export const INPUT_ERROR = 'Invalid input; the field names the problem: `authorization` (bad or inactive key), `subscription`, `usage` (monthly limit), `image`, `idempotency`, or a query parameter';
+export const INPUT_ERROR =
+  'Invalid input; the field names the problem: `authorization` (bad or inactive key), `subscription`, `usage` (monthly limit), `image`, `idempotency`, or a query parameter';
 export const SERVER_ERROR = 'Unexpected error; `request_id` says which request to quote';
 
 /** The errors both POST endpoints can answer besides their own. */

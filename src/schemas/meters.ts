@@ -2,12 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
 import { MAX_FLOW_LIMIT } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
-import {
-  errorEnvelope,
-  MeterReferenceParams,
-  MeterResult,
-  SERVER_ERROR,
-} from './meter-reading.ts';
+import { errorEnvelope, MeterReferenceParams, MeterResult, SERVER_ERROR } from './meter-reading.ts';
 
 /** Documentation only: the routes check meter_id themselves, to answer 422 `meter_id` rather than 400. */
 const MeterParams = Type.Object({

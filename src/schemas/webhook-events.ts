@@ -33,7 +33,10 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
   },
   'reading.completed': { summary: 'A submission was read', data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }) },
   'reading.failed': { summary: 'A submission could not be read', data: Type.Object({ reference_id: ReferenceId, error: FailureError }) },
-  'usage.threshold_reached': { summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`, data: UsageMilestone },
+  'usage.threshold_reached': {
+    summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`,
+    data: UsageMilestone,
+  },
   'usage.limit_reached': { summary: 'The month’s submissions reached the plan’s limit (once a month)', data: UsageMilestone },
   'subscription.created': { summary: 'The account got its first subscription', data: SubscriptionChange },
   'subscription.renewed': { summary: 'The subscription was extended on the same plan', data: SubscriptionChange },

@@ -19,19 +19,7 @@ import { webhookHeaders } from './signature.ts';
  * attempt that follows the last step (the 12th, about 70.7 hours after the first), a delivery
  * that never got a 2xx answer fails. A longer Retry-After replaces a step, up to the longest step.
  */
-export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [
-  5,
-  30,
-  2 * 60,
-  10 * 60,
-  30 * 60,
-  60 * 60,
-  3 * 3600,
-  6 * 3600,
-  12 * 3600,
-  24 * 3600,
-  24 * 3600,
-];
+export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [5, 30, 2 * 60, 10 * 60, 30 * 60, 60 * 60, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 24 * 3600];
 const LONGEST_DELAY_SECONDS = Math.max(...WEBHOOK_RETRY_DELAYS_SECONDS);
 
 type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => Expression<SqlBool>;
@@ -165,11 +153,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
   });
 }
 
-async function post(
-  delivery: { event_id: string; url: string; secret: string; payload: string },
-  startedAt: Date,
-  config: Config,
-): Promise<AttemptResult> {
+async function post(delivery: { event_id: string; url: string; secret: string; payload: string }, startedAt: Date, config: Config): Promise<AttemptResult> {
   const started = performance.now();
   const timing = () => ({ durationMs: Math.round(performance.now() - started) });
   const headers = webhookHeaders(delivery.secret, delivery.event_id, Math.floor(startedAt.getTime() / 1000), delivery.payload);
@@ -196,10 +180,7 @@ async function post(
   }
 }
 
-function nextStep(
-  attempt: number,
-  result: AttemptResult,
-): { status: DeliveryStatus; retryAt?: Date; disableEndpoint?: boolean } {
+function nextStep(attempt: number, result: AttemptResult): { status: DeliveryStatus; retryAt?: Date; disableEndpoint?: boolean } {
   if (result.error === null) return { status: 'delivered' };
   if (result.statusCode === 410) return { status: 'failed', disableEndpoint: true };
   const step = WEBHOOK_RETRY_DELAYS_SECONDS[attempt - 1];

@@ -72,20 +72,25 @@ t.test('usage events go only to endpoints that chose them, once a month even if 
   await addEndpoint(customer.accountId, ['usage.threshold_reached']);
   const statuses = await submitConcurrently(service, customer.key, 5);
   t.same(statuses, [202, 202, 202, 202, 202]);
-  t.same((await eventsOf(customer.accountId, 'usage.')).map((event) => event.type), ['usage.threshold_reached']);
+  t.same(
+    (await eventsOf(customer.accountId, 'usage.')).map((event) => event.type),
+    ['usage.threshold_reached'],
+  );
 
   // A bigger plan mid-month: the threshold of this month was announced already.
   await createPlan(db, { code: `bigger_${customer.accountId}`, name: 'Bigger', monthlyRequestLimit: 6 });
   await changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode: `bigger_${customer.accountId}`, months: 1 });
   t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
-  t.same((await eventsOf(customer.accountId, 'usage.')).map((event) => event.type), ['usage.threshold_reached']);
+  t.same(
+    (await eventsOf(customer.accountId, 'usage.')).map((event) => event.type),
+    ['usage.threshold_reached'],
+  );
 });
 
 t.test('subscription events: created, renewed, updated, cancelled, each in the transaction of the change', async (t) => {
   const customer = await createCustomer(db, { subscription: 'none' });
   await addEndpoint(customer.accountId);
-  const change = (planCode: string, months: number) =>
-    changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode, months });
+  const change = (planCode: string, months: number) => changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode, months });
   await change('starter', 1);
   await change('starter', 12);
   await change('pro', 12);

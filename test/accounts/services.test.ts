@@ -30,7 +30,11 @@ async function planSeenByApi(accountId: string) {
 t.test('plans', async (t) => {
   const plan = await createPlan(db, { code: 'gold', name: 'Gold', monthlyRequestLimit: 5000 });
   t.match(plan, { code: 'gold', name: 'Gold', monthlyRequestLimit: 5000, createdAt: Date });
-  t.same((await listPlans(db)).map((listed) => listed.code), ['trial', 'starter', 'gold', 'pro', 'scale'], 'smallest limit first');
+  t.same(
+    (await listPlans(db)).map((listed) => listed.code),
+    ['trial', 'starter', 'gold', 'pro', 'scale'],
+    'smallest limit first',
+  );
 
   await t.rejects(createPlan(db, { code: 'gold', name: 'Again', monthlyRequestLimit: 1 }), invalid, 'codes are unique');
   await t.rejects(createPlan(db, { code: 'Bad Code', name: 'X', monthlyRequestLimit: 1 }), invalid);
@@ -53,9 +57,15 @@ t.test('an account created with a plan has an active one-month subscription', as
 });
 
 t.test('an unknown plan creates no account', async (t) => {
-  const before = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
+  const before = await db
+    .selectFrom('accounts')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .executeTakeFirstOrThrow();
   await t.rejects(createAccount(db, { name: 'Ghost', planCode: 'nope' }), notFound);
-  const after = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
+  const after = await db
+    .selectFrom('accounts')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .executeTakeFirstOrThrow();
   t.equal(after.count, before.count, 'the account insert was rolled back with the subscription');
   await t.rejects(createAccount(db, { name: ' ' }), invalid);
 });
@@ -132,7 +142,11 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
   await t.rejects(setApiKeyStatus(db, accountId, created.id, 'paused' as 'active'), invalid);
 
   await deleteApiKey(db, accountId, created.id);
-  t.same((await listApiKeys(db, accountId)).map((key) => key.id), [inactive.id], 'deleted keys are not listed');
+  t.same(
+    (await listApiKeys(db, accountId)).map((key) => key.id),
+    [inactive.id],
+    'deleted keys are not listed',
+  );
   await t.rejects(authenticate(db, `Bearer ${created.key}`), { message: 'Invalid or inactive API key' }, 'a deleted key does not authenticate');
   await t.rejects(deleteApiKey(db, undefined, created.id), notFound, 'a key is deleted once');
   await t.rejects(setApiKeyStatus(db, undefined, created.id, 'active'), notFound, 'a deleted key cannot be revived');

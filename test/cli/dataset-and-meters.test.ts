@@ -16,7 +16,8 @@ const root = path.join(import.meta.dirname, '..', '..');
 /** bin/meterlens.js with --json against the service's database: exit code and the parsed output. */
 async function meterlens(service: TestService, args: string[]): Promise<{ code: unknown; result: any; stderr: string }> {
   const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], {
-    env: { ...process.env, DATABASE_URL: service.databaseUrl }, cwd: root,
+    env: { ...process.env, DATABASE_URL: service.databaseUrl },
+    cwd: root,
   });
   let stdout = '';
   let stderr = '';
@@ -48,11 +49,18 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
 
   const dir = path.join(scratch, 'all');
   const exported = await exportDataset(service.db, dir, { accountId: customer.accountId });
-  t.same(exported.map((photo) => photo.label), ['corrected', 'confirmed']);
-  t.same(await loadLabelledPhotos(dir), [
-    { file: `${corrected}.jpg`, accepted: ['02390.900'] },
-    { file: `${confirmed}.jpg`, accepted: ['02390.276'] },
-  ], 'meterlens eval --dataset reads the labels');
+  t.same(
+    exported.map((photo) => photo.label),
+    ['corrected', 'confirmed'],
+  );
+  t.same(
+    await loadLabelledPhotos(dir),
+    [
+      { file: `${corrected}.jpg`, accepted: ['02390.900'] },
+      { file: `${confirmed}.jpg`, accepted: ['02390.276'] },
+    ],
+    'meterlens eval --dataset reads the labels',
+  );
   const labels = (await readFile(path.join(dir, 'labels.csv'), 'utf8')).trim().split('\n');
   t.equal(labels[0], 'file,reading,quad,label,machine_reading,reference_id,meter_id,labelled_at');
   t.match(labels[1], new RegExp(`^${corrected}\\.jpg,02390\\.900,[0-9 ]*,corrected,02390\\.276,${corrected},,\\d{4}-`));
@@ -61,7 +69,11 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   t.notOk(metadata.orientation && metadata.orientation !== 1, 'upright: no EXIF rotation left to apply');
 
   const since = await exportDataset(service.db, path.join(scratch, 'since'), { since: beforeOthers });
-  t.same(since.map((photo) => photo.file), [`${othersCorrected}.jpg`], '--since keeps later labels; no --account: every account');
+  t.same(
+    since.map((photo) => photo.file),
+    [`${othersCorrected}.jpg`],
+    '--since keeps later labels; no --account: every account',
+  );
 
   const cliDir = path.join(scratch, 'cli');
   const run = await meterlens(service, ['dataset', 'export', cliDir, '--account', customer.accountId]);
@@ -70,7 +82,7 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   t.equal((await loadLabelledPhotos(cliDir)).length, 2);
 });
 
-t.test('meters max-flow: the account default and one meter\'s, used by the window', async (t) => {
+t.test("meters max-flow: the account default and one meter's, used by the window", async (t) => {
   const service = await startTestService(t, { worker: false });
   const customer = await createCustomer(service.db);
   const photo = await renderMeterPhoto();
@@ -81,32 +93,42 @@ t.test('meters max-flow: the account default and one meter\'s, used by the windo
     form.append('previous_read_at', new Date(Date.now() - 10 * 3_600_000).toISOString());
     form.append('image', new Blob([photo]), 'meter.jpg');
     const response = await fetch(`${service.url}/api/meter-reading`, { method: 'POST', headers: { authorization: `Bearer ${customer.key}` }, body: form });
-    const { reference_id } = await response.json() as { reference_id: string };
+    const { reference_id } = (await response.json()) as { reference_id: string };
     const meter = await service.db.selectFrom('meters').select('id').where('reference_id', '=', reference_id).executeTakeFirstOrThrow();
     return (await readContext(service.db, meter.id)).window!;
   };
   t.ok(Math.abs((await submitWith('A')).max - 125) < 0.01, 'default: 2.5 m³/h over 10 hours');
 
-  t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--m3-per-hour', '1']), { code: 0, result: { maxFlowM3PerHour: 1 } });
+  t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--m3-per-hour', '1']), {
+    code: 0,
+    result: { maxFlowM3PerHour: 1 },
+  });
   t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--meter', 'B', '--m3-per-hour', '10']), {
-    code: 0, result: { meter: 'B', maxFlowM3PerHour: 10, effectiveMaxFlowM3PerHour: 10 },
+    code: 0,
+    result: { meter: 'B', maxFlowM3PerHour: 10, effectiveMaxFlowM3PerHour: 10 },
   });
   t.ok(Math.abs((await submitWith('A')).max - 110) < 0.01, 'the account default');
-  t.ok(Math.abs((await submitWith('B')).max - 200) < 0.01, 'the meter\'s own');
+  t.ok(Math.abs((await submitWith('B')).max - 200) < 0.01, "the meter's own");
   t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--meter', 'B', '--m3-per-hour', 'account']), {
-    code: 0, result: { maxFlowM3PerHour: null, effectiveMaxFlowM3PerHour: 1 },
+    code: 0,
+    result: { maxFlowM3PerHour: null, effectiveMaxFlowM3PerHour: 1 },
   });
   t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--m3-per-hour', '0']), { code: 2, stderr: /above 0/ });
   t.match(await meterlens(service, ['meters', 'max-flow', '--account', '999999', '--m3-per-hour', '3']), { code: 1, stderr: /no account/ });
 
   const patch = async (meterId: string, body: unknown) => {
     const response = await fetch(`${service.url}/api/meters/${meterId}`, {
-      method: 'PATCH', headers: { authorization: `Bearer ${customer.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${customer.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
     return { status: response.status, body: await response.json() };
   };
-  t.match(await patch('C', { max_flow_m3_per_hour: 4 }), { status: 200, body: { meter_id: 'C', max_flow_m3_per_hour: 4, effective_max_flow_m3_per_hour: 4 } },
-    'the API sets a meter\'s max flow, before its first photo too');
+  t.match(
+    await patch('C', { max_flow_m3_per_hour: 4 }),
+    { status: 200, body: { meter_id: 'C', max_flow_m3_per_hour: 4, effective_max_flow_m3_per_hour: 4 } },
+    "the API sets a meter's max flow, before its first photo too",
+  );
   t.ok(Math.abs((await submitWith('C')).max - 140) < 0.01);
   t.match(await patch('C', { max_flow_m3_per_hour: null }), { status: 200, body: { max_flow_m3_per_hour: null, effective_max_flow_m3_per_hour: 1 } });
   for (const value of [0, -1, 'fast', 1e9]) {

@@ -56,9 +56,25 @@ t.test('help lists every command', async (t) => {
     const run = await meterlens(args);
     t.equal(run.code, 0);
     for (const command of [
-      'serve', 'web', 'worker', 'migrate', 'plans create', 'plans list', 'accounts create', 'subscriptions set',
-      'subscriptions cancel', 'keys create', 'keys list', 'keys enable', 'keys disable', 'keys delete',
-      'webhooks add', 'webhooks list', 'users create', 'read', 'eval',
+      'serve',
+      'web',
+      'worker',
+      'migrate',
+      'plans create',
+      'plans list',
+      'accounts create',
+      'subscriptions set',
+      'subscriptions cancel',
+      'keys create',
+      'keys list',
+      'keys enable',
+      'keys disable',
+      'keys delete',
+      'webhooks add',
+      'webhooks list',
+      'users create',
+      'read',
+      'eval',
     ]) {
       t.match(run.stdout, `meterlens ${command}`, command);
     }
@@ -72,7 +88,10 @@ t.test('plans create and list', async (t) => {
     monthlyRequestLimit: 5000,
   });
   const { plans } = await json(['plans', 'list']);
-  t.same(plans.map((plan: { code: string }) => plan.code), ['trial', 'starter', 'gold', 'pro', 'scale']);
+  t.same(
+    plans.map((plan: { code: string }) => plan.code),
+    ['trial', 'starter', 'gold', 'pro', 'scale'],
+  );
   const human = await meterlens(['plans', 'list']);
   t.match(human.stdout, /^CODE +NAME +REQUESTS\/MONTH\n/);
   t.match(human.stdout, /\ngold +Gold +5000\n/);
@@ -133,15 +152,17 @@ t.test('keys create, list, disable, enable, delete', async (t) => {
   const human = await meterlens(['keys', 'list', '--account', String(accountId)]);
   t.match(human.stdout, `${created.key.slice(0, 19)}…${created.key.slice(-4)}`);
 
-  const status = async (id: number) =>
-    (await db.selectFrom('api_keys').select(['status', 'deleted_at']).where('id', '=', String(id)).executeTakeFirstOrThrow());
+  const status = async (id: number) => await db.selectFrom('api_keys').select(['status', 'deleted_at']).where('id', '=', String(id)).executeTakeFirstOrThrow();
   t.match(await json(['keys', 'disable', String(created.id)]), { id: created.id, status: 'inactive' });
   t.equal((await status(created.id)).status, 'inactive');
   t.match(await json(['keys', 'enable', String(created.id)]), { status: 'active' });
   t.equal((await status(created.id)).status, 'active');
   t.same(await json(['keys', 'delete', String(created.id)]), { id: created.id, deleted: true });
   t.ok((await status(created.id)).deleted_at, 'soft-deleted');
-  t.same((await json(['keys', 'list', '--account', String(accountId)])).keys.map((key: { id: number }) => key.id), [inactive.id]);
+  t.same(
+    (await json(['keys', 'list', '--account', String(accountId)])).keys.map((key: { id: number }) => key.id),
+    [inactive.id],
+  );
 
   const again = await meterlens(['keys', 'delete', String(created.id)]);
   t.match(again, { code: 1, stdout: '', stderr: /no API key with id/ }, 'a missing key exits with 1');
@@ -220,7 +241,10 @@ t.test('read --json prints one line per file, in order, without a database', asy
 
   const run = await meterlens(['read', first, notAnImage, second, '--json'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
   t.equal(run.code, 1, 'some file failed');
-  const lines = run.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+  const lines = run.stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line));
   t.match(lines, [
     { file: first, error: { code: 'readers_unavailable', message: /No reader is configured/ } },
     { file: notAnImage, error: { code: 'invalid_image' } },

@@ -78,7 +78,13 @@ t.test(
     const image = page.getByRole('img', { name: 'The submitted meter photo, turned upright' });
     await image.waitFor();
     const loaded = page.waitForFunction("document.querySelector('.photo img').naturalWidth > 0", undefined, { timeout: 5000 });
-    t.ok(await loaded.then(() => true, () => false), 'the photo loads');
+    t.ok(
+      await loaded.then(
+        () => true,
+        () => false,
+      ),
+      'the photo loads',
+    );
     t.equal(await page.locator('polygon.counter-box').count(), 1, 'the counter box is drawn');
     await shot('reading');
 
@@ -95,7 +101,12 @@ t.test(
     await page.getByRole('button', { name: 'Send test event' }).click();
     await receiver.waitFor(1);
     t.equal(JSON.parse(receiver.received[0].body).event, 'webhook.test', 'the receiver got the test event');
-    await reloadUntil(page, () => page.locator('tr.delivery .badge-delivered').count().then((count) => count === 1));
+    await reloadUntil(page, () =>
+      page
+        .locator('tr.delivery .badge-delivered')
+        .count()
+        .then((count) => count === 1),
+    );
     t.equal((await page.locator('tr.delivery td[data-label="Code"]').textContent())?.trim(), '204', 'the delivery is listed with its status code');
     await page.locator('tr.delivery summary').click();
     t.match(await page.locator('tr.delivery pre').textContent(), /"event": "webhook.test"/, 'with its payload');
@@ -103,7 +114,12 @@ t.test(
 
     const phone = await browser.newContext({ baseURL: service.url, viewport: PHONE, storageState: await context.storageState() });
     const phonePage = await phone.newPage();
-    for (const [name, url] of [['keys', '/dashboard/keys'], ['readings', '/dashboard/readings'], ['usage', '/dashboard/usage'], ['webhooks', '/dashboard/webhooks']]) {
+    for (const [name, url] of [
+      ['keys', '/dashboard/keys'],
+      ['readings', '/dashboard/readings'],
+      ['usage', '/dashboard/usage'],
+      ['webhooks', '/dashboard/webhooks'],
+    ]) {
       await phonePage.goto(url);
       const overflow = await phonePage.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       t.ok(overflow <= 0, `${name} fits a phone's width`);

@@ -18,7 +18,7 @@ t.test('dashboard: meter page with its chart, and corrections from the reading p
     for (const [name, value] of Object.entries(fields)) form.append(name, value);
     form.append('image', new Blob([photo]), 'meter.jpg');
     const response = await fetch(`${service.url}/api/meter-reading/sync`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-    return (await response.json() as { reference_id: string }).reference_id;
+    return ((await response.json()) as { reference_id: string }).reference_id;
   };
   const first = await submit({ meter_id: 'SN/42', previous_reading: '2380', previous_read_at: new Date(Date.now() - 7 * 86_400_000).toISOString() });
   const second = await submit({ meter_id: 'SN/42' });
@@ -56,8 +56,8 @@ t.test('dashboard: meter page with its chart, and corrections from the reading p
 
   const stranger = new DashboardClient(service.url);
   await stranger.signUp(`stranger.${process.pid}@example.com`);
-  t.equal((await stranger.get('/dashboard/meters/SN%2F42')).status, 404, 'another account\'s meter');
+  t.equal((await stranger.get('/dashboard/meters/SN%2F42')).status, 404, "another account's meter");
   await stranger.get('/dashboard/usage');
-  t.equal((await stranger.post(`/dashboard/readings/${second}/correction`, { reading: '1' })).status, 404, 'another account\'s reading');
+  t.equal((await stranger.post(`/dashboard/readings/${second}/correction`, { reading: '1' })).status, 404, "another account's reading");
   t.equal((await client.get('/dashboard/meters/bad%20id')).status, 404);
 });

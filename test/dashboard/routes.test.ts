@@ -100,7 +100,10 @@ t.test('dashboard routes', async (t) => {
     const client = new DashboardClient(service.url);
     await client.get('/dashboard/signup');
     const response = await client.post('/dashboard/signup', { organisation: 'Acme', email: newEmail(), password: PASSWORD }, { 'x-forwarded-proto': 'https' });
-    t.match(response.setCookies.find((cookie) => cookie.startsWith('meterlens_session=')), /; Secure/);
+    t.match(
+      response.setCookies.find((cookie) => cookie.startsWith('meterlens_session=')),
+      /; Secure/,
+    );
   });
 
   t.test('sign-in, sign-out, and failed sign-ins limited per email and per address', async (t) => {
@@ -126,7 +129,11 @@ t.test('dashboard routes', async (t) => {
     const throttled = await attacker.signIn(email, PASSWORD);
     t.equal(throttled.status, 429, 'even the right password is refused while throttled');
     t.match(throttled.text, 'Too many failed sign-ins');
-    const rows = await service.db.selectFrom('login_attempts').select(sql<number>`count(*)::int`.as('n')).where('email', '=', email.toLowerCase()).executeTakeFirstOrThrow();
+    const rows = await service.db
+      .selectFrom('login_attempts')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('email', '=', email.toLowerCase())
+      .executeTakeFirstOrThrow();
     t.equal(rows.n, MAX_FAILED_LOGINS_PER_EMAIL, 'counted in Postgres, shared by every web process');
 
     const elsewhere = new DashboardClient(service.url);
@@ -240,7 +247,10 @@ t.test('dashboard routes', async (t) => {
 
     t.equal((await client.post(`${page}/test`)).location, page);
     await receiver.waitFor(1);
-    const delivered = await waitFor(() => client.get(page), (response) => response.text.includes('badge-delivered'));
+    const delivered = await waitFor(
+      () => client.get(page),
+      (response) => response.text.includes('badge-delivered'),
+    );
     t.match(delivered.text, /data-label="Code">204</);
     t.match(delivered.text, /data-label="Attempts">1</);
     t.match(delivered.text, /data-label="Latency">\d+ ms</);
@@ -248,7 +258,10 @@ t.test('dashboard routes', async (t) => {
     const deliveryId = /deliveries\/(\d+)\/redeliver/.exec(delivered.text)![1];
     t.equal((await client.post(`${page}/deliveries/${deliveryId}/redeliver`)).location, page);
     await receiver.waitFor(2);
-    const twice = await waitFor(() => client.get(page), (response) => /data-label="Attempts">2</.test(response.text));
+    const twice = await waitFor(
+      () => client.get(page),
+      (response) => /data-label="Attempts">2</.test(response.text),
+    );
     t.match(twice.text, /data-label="Attempts">2</);
     t.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id'], 'same event id');
 

@@ -87,16 +87,19 @@ t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only roo
   });
 
   t.test("npm test's own start (test/run.ts)", async (t) => {
-    await writeFile(path.join(checkout, 'connects.test.ts'), [
-      "import pg from 'pg';",
-      "import t from 'tap';",
-      "t.test('connects', async (t) => {",
-      '  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });',
-      '  await client.connect();',
-      "  t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);",
-      '  await client.end();',
-      '});',
-    ].join('\n'));
+    await writeFile(
+      path.join(checkout, 'connects.test.ts'),
+      [
+        "import pg from 'pg';",
+        "import t from 'tap';",
+        "t.test('connects', async (t) => {",
+        '  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });',
+        '  await client.connect();',
+        "  t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);",
+        '  await client.end();',
+        '});',
+      ].join('\n'),
+    );
     const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: '' }; // its own free port
     const { stdout } = await promisify(execFile)(process.execPath, ['test/run.ts', 'connects.test.ts', '--disable-coverage'], { cwd: checkout, env });
     t.match(stdout, /the cluster is in \/var\/lib\/meterlens\/clusters\//);

@@ -19,5 +19,9 @@ t.test('migrations are recorded and applied once, also when run concurrently', a
   t.same(appliedTwice, [...new Set(appliedTwice)], 'no file is applied by both runs');
   t.ok(appliedTwice.includes('001_plans_accounts_subscriptions.sql'));
   const plans = await client.query('SELECT code FROM plans ORDER BY monthly_request_limit');
-  t.same(plans.rows.map((row) => row.code), ['trial', 'starter', 'pro', 'scale'], 'seed plans exist once');
+  t.same(
+    plans.rows.map((row) => row.code),
+    ['trial', 'starter', 'pro', 'scale'],
+    'seed plans exist once',
+  );
 });

@@ -60,8 +60,12 @@ t.test('src/db/schema.ts describes exactly the tables and columns the migrations
       else if (!typescript) mismatches.push(`${table}.${column}: in the database, not in schema.ts`);
       else {
         if (typescript.type === ANYTHING) continue;
-        if (sql.nullable !== typescript.nullable) mismatches.push(`${table}.${column}: ${sql.nullable ? 'nullable' : 'NOT NULL'} in SQL, ${typescript.nullable ? 'nullable' : 'not nullable'} in schema.ts`);
-        if (sql.type !== 'json' && sql.type !== typescript.type) mismatches.push(`${table}.${column}: pg returns ${sql.type}, schema.ts says ${typescript.type}`);
+        if (sql.nullable !== typescript.nullable)
+          mismatches.push(
+            `${table}.${column}: ${sql.nullable ? 'nullable' : 'NOT NULL'} in SQL, ${typescript.nullable ? 'nullable' : 'not nullable'} in schema.ts`,
+          );
+        if (sql.type !== 'json' && sql.type !== typescript.type)
+          mismatches.push(`${table}.${column}: pg returns ${sql.type}, schema.ts says ${typescript.type}`);
       }
     }
   }

@@ -26,7 +26,10 @@ t.test('columns are found by name; extra columns such as boxes are ignored', asy
 t.test('a file list keeps only the photos it names', async (t) => {
   const dir = await folderWith({ 'labels.csv': 'file,reading\na.jpg,1\nb.jpg,2\nc.jpg,3\n', 'val.txt': 'a.jpg\n\nc.jpg\n' });
   const only = await loadFileList(path.join(dir, 'val.txt'));
-  t.same((await loadLabelledPhotos(dir, only)).map((p) => p.file), ['a.jpg', 'c.jpg']);
+  t.same(
+    (await loadLabelledPhotos(dir, only)).map((p) => p.file),
+    ['a.jpg', 'c.jpg'],
+  );
 });
 
 t.test('labels.csv without file and reading columns is refused', async (t) => {

@@ -28,7 +28,9 @@ async function dataset(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-evalcmd-'));
   await writeFile(path.join(dir, 'labels.csv'), 'file,reading,alternatives\na.jpg,00720,00720|00721\nb.jpg,454.0,\nc.jpg,1,\n');
   for (const [name, width] of Object.entries(PHOTO_WIDTHS)) {
-    await sharp({ create: { width, height: 8, channels: 3, background: '#808080' } }).jpeg().toFile(path.join(dir, `${name}.jpg`));
+    await sharp({ create: { width, height: 8, channels: 3, background: '#808080' } })
+      .jpeg()
+      .toFile(path.join(dir, `${name}.jpg`));
   }
   await writeFile(path.join(dir, 'only-ab.txt'), 'a.jpg\nb.jpg\n');
   return dir;
@@ -57,20 +59,30 @@ t.test('--json: metrics per dataset and the model load time', async (t) => {
   const summary = report.datasets[0].summary;
   t.equal(summary.photos, 3);
   t.equal(summary.exact, 2 / 3);
-  t.same(summary.selective.map((s: { coverage: number }) => s.coverage), [2 / 3, 2 / 3, 1 / 3, 1 / 3]);
+  t.same(
+    summary.selective.map((s: { coverage: number }) => s.coverage),
+    [2 / 3, 2 / 3, 1 / 3, 1 / 3],
+  );
   t.equal(summary.worst[0].file, 'c.jpg');
   t.match(summary.worst[0].error, /unreadable/);
-  t.same(summary.reliability.filter((bin: { readings: number }) => bin.readings > 0), [
-    { from: 80, to: 90, readings: 1, meanConfidence: 85, accuracy: 1 },
-    { from: 90, to: 100, readings: 1, meanConfidence: 97, accuracy: 1 },
-  ]);
+  t.same(
+    summary.reliability.filter((bin: { readings: number }) => bin.readings > 0),
+    [
+      { from: 80, to: 90, readings: 1, meanConfidence: 85, accuracy: 1 },
+      { from: 90, to: 100, readings: 1, meanConfidence: 97, accuracy: 1 },
+    ],
+  );
 });
 
 t.test('--chain names the readers evalReader is given, and the report names the chain', async (t) => {
   const dir = await dataset();
   let chain: string[] = [];
   const { output } = await captureLog(() =>
-    evalReader(['--dataset', dir, '--chain', 'local, openai', '--json'], 'local', async (names) => { chain = names; return reader; }));
+    evalReader(['--dataset', dir, '--chain', 'local, openai', '--json'], 'local', async (names) => {
+      chain = names;
+      return reader;
+    }),
+  );
   t.same(chain, ['local', 'openai']);
   t.equal(JSON.parse(output).reader, 'local, openai');
 });
@@ -81,7 +93,9 @@ t.test('a chain that cannot be built is one line that says why, exit 1', async (
   const original = console.error;
   console.error = (...parts: unknown[]) => errors.push(parts.join(' '));
   try {
-    const code = await evalReader(['--dataset', dir, '--chain', 'nope'], 'local', async () => { throw new Error('READER_CHAIN names an unknown reader "nope"'); });
+    const code = await evalReader(['--dataset', dir, '--chain', 'nope'], 'local', async () => {
+      throw new Error('READER_CHAIN names an unknown reader "nope"');
+    });
     t.equal(code, 1);
   } finally {
     console.error = original;
@@ -113,15 +127,17 @@ t.test('a photo labels.csv names but that is missing counts as one miss that say
 t.test('a folder without labels.csv is refused before the model loads, saying what the file holds', async (t) => {
   let created = 0;
   const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-evalcmd-'));
-  const error = await evalReader(['--dataset', dir], 'table', async () => { created++; return reader; }).catch((error: Error) => error);
+  const error = await evalReader(['--dataset', dir], 'table', async () => {
+    created++;
+    return reader;
+  }).catch((error: Error) => error);
   t.match(error, { message: /^no .*labels\.csv \(a "file,reading\[,alternatives\]" header, then one photo a line\)$/ });
   t.equal(created, 0);
 });
 
 t.test('--files limits the photos; the text report names the misreads', async (t) => {
   const dir = await dataset();
-  const { code, output } = await captureLog(() =>
-    evalReader(['--dataset', dir, '--files', path.join(dir, 'only-ab.txt')], 'table', async () => reader));
+  const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--files', path.join(dir, 'only-ab.txt')], 'table', async () => reader));
   t.equal(code, 0);
   t.match(output, /table on .*: 2 photos/);
   t.match(output, /exact reading\s+100\.0%/);
@@ -154,11 +170,18 @@ t.test('--help prints the usage and exits 0', async (t) => {
 
 t.test('bad arguments exit 2 without loading a model; an unreadable --baseline or a missing model exits 1', async (t) => {
   let created = 0;
-  const create = async () => { created++; return reader; };
+  const create = async () => {
+    created++;
+    return reader;
+  };
   const quiet = async (args: string[], make: () => Promise<MeterReader | undefined> = create) => {
     const original = console.error;
     console.error = () => {};
-    try { return await evalReader(args, 'table', make); } finally { console.error = original; }
+    try {
+      return await evalReader(args, 'table', make);
+    } finally {
+      console.error = original;
+    }
   };
   t.equal(await quiet([]), 2);
   t.equal(await quiet(['--dataset', 'x', '--validation']), 2);
@@ -179,7 +202,9 @@ t.test('--previous: each photo is read within a window from a drawn history, and
       const reading = await reader.read(image, signal);
       windows[reading.reading] = window;
       // The first photo is read as the local reader reads within a window: corrected from a free reading below it.
-      return reading.reading === '00721' ? { ...reading, plausibility: 'corrected', unconstrainedReading: '00121' } : { ...reading, reading: '00354.000', value: 354 };
+      return reading.reading === '00721'
+        ? { ...reading, plausibility: 'corrected', unconstrainedReading: '00121' }
+        : { ...reading, reading: '00354.000', value: 354 };
     },
   };
   const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--previous', '5-10', '--json'], 'table', async () => withinWindows));
@@ -201,7 +226,10 @@ t.test('--previous: each photo is read within a window from a drawn history, and
     exactNotImplausible: 1 / 2,
     confident: { threshold: 80, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
   });
-  t.match(summary.worst.find((c: { file: string }) => c.file === 'b.jpg'), { predicted: '00354.000', confidence: 20, plausibility: 'implausible' });
+  t.match(
+    summary.worst.find((c: { file: string }) => c.file === 'b.jpg'),
+    { predicted: '00354.000', confidence: 20, plausibility: 'implausible' },
+  );
 
   const again = await captureLog(() => evalReader(['--dataset', dir, '--previous', '5-10'], 'table', async () => withinWindows));
   t.match(again.output, /implausible\s+33\.3%/);

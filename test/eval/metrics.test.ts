@@ -1,10 +1,22 @@
 import t from 'tap';
 import {
-  digitMatches, isExact, isWholeUnitExact, isWithinOneOfLastDigit, percentile, sameReading, summarise, type ScoredCase,
+  digitMatches,
+  isExact,
+  isWholeUnitExact,
+  isWithinOneOfLastDigit,
+  percentile,
+  sameReading,
+  summarise,
+  type ScoredCase,
 } from '../../src/eval/metrics.ts';
 
-const scored = (accepted: string[], predicted: string | undefined, confidence = 90, latencyMs = 10): ScoredCase =>
-  ({ file: `${accepted[0]}-${predicted}.jpg`, accepted, predicted, confidence, latencyMs });
+const scored = (accepted: string[], predicted: string | undefined, confidence = 90, latencyMs = 10): ScoredCase => ({
+  file: `${accepted[0]}-${predicted}.jpg`,
+  accepted,
+  predicted,
+  confidence,
+  latencyMs,
+});
 
 t.test('readings compare as numbers, so labels may drop leading and trailing zeros', async (t) => {
   t.ok(sameReading('00454.000', '454.0'));
@@ -61,7 +73,10 @@ t.test('summary: rates, selective accuracy by confidence, latency percentiles, c
     { threshold: 95, coverage: 0.4, accuracy: 0.5 },
   ]);
   t.same(summary.latencyMs, { p50: 30, p95: 50 });
-  t.same(summary.worst.map((c) => c.accepted[0]), ['3.0', '4.0']);
+  t.same(
+    summary.worst.map((c) => c.accepted[0]),
+    ['3.0', '4.0'],
+  );
 });
 
 t.test('reliability table: confidence bins of ten against the exact share of their readings; no reading is no bin', async (t) => {

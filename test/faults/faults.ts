@@ -32,10 +32,7 @@ interface Scene {
 }
 
 /** The web app in this process; reads and deliveries by spawned workers (or `inProcessWorker`). */
-async function setUp(
-  t: Test,
-  options: { inProcessWorker?: boolean; readDelayMs?: number; env?: Record<string, string> } = {},
-): Promise<Scene> {
+async function setUp(t: Test, options: { inProcessWorker?: boolean; readDelayMs?: number; env?: Record<string, string> } = {}): Promise<Scene> {
   const service = await startTestService(t, {
     worker: options.inProcessWorker ?? false,
     model: { delayMs: options.readDelayMs ?? 300 },
@@ -91,8 +88,14 @@ async function submitSteadily(scene: Scene, count: number, perSecond: number): P
 async function checkNothingLost(t: Test, scene: Scene, accepted: string[], label: string, timeoutMs = 120_000): Promise<void> {
   const started = Date.now();
   const finished = () =>
-    scene.service.db.selectFrom('meters').select(['reference_id', 'status']).where('reference_id', 'in', accepted).where('status', 'in', ['completed', 'failed']).execute();
-  const deliveredWebhooks = () => scene.receiver.requestsTo('/hook').filter((request) => (request.answeredStatus ?? 0) >= 200 && (request.answeredStatus ?? 0) < 300);
+    scene.service.db
+      .selectFrom('meters')
+      .select(['reference_id', 'status'])
+      .where('reference_id', 'in', accepted)
+      .where('status', 'in', ['completed', 'failed'])
+      .execute();
+  const deliveredWebhooks = () =>
+    scene.receiver.requestsTo('/hook').filter((request) => (request.answeredStatus ?? 0) >= 200 && (request.answeredStatus ?? 0) < 300);
   const webhookFor = () => new Set(deliveredWebhooks().map((request) => JSON.parse(request.body).data.reference_id as string));
   const done = await waitFor(finished, (rows) => rows.length === accepted.length && accepted.every((id) => webhookFor().has(id)), timeoutMs);
   const delivered = webhookFor();
@@ -188,8 +191,14 @@ t.test('SIGTERM with requests in flight', async (t) => {
   t.equal(exitCode, 0, 'SIGTERM: the web process exits cleanly');
   // Requests that reach the closing server are refused with 503 in the envelope, to be retried; 0 = refused connection.
   const refusals = answers.filter((answer) => answer.status === 503);
-  t.ok(statuses.every((code) => [0, 200, 202, 503].includes(code)), 'SIGTERM: answered, accepted or refused, never a 500');
-  t.ok(refusals.every((answer) => answer.body.errors?.server), 'SIGTERM: refusals are in the error envelope');
+  t.ok(
+    statuses.every((code) => [0, 200, 202, 503].includes(code)),
+    'SIGTERM: answered, accepted or refused, never a 500',
+  );
+  t.ok(
+    refusals.every((answer) => answer.body.errors?.server),
+    'SIGTERM: refusals are in the error envelope',
+  );
   const accepted = answers.filter((answer) => answer.status === 202).map((answer) => answer.body.reference_id as string);
   await checkNothingLost(t, scene, accepted, 'SIGTERM in flight');
 });
@@ -202,14 +211,21 @@ t.test('recovery from a worker killed mid-read and mid-delivery, with the defaul
   const worker = spawnRole(t, 'worker', { ...scene.env, READER_TIMEOUT_MS: '120000' });
   await worker.ready;
   const { accepted } = await submitSteadily(scene, 1, 1);
-  await waitFor(async () => scene.service.model.requests.length, (count) => count > 0);
+  await waitFor(
+    async () => scene.service.model.requests.length,
+    (count) => count > 0,
+  );
 
   worker.child.kill('SIGKILL');
   const readKilledAt = Date.now();
   scene.service.model.setBehaviour({ delayMs: 100 });
   const second = spawnRole(t, 'worker', scene.env);
   await second.ready;
-  await waitFor(async () => scene.receiver.requestsTo('/hook').length, (count) => count > 0, 120_000);
+  await waitFor(
+    async () => scene.receiver.requestsTo('/hook').length,
+    (count) => count > 0,
+    120_000,
+  );
   const readRecoverySeconds = (Date.now() - readKilledAt) / 1000;
 
   // The webhook's first attempt is now waiting on a receiver that never answers: kill that worker too.
@@ -218,5 +234,7 @@ t.test('recovery from a worker killed mid-read and mid-delivery, with the defaul
   await spawnRole(t, 'worker', scene.env).ready;
   await checkNothingLost(t, scene, accepted, 'recovery with defaults');
   const deliveryRecoverySeconds = (Date.now() - deliveryKilledAt) / 1000;
-  console.log(`# recovery with defaults: read retried and webhook sent ${readRecoverySeconds.toFixed(1)} s after SIGKILL mid-read; webhook delivered ${deliveryRecoverySeconds.toFixed(1)} s after SIGKILL mid-delivery`);
+  console.log(
+    `# recovery with defaults: read retried and webhook sent ${readRecoverySeconds.toFixed(1)} s after SIGKILL mid-read; webhook delivered ${deliveryRecoverySeconds.toFixed(1)} s after SIGKILL mid-delivery`,
+  );
 });

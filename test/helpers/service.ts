@@ -28,10 +28,7 @@ export interface TestService extends ServiceDeps {
  * The real app, queue and (unless `worker: false`) worker on a fresh database, reading through the real OpenAI reader
  * against a loopback fake of the OpenAI API. Everything is closed in teardown.
  */
-export async function startTestService(
-  t: Test,
-  options: { env?: Record<string, string>; worker?: boolean; model?: FakeBehaviour } = {},
-): Promise<TestService> {
+export async function startTestService(t: Test, options: { env?: Record<string, string>; worker?: boolean; model?: FakeBehaviour } = {}): Promise<TestService> {
   const database = await createTestDatabase();
   const model = await startFakeOpenAI(options.model);
   const config = loadConfig({

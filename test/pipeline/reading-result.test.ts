@@ -9,13 +9,21 @@ t.test('the reading fields, with numbers as numbers', async (t) => {
 
 t.test('digits: one per wheel, only when the reader gave one confidence per wheel', async (t) => {
   const confidences = [90, 91, 92, 93, 94, 95, 96, 97];
-  t.same(readingResult({ ...base, digitConfidences: confidences }).digits, [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: confidences[wheel] })));
+  t.same(
+    readingResult({ ...base, digitConfidences: confidences }).digits,
+    [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: confidences[wheel] })),
+  );
   t.notOk('digits' in readingResult({ ...base, digitConfidences: [90, 91] }), 'a count that does not match the wheels is left out');
   t.notOk('digits' in readingResult({ ...base, digitConfidences: null }));
 });
 
 t.test('counter_box: the corners with the size of the image they are in', async (t) => {
-  const corners: Array<[number, number]> = [[1, 2], [3, 4], [5, 6], [7, 8]];
+  const corners: Array<[number, number]> = [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+    [7, 8],
+  ];
   t.same(readingResult({ ...base, counterBox: corners, frame: { width: 800, height: 600 } }).counter_box, { corners, image_width: 800, image_height: 600 });
   t.notOk('counter_box' in readingResult({ ...base, counterBox: null, frame: { width: 800, height: 600 } }));
 });

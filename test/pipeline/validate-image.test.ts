@@ -32,7 +32,10 @@ t.test('readUpload returns the image and the allowed text fields', async (t) => 
   ]);
   t.same(all.json(), { bytes: 10, fields: { meter_id: 'flat 4 cold', previous_reading: '00123.456', previous_read_at: 'not validated here' } });
   t.same((await post([{ name: 'image', filename: 'meter.jpg', body: 'x' }])).json(), { bytes: 1, fields: {} }, 'the fields are optional');
-  const unknown = await post([{ name: 'image', filename: 'meter.jpg', body: 'x' }, { name: 'reading', body: '1' }]);
+  const unknown = await post([
+    { name: 'image', filename: 'meter.jpg', body: 'x' },
+    { name: 'reading', body: '1' },
+  ]);
   t.equal(unknown.statusCode, 422);
   t.match(unknown.json(), { errors: { image: [/Unexpected field "reading"/] } });
 });
@@ -46,7 +49,10 @@ t.test('the header check: accepted raster formats only, by signature, within the
     t.equal(sniffRasterFormat(image), format === 'avif' ? 'heif' : format);
   }
   const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10000" height="9999"/>');
-  await t.rejects(checkImageHeader(svg, { maxPixels }), new ImageError('The file is not an image in an accepted format (JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF)'));
+  await t.rejects(
+    checkImageHeader(svg, { maxPixels }),
+    new ImageError('The file is not an image in an accepted format (JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF)'),
+  );
   const withXmlProlog = Buffer.from(`<?xml version="1.0"?>${svg}`);
   await t.rejects(checkImageHeader(withXmlProlog, { maxPixels }), ImageError, 'SVG with an XML prolog');
   await t.rejects(checkImageHeader(Buffer.from('%PDF-1.7'), { maxPixels }), ImageError, 'PDF');
@@ -55,8 +61,16 @@ t.test('the header check: accepted raster formats only, by signature, within the
 });
 
 t.test('an animated GIF is read by its first frame, and its pixels counted by one frame', async (t) => {
-  const frames = await Promise.all(['#ff0000', '#0000ff', '#00ff00'].map((background) => sharp({ create: { width: 60, height: 40, channels: 3, background } }).png().toBuffer()));
-  const animated = await sharp(frames, { join: { animated: true } }).gif().toBuffer();
+  const frames = await Promise.all(
+    ['#ff0000', '#0000ff', '#00ff00'].map((background) =>
+      sharp({ create: { width: 60, height: 40, channels: 3, background } })
+        .png()
+        .toBuffer(),
+    ),
+  );
+  const animated = await sharp(frames, { join: { animated: true } })
+    .gif()
+    .toBuffer();
   t.equal((await sharp(animated).metadata()).pages, 3);
   t.match(await checkImageHeader(animated, { maxPixels: 60 * 40 }), { width: 60, height: 40 }, 'three frames of 2400 pixels pass a 2400 pixel limit');
   const normalised = await normaliseImage(animated, { maxPixels: 60 * 40, longSide: 1600 });

@@ -47,7 +47,10 @@ t.test('a failing first reader falls back to the next, which is marked escalated
   const { chain } = await twoReaderChain(t, { status: 500 }, { answer: { reading: '00758.407', confidence: 91, unobstructed: true } });
   const result = await chain.read(photo);
   t.match(result, { reading: '00758.407', reader: 'anthropic', model: 'claude-test', escalated: true });
-  t.match(result.attempts, [{ reader: 'openai', outcome: 'unavailable' }, { reader: 'anthropic', outcome: 'accepted' }]);
+  t.match(result.attempts, [
+    { reader: 'openai', outcome: 'unavailable' },
+    { reader: 'anthropic', outcome: 'accepted' },
+  ]);
 });
 
 t.test('a timed-out reader falls back to the next', async (t) => {
@@ -95,10 +98,11 @@ t.test('the default chain: no local weights and no API keys means no reader, rep
 });
 
 t.test('the default chain adds each hosted reader whose key is set, in order', async (t) => {
-  const chain = await createReaderChain(
-    loadConfig({ LOCAL_MODEL_DIR: '/nonexistent', OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }),
+  const chain = await createReaderChain(loadConfig({ LOCAL_MODEL_DIR: '/nonexistent', OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }));
+  t.same(
+    chain.readers.map((reader) => reader.name),
+    ['openai', 'anthropic'],
   );
-  t.same(chain.readers.map((reader) => reader.name), ['openai', 'anthropic']);
 });
 
 t.test('READER_CHAIN must name known, available readers', async (t) => {
@@ -126,7 +130,10 @@ t.test('a confident hosted reading outside the window is implausible: capped, an
   const result = await chain.read(photo, undefined, afterTwoThousandFourHundred);
   t.equal(anthropic.requests.length, 1);
   t.match(result, { reading: '02401.500', plausibility: 'ok', reader: 'anthropic', escalated: true });
-  t.match(result.attempts, [{ reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP }, { reader: 'anthropic', outcome: 'accepted' }]);
+  t.match(result.attempts, [
+    { reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP },
+    { reader: 'anthropic', outcome: 'accepted' },
+  ]);
 });
 
 t.test('a plausible answer beats a more confident implausible one; if all are implausible the best stands, flagged', async (t) => {
@@ -147,10 +154,24 @@ t.test('a plausible answer beats a more confident implausible one; if all are im
 });
 
 t.test('the reader chain measures the frame of the image it read when the reading has a counter box', async (t) => {
-  const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } }).jpeg().toBuffer();
+  const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } })
+    .jpeg()
+    .toBuffer();
   const boxed: MeterReader = {
     name: 'boxed',
-    read: async () => ({ reading: '1', value: 1, confidence: 99, model: 'm', raw: null, counterBox: [[1, 1], [9, 1], [9, 9], [1, 9]] }),
+    read: async () => ({
+      reading: '1',
+      value: 1,
+      confidence: 99,
+      model: 'm',
+      raw: null,
+      counterBox: [
+        [1, 1],
+        [9, 1],
+        [9, 9],
+        [1, 9],
+      ],
+    }),
   };
   const chain = new ReaderChain([boxed], { escalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
   t.same((await chain.read(image)).frame, { width: 640, height: 480 });

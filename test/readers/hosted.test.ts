@@ -16,17 +16,33 @@ t.test('readingFromAnswer', async (t) => {
   t.same(readingFromAnswer('x', answer, 'm'), { reading: '00417.50', value: 417.5, confidence: 88, model: 'm', raw: answer });
 
   t.equal(readingFromAnswer('x', { reading: '1', confidence: -3, unobstructed: true }, 'm').confidence, 0);
-  t.equal(readingFromAnswer('x', { reading: '1', confidence: '90', unobstructed: true }, 'm').confidence, 0, 'a confidence that is not a number counts as none');
+  t.equal(
+    readingFromAnswer('x', { reading: '1', confidence: '90', unobstructed: true }, 'm').confidence,
+    0,
+    'a confidence that is not a number counts as none',
+  );
   t.equal(readingFromAnswer('x', { reading: '1' }, 'm').confidence, 0);
 
-  const unparseable = [null, 'text', ['01'], {}, { reading: 417, confidence: 90, unobstructed: true }, { reading: '0,417', confidence: 90, unobstructed: true }, { reading: '12.3.4', confidence: 90, unobstructed: true }];
+  const unparseable = [
+    null,
+    'text',
+    ['01'],
+    {},
+    { reading: 417, confidence: 90, unobstructed: true },
+    { reading: '0,417', confidence: 90, unobstructed: true },
+    { reading: '12.3.4', confidence: 90, unobstructed: true },
+  ];
   for (const bad of unparseable) {
     t.throws(() => readingFromAnswer('x', bad, 'm'), readerError('unparseable'), JSON.stringify(bad));
   }
 
   t.throws(() => readingFromAnswer('x', { reading: '00417', confidence: 20, unobstructed: false }, 'm'), readerError('unreadable'));
   t.throws(() => readingFromAnswer('x', { reading: ' ', confidence: 90, unobstructed: true }, 'm'), readerError('unreadable'));
-  t.throws(() => readingFromAnswer('x', { reading: null, confidence: 0, unobstructed: false }, 'm'), readerError('unreadable'), 'no reading because the counter is hidden');
+  t.throws(
+    () => readingFromAnswer('x', { reading: null, confidence: 0, unobstructed: false }, 'm'),
+    readerError('unreadable'),
+    'no reading because the counter is hidden',
+  );
 });
 
 t.test('requestFailed is unavailable and keeps the cause', async (t) => {

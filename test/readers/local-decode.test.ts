@@ -1,6 +1,13 @@
 import t from 'tap';
 import {
-  combineReadings, decodeCtc, decodeInLayout, formatReading, mostProbableInRange, readInLayouts, readWithinValues, type LayoutReading,
+  combineReadings,
+  decodeCtc,
+  decodeInLayout,
+  formatReading,
+  mostProbableInRange,
+  readInLayouts,
+  readWithinValues,
+  type LayoutReading,
 } from '../../src/readers/local/decode.ts';
 import { judgeWithinWindow } from '../../src/readers/local/pipeline.ts';
 import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
@@ -33,7 +40,10 @@ t.test('CTC: a digit is as sure as the best step of its run; the point is kept a
   probabilities[0 * CLASSES + 2] = 0.6; // the '1' run: one step at 0.6 ...
   const decoded = decodeCtc(probabilities, 5, CLASSES);
   t.equal(decoded.text, '12.3');
-  t.same(decoded.digitProbabilities.map((p) => Number(p.toFixed(2))), [0.6, 0.9, 0.9]);
+  t.same(
+    decoded.digitProbabilities.map((p) => Number(p.toFixed(2))),
+    [0.6, 0.9, 0.9],
+  );
   t.equal(decoded.pointProbability?.toFixed(2), '0.90');
   const longer = steps('11-2');
   longer[1 * CLASSES + 2] = 0.95; // ... a longer run takes its peak
@@ -115,8 +125,7 @@ t.test('several readers: wheel by wheel, the digit with the most probability beh
 t.test('the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip readers, when the layout has as many wheels', async (t) => {
   const close = closeTo(t);
   const { wholeUnits, fractional } = WHEEL_READER_WEIGHT;
-  const wheels = (digits: string, p: number) =>
-    [...digits].map((digit) => Array.from({ length: 10 }, (_, d) => (d === Number(digit) ? p : (1 - p) / 9)));
+  const wheels = (digits: string, p: number) => [...digits].map((digit) => Array.from({ length: 10 }, (_, d) => (d === Number(digit) ? p : (1 - p) / 9)));
   const readers = [read('00758.401', Array(8).fill(0.8), 0.9), read('00758.407', Array(8).fill(0.6), 0.7)];
   const combined = combineReadings(readers, wheels('00758407', 0.9));
   t.equal(combined.text, '00758.407', 'the 7 has 0.6 + weight x 0.9 behind it, the 1 has 0.8 + weight x 0.1 / 9');
@@ -126,7 +135,7 @@ t.test('the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip reader
     (0.6 + fractional * 0.9) / (2 + fractional),
   ]);
   close([combined.pointProbability!], [0.8]);
-  t.equal(combined.pointProbability, combineReadings(readers).pointProbability, 'the point is the strip readers\' alone');
+  t.equal(combined.pointProbability, combineReadings(readers).pointProbability, "the point is the strip readers' alone");
 
   const sure = read('00758.401', Array(8).fill(0.9));
   const outvoted = combineReadings([sure, sure], wheels('00658407', 0.9));
@@ -166,7 +175,8 @@ t.test('text that is not a number is refused', async (t) => {
 function wheels(text: string, split: Record<number, Record<number, number>> = {}, sure = 0.9): LayoutReading {
   const digits = [...text.replaceAll('.', '')].map(Number);
   const digitDistributions = digits.map((digit, wheel) =>
-    Array.from({ length: 10 }, (_, d) => split[wheel]?.[d] ?? (split[wheel] ? 0 : d === digit ? sure : (1 - sure) / 9)));
+    Array.from({ length: 10 }, (_, d) => split[wheel]?.[d] ?? (split[wheel] ? 0 : d === digit ? sure : (1 - sure) / 9)),
+  );
   return { text, digitProbabilities: digitDistributions.map((distribution, i) => distribution[digits[i]!]!), digitDistributions, layoutFit: 1 };
 }
 
@@ -227,21 +237,45 @@ t.test('the verdict: ok inside the window; outside, corrected unless the best re
 
   const below = candidate('00500.494', 40);
   const likely = candidate('00606.494', 40 * IMPLAUSIBLE_BELOW_WINDOW_FIT);
-  t.same(judgeWithinWindow(below, window, () => likely), { plausibility: 'corrected', chosen: likely, windowFit: IMPLAUSIBLE_BELOW_WINDOW_FIT });
+  t.same(
+    judgeWithinWindow(below, window, () => likely),
+    { plausibility: 'corrected', chosen: likely, windowFit: IMPLAUSIBLE_BELOW_WINDOW_FIT },
+  );
 
   const unlikely = candidate('00606.494', 2);
-  t.match(judgeWithinWindow(below, window, () => unlikely), {
-    plausibility: 'implausible', chosen: below, windowFit: 0.05,
-    reason: '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
-  });
+  t.match(
+    judgeWithinWindow(below, window, () => unlikely),
+    {
+      plausibility: 'implausible',
+      chosen: below,
+      windowFit: 0.05,
+      reason:
+        '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
+    },
+  );
   const faintBelow = candidate('00500.494', 4);
   const faintInside = candidate('00606.494', MIN_LOCAL_CONFIDENCE);
-  t.match(judgeWithinWindow(faintBelow, window, () => faintInside), { plausibility: 'corrected', chosen: faintInside }, 'at the floor, a reading');
-  t.match(judgeWithinWindow(faintBelow, window, () => candidate('00606.494', MIN_LOCAL_CONFIDENCE - 1)), {
-    plausibility: 'implausible', chosen: faintBelow, windowFit: (MIN_LOCAL_CONFIDENCE - 1) / 4,
-    reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has confidence ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
-  }, 'below the floor the reader would call no reading, nothing inside is probable however well it fits');
-  t.match(judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined), {
-    plausibility: 'implausible', windowFit: 0, reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
-  });
+  t.match(
+    judgeWithinWindow(faintBelow, window, () => faintInside),
+    { plausibility: 'corrected', chosen: faintInside },
+    'at the floor, a reading',
+  );
+  t.match(
+    judgeWithinWindow(faintBelow, window, () => candidate('00606.494', MIN_LOCAL_CONFIDENCE - 1)),
+    {
+      plausibility: 'implausible',
+      chosen: faintBelow,
+      windowFit: (MIN_LOCAL_CONFIDENCE - 1) / 4,
+      reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has confidence ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
+    },
+    'below the floor the reader would call no reading, nothing inside is probable however well it fits',
+  );
+  t.match(
+    judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined),
+    {
+      plausibility: 'implausible',
+      windowFit: 0,
+      reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
+    },
+  );
 });

@@ -1,7 +1,15 @@
 import t from 'tap';
 import {
-  rectifyInto, scaleWindow, sliceWindow, spanOfWindow, turnWindow, windowAroundWheels, windowCorners, windowsFromMask,
-  windowsInscribedIn, type RgbImage,
+  rectifyInto,
+  scaleWindow,
+  sliceWindow,
+  spanOfWindow,
+  turnWindow,
+  windowAroundWheels,
+  windowCorners,
+  windowsFromMask,
+  windowsInscribedIn,
+  type RgbImage,
 } from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
@@ -9,7 +17,8 @@ function rectangleMask(width: number, height: number, cx: number, cy: number, an
   const mask = new Float32Array(width * height);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      const dx = x + 0.5 - cx, dy = y + 0.5 - cy;
+      const dx = x + 0.5 - cx,
+        dy = y + 0.5 - cy;
       const u = dx * Math.cos(angle) + dy * Math.sin(angle);
       const v = -dx * Math.sin(angle) + dy * Math.cos(angle);
       if (Math.abs(u) <= hw && Math.abs(v) <= hh) mask[y * width + x] = 1;
@@ -23,7 +32,16 @@ t.test('an axis-aligned window: centre, extent, reading direction to the right',
   t.same(window.centre, [32, 20]);
   t.same(window.across, [1, 0]);
   t.same([window.halfWidth, window.halfHeight], [12, 3]);
-  t.same(windowCorners(window), [[20, 17], [44, 17], [44, 23], [20, 23]], 'clockwise from top-left');
+  t.same(
+    windowCorners(window),
+    [
+      [20, 17],
+      [44, 17],
+      [44, 23],
+      [20, 23],
+    ],
+    'clockwise from top-left',
+  );
 });
 
 t.test('a tilted window is fitted along its long axis', async (t) => {
@@ -40,15 +58,15 @@ t.test('a vertical window reads downwards until the reader says otherwise', asyn
   t.same(turnWindow(window).across.map(Math.round), [-0, -1]);
 });
 
-t.test('rectangles inscribed in a bounding box: each one\'s bounding box is the box, and a tilted counter is among them', async (t) => {
+t.test("rectangles inscribed in a bounding box: each one's bounding box is the box, and a tilted counter is among them", async (t) => {
   const box = { left: 100, top: 50, width: 300, height: 160 };
   const windows = [...windowsInscribedIn(box, 2.5, 3)];
   t.ok(windows.length > 0);
   for (const window of windows) {
     const corners = windowCorners(window);
     const [xs, ys] = [corners.map(([x]) => x), corners.map(([, y]) => y)];
-    t.ok(Math.abs(Math.min(...xs) - 100) < 1e-6 && Math.abs(Math.max(...xs) - 400) < 1e-6, 'spans the box\'s width');
-    t.ok(Math.abs(Math.min(...ys) - 50) < 1e-6 && Math.abs(Math.max(...ys) - 210) < 1e-6, 'spans the box\'s height');
+    t.ok(Math.abs(Math.min(...xs) - 100) < 1e-6 && Math.abs(Math.max(...xs) - 400) < 1e-6, "spans the box's width");
+    t.ok(Math.abs(Math.min(...ys) - 50) < 1e-6 && Math.abs(Math.max(...ys) - 210) < 1e-6, "spans the box's height");
     t.ok(window.halfWidth >= 2.5 * window.halfHeight, 'at least as elongated as asked');
   }
   // A 250 x 50 counter tilted by 24 degrees has a 248.7 x 147.4 bounding box.
@@ -70,11 +88,25 @@ t.test('the strongest region comes first and specks are dropped; an empty mask f
 
 t.test('rival regions of comparable mass are candidates too, strongest first, at most three', async (t) => {
   const mask = new Float32Array(64 * 64);
-  const rivals = [[32, 8, 12], [32, 24, 10], [32, 40, 8], [32, 56, 6]] as const;
+  const rivals = [
+    [32, 8, 12],
+    [32, 24, 10],
+    [32, 40, 8],
+    [32, 56, 6],
+  ] as const;
   for (const [cx, cy, hw] of rivals) {
-    rectangleMask(64, 64, cx, cy, 0, hw, 2).forEach((p, cell) => { if (p) mask[cell] = p; });
+    rectangleMask(64, 64, cx, cy, 0, hw, 2).forEach((p, cell) => {
+      if (p) mask[cell] = p;
+    });
   }
-  t.same(windowsFromMask(mask, 64, 64).map((window) => window.centre), [[32, 8], [32, 24], [32, 40]]);
+  t.same(
+    windowsFromMask(mask, 64, 64).map((window) => window.centre),
+    [
+      [32, 8],
+      [32, 24],
+      [32, 40],
+    ],
+  );
 });
 
 t.test('scaling moves the window into another pixel frame', async (t) => {
@@ -107,7 +139,15 @@ t.test('outside the photo reads as black', async (t) => {
 t.test('a window cut into equal slices along the counter, left to right as it reads', async (t) => {
   const window = { centre: [50, 20] as [number, number], across: [0, 1] as [number, number], halfWidth: 40, halfHeight: 5 };
   const slices = [0, 1, 2, 3].map((index) => sliceWindow(window, index, 4));
-  t.same(slices.map((slice) => slice.centre), [[50, -10], [50, 10], [50, 30], [50, 50]]);
+  t.same(
+    slices.map((slice) => slice.centre),
+    [
+      [50, -10],
+      [50, 10],
+      [50, 30],
+      [50, 50],
+    ],
+  );
   t.ok(slices.every((slice) => slice.halfWidth === 10 && slice.halfHeight === 5 && slice.across === window.across));
   t.same(sliceWindow(turnWindow(window), 0, 4).centre, [50, 50], 'the first slice of the turned window is the last of the window');
 });
@@ -115,11 +155,19 @@ t.test('a window cut into equal slices along the counter, left to right as it re
 t.test('a window cut to its wheels: half a wheel beyond the first and last wheel centres', async (t) => {
   const window = { centre: [100, 50] as [number, number], across: [1, 0] as [number, number], halfWidth: 100, halfHeight: 10 };
   const cut = windowAroundWheels(window, [-0.6, -0.3, 0, 0.3]);
-  t.same(cut.centre.map((value) => Number(value.toFixed(6))), [85, 50], 'from -0.75 to 0.45 of the half-width');
+  t.same(
+    cut.centre.map((value) => Number(value.toFixed(6))),
+    [85, 50],
+    'from -0.75 to 0.45 of the half-width',
+  );
   t.equal(Number(cut.halfWidth.toFixed(6)), 60);
   t.equal(cut.halfHeight, 10);
   const turned = windowAroundWheels(turnWindow(window), [-0.6, -0.3, 0, 0.3]);
-  t.same(turned.centre.map((value) => Number(value.toFixed(6))), [115, 50], 'measured along the way the counter reads');
+  t.same(
+    turned.centre.map((value) => Number(value.toFixed(6))),
+    [115, 50],
+    'measured along the way the counter reads',
+  );
   t.same(windowAroundWheels(window, [0.2]), window, 'one wheel gives no spacing: the window stays');
   t.same(spanOfWindow(window, -1.2, 1.2).halfWidth, 120, 'a span may reach past the window');
 });

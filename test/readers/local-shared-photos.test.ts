@@ -16,7 +16,8 @@ const LAYOUT: Record<string, RegExp> = { toloka: /^\d{5}\.\d{3}$/, bdci2020: /^\
 t.test('reads real validation photos', { skip: !existsSync(DATASETS) && `no datasets at ${DATASETS}` }, async (t) => {
   const reader = await createLocalReader(loadConfig({}));
   if (!reader) throw new Error('no local model weights in models/ (they ship with the repository)');
-  let exact = 0, read = 0;
+  let exact = 0,
+    read = 0;
   for (const dataset of Object.keys(LAYOUT)) {
     const only = await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${dataset}-val.txt`));
     const photos = (await loadLabelledPhotos(path.join(DATASETS, dataset), only)).slice(0, PHOTOS_PER_DATASET);

@@ -26,13 +26,20 @@ interface Drawn {
  * counter's frame also holds a maker's letter left of the wheels.
  */
 async function drawMeter(wholeUnits: string, fraction: string, { scale = 1, logo = false } = {}): Promise<Drawn> {
-  const wheelWidth = 34, wheelHeight = 52, left = 350 - (wholeUnits.length + fraction.length) * wheelWidth / 2, top = 200;
-  const wheels = [...wholeUnits + fraction].map((digit, i) => {
-    const x = left + i * wheelWidth;
-    const fill = i < wholeUnits.length ? '#111' : '#b00';
-    return `<rect x="${x + 2}" y="${top + 4}" width="${wheelWidth - 4}" height="${wheelHeight - 8}" fill="${fill}"/>` +
-      `<text x="${x + wheelWidth / 2}" y="${top + 40}" font-family="DejaVu Sans" font-size="34" fill="#f4f4f4" text-anchor="middle">${digit}</text>`;
-  }).join('');
+  const wheelWidth = 34,
+    wheelHeight = 52,
+    left = 350 - ((wholeUnits.length + fraction.length) * wheelWidth) / 2,
+    top = 200;
+  const wheels = [...(wholeUnits + fraction)]
+    .map((digit, i) => {
+      const x = left + i * wheelWidth;
+      const fill = i < wholeUnits.length ? '#111' : '#b00';
+      return (
+        `<rect x="${x + 2}" y="${top + 4}" width="${wheelWidth - 4}" height="${wheelHeight - 8}" fill="${fill}"/>` +
+        `<text x="${x + wheelWidth / 2}" y="${top + 40}" font-family="DejaVu Sans" font-size="34" fill="#f4f4f4" text-anchor="middle">${digit}</text>`
+      );
+    })
+    .join('');
   const width = (wholeUnits.length + fraction.length) * wheelWidth;
   const frameLeft = left - 6 - (logo ? 60 : 0);
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${700 * scale}" height="${500 * scale}" viewBox="0 0 700 500">
@@ -72,7 +79,8 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       t.equal(result.model, 'local-crnn-v6');
       t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
       t.equal(result.counterBox?.length, 4);
-      const xs = result.counterBox!.map(([x]) => x), ys = result.counterBox!.map(([, y]) => y);
+      const xs = result.counterBox!.map(([x]) => x),
+        ys = result.counterBox!.map(([, y]) => y);
       const centre = [(Math.min(...xs) + Math.max(...xs)) / 2, (Math.min(...ys) + Math.max(...ys)) / 2];
       t.ok(Math.abs(centre[0]! - (counter.left + counter.width / 2)) < counter.width / 4, `box centre x at scale ${scale}`);
       t.ok(Math.abs(centre[1]! - (counter.top + counter.height / 2)) < counter.height, `box centre y at scale ${scale}`);
@@ -100,7 +108,7 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     }
   });
 
-  t.test('the counter box spans the wheels, not a logo beside them in the counter\'s frame', async (t) => {
+  t.test("the counter box spans the wheels, not a logo beside them in the counter's frame", async (t) => {
     for (const logo of [false, true]) {
       const { image, wheels } = await drawMeter('00758', '407', { logo });
       const result = await reader.read(image, signal());
@@ -130,6 +138,9 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     const oneByOne = [];
     for (const { image } of photos) oneByOne.push((await reader.read(image, signal())).reading);
     const together = await Promise.all(photos.map(({ image }) => reader.read(image, signal())));
-    t.same(together.map((r) => r.reading), oneByOne);
+    t.same(
+      together.map((r) => r.reading),
+      oneByOne,
+    );
   });
 });

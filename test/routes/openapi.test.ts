@@ -30,8 +30,15 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   const document: any = await documentResponse.json();
   t.equal(document.openapi, '3.1.0');
   t.same(Object.keys(document.paths).sort(), [
-    '/api/meter-reading', '/api/meter-reading/sync', '/api/meter-reading/{reference_id}', '/api/meter-reading/{reference_id}/correction',
-    '/api/meter-readings', '/api/meters/{meter_id}', '/api/meters/{meter_id}/readings', '/healthz', '/readyz',
+    '/api/meter-reading',
+    '/api/meter-reading/sync',
+    '/api/meter-reading/{reference_id}',
+    '/api/meter-reading/{reference_id}/correction',
+    '/api/meter-readings',
+    '/api/meters/{meter_id}',
+    '/api/meters/{meter_id}/readings',
+    '/healthz',
+    '/readyz',
   ]);
   t.same(Object.keys(document.webhooks).sort(), [...TEST_EVENT_KINDS].sort(), 'every event an endpoint can receive');
   t.match(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
@@ -39,14 +46,22 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     required: ['image'],
     properties: { image: { format: 'binary' }, meter_id: {}, previous_reading: {}, previous_read_at: {} },
   });
-  t.match(document.paths['/api/meter-reading/{reference_id}/correction'].post.requestBody.content['application/json'].schema, {
-    required: ['reading'],
-  }, 'a body the route checks itself is documented');
-  t.match(document.paths['/api/meters/{meter_id}/readings'].get.parameters, [
-    { in: 'query', name: 'limit', schema: { type: 'integer', maximum: 100 } },
-    { in: 'query', name: 'cursor' },
-    { in: 'path', name: 'meter_id', schema: { pattern: String } },
-  ], 'so are a query and a path parameter the route checks itself');
+  t.match(
+    document.paths['/api/meter-reading/{reference_id}/correction'].post.requestBody.content['application/json'].schema,
+    {
+      required: ['reading'],
+    },
+    'a body the route checks itself is documented',
+  );
+  t.match(
+    document.paths['/api/meters/{meter_id}/readings'].get.parameters,
+    [
+      { in: 'query', name: 'limit', schema: { type: 'integer', maximum: 100 } },
+      { in: 'query', name: 'cursor' },
+      { in: 'path', name: 'meter_id', schema: { pattern: String } },
+    ],
+    'so are a query and a path parameter the route checks itself',
+  );
 
   const exchanges: Exchange[] = [];
   async function call(method: string, operation: string, path: string, init: RequestInit = {}): Promise<Exchange> {
@@ -93,7 +108,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   const meterPath = `/api/meters/${encodeURIComponent('SN/4711')}`;
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 6 }));
   const metered = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo, { meter_id: 'SN/4711' }) });
-  await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo, { meter_id: 'SN/4711', previous_reading: '3000' }) });
+  await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', {
+    headers: auth,
+    body: upload(photo, { meter_id: 'SN/4711', previous_reading: '3000' }),
+  });
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: null }));
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 0 }));
   await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"max_flow' });
@@ -101,7 +119,12 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   const correctionPath = `/api/meter-reading/${referenceOf(metered)}/correction`;
   await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: '02390.300' }));
   await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: 'twelve' }));
-  await call('POST', '/api/meter-reading/{reference_id}/correction', '/api/meter-reading/00000000-0000-4000-8000-000000000000/correction', json({ reading: '1' }));
+  await call(
+    'POST',
+    '/api/meter-reading/{reference_id}/correction',
+    '/api/meter-reading/00000000-0000-4000-8000-000000000000/correction',
+    json({ reading: '1' }),
+  );
   // The worker may already have failed it: back to processing means no outcome yet.
   await service.db
     .updateTable('meters')
@@ -110,7 +133,9 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     .execute();
   await call('POST', '/api/meter-reading/{reference_id}/correction', `/api/meter-reading/${referenceOf(accepted)}/correction`, json({ reading: '1' }));
   const firstPage = await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1`, { headers: auth });
-  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${(firstPage.body as { next_cursor: string }).next_cursor}`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${(firstPage.body as { next_cursor: string }).next_cursor}`, {
+    headers: auth,
+  });
   await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=0`, { headers: auth });
   await call('GET', '/api/meters/{meter_id}/readings', '/api/meters/unknown/readings', { headers: auth });
   await call('GET', '/healthz', '/healthz');
@@ -128,7 +153,9 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
       t.fail(`${name} is not in the document`);
       continue;
     }
-    const validate = ajv.getSchema(`openapi.json#/${pointer('paths', exchange.operation, exchange.method, 'responses', String(exchange.status), 'content', 'application/json', 'schema')}`);
+    const validate = ajv.getSchema(
+      `openapi.json#/${pointer('paths', exchange.operation, exchange.method, 'responses', String(exchange.status), 'content', 'application/json', 'schema')}`,
+    );
     t.ok(validate?.(exchange.body), name, { errors: validate?.errors, body: exchange.body });
     for (const header of Object.keys(declared.headers ?? {})) {
       if (header === 'idempotent-replayed') continue; // only on replays
@@ -137,16 +164,35 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   }
   const statuses = new Set(exchanges.map((exchange) => `${exchange.method} ${exchange.operation} ${exchange.status}`));
   for (const expected of [
-    'get /api/meters/{meter_id}/readings 200', 'get /api/meters/{meter_id}/readings 404', 'get /api/meters/{meter_id}/readings 422',
-    'patch /api/meters/{meter_id} 200', 'patch /api/meters/{meter_id} 400', 'patch /api/meters/{meter_id} 415', 'patch /api/meters/{meter_id} 422',
-    'post /api/meter-reading/{reference_id}/correction 200', 'post /api/meter-reading/{reference_id}/correction 404',
-    'post /api/meter-reading/{reference_id}/correction 409', 'post /api/meter-reading/{reference_id}/correction 422',
-    'post /api/meter-reading 202', 'post /api/meter-reading 422', 'post /api/meter-reading/sync 200', 'post /api/meter-reading/sync 422', 'post /api/meter-reading/sync 503', 'get /api/meter-reading/{reference_id} 200', 'get /api/meter-reading/{reference_id} 404', 'get /api/meter-readings 200', 'get /api/meter-readings 422']) {
+    'get /api/meters/{meter_id}/readings 200',
+    'get /api/meters/{meter_id}/readings 404',
+    'get /api/meters/{meter_id}/readings 422',
+    'patch /api/meters/{meter_id} 200',
+    'patch /api/meters/{meter_id} 400',
+    'patch /api/meters/{meter_id} 415',
+    'patch /api/meters/{meter_id} 422',
+    'post /api/meter-reading/{reference_id}/correction 200',
+    'post /api/meter-reading/{reference_id}/correction 404',
+    'post /api/meter-reading/{reference_id}/correction 409',
+    'post /api/meter-reading/{reference_id}/correction 422',
+    'post /api/meter-reading 202',
+    'post /api/meter-reading 422',
+    'post /api/meter-reading/sync 200',
+    'post /api/meter-reading/sync 422',
+    'post /api/meter-reading/sync 503',
+    'get /api/meter-reading/{reference_id} 200',
+    'get /api/meter-reading/{reference_id} 404',
+    'get /api/meter-readings 200',
+    'get /api/meter-readings 422',
+  ]) {
     t.ok(statuses.has(expected), `exercised ${expected}`);
   }
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const method of Object.keys(operations as object)) {
-      t.ok(exchanges.some((exchange) => exchange.operation === path && exchange.method === method && exchange.status < 300), `a successful ${method} ${path} was checked`);
+      t.ok(
+        exchanges.some((exchange) => exchange.operation === path && exchange.method === method && exchange.status < 300),
+        `a successful ${method} ${path} was checked`,
+      );
     }
   }
 

@@ -93,9 +93,18 @@ t.test("refuses this host's own interface addresses, whatever their range", asyn
 
 t.test('assertPublicUrl refuses literal private hosts and names that resolve to them', async (t) => {
   for (const url of [
-    'http://127.0.0.1/hook', 'https://10.0.0.7/', 'http://169.254.169.254/latest', 'http://[::1]:8080/',
-    'http://[fc00::1]/', 'http://[::ffff:127.0.0.1]/', 'http://2130706433/', 'http://localhost:3000/hook',
-    'http://[::127.0.0.1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::1]/', 'http://192.0.2.2/',
+    'http://127.0.0.1/hook',
+    'https://10.0.0.7/',
+    'http://169.254.169.254/latest',
+    'http://[::1]:8080/',
+    'http://[fc00::1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://2130706433/',
+    'http://localhost:3000/hook',
+    'http://[::127.0.0.1]/',
+    'http://[64:ff9b::7f00:1]/',
+    'http://[2002:7f00:1::1]/',
+    'http://192.0.2.2/',
   ]) {
     await t.rejects(assertPublicUrl(url), /Refused to connect to .*non-public address/, url);
   }

@@ -119,7 +119,10 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
   await addEndpoint('/notify/other-account', { account: otherAccount });
 
   const deliveries = await notifyCommitted(outcome);
-  t.same(deliveries.map((row) => row.endpoint_id), [all.id, completedOnly.id]);
+  t.same(
+    deliveries.map((row) => row.endpoint_id),
+    [all.id, completedOnly.id],
+  );
   t.equal(new Set(deliveries.map((row) => row.event_id)).size, 1, 'one event id for the event, whatever the endpoint');
   t.match(deliveries[0].event_id, /^msg_/);
   t.equal(deliveries[0].payload_text, deliveries[1].payload_text);
@@ -145,7 +148,11 @@ t.test('a failed reading is announced with its error; a rolled-back transaction 
   await addEndpoint('/notify/failures', { events: ['reading.failed'] });
   const meter = await newMeter();
   const failed: MeterOutcome = {
-    status: 'failed', meterId: meter.id, accountId, referenceId: meter.reference_id, error: { code: 'unreadable', message: 'No digits' },
+    status: 'failed',
+    meterId: meter.id,
+    accountId,
+    referenceId: meter.reference_id,
+    error: { code: 'unreadable', message: 'No digits' },
   };
   await t.rejects(
     db.transaction().execute(async (tx) => {
@@ -155,7 +162,9 @@ t.test('a failed reading is announced with its error; a rolled-back transaction 
     /recording the outcome failed/,
   );
   t.same(await deliveriesOf(meter.id), [], 'no delivery rows');
-  const { rows } = await sql<{ count: string }>`SELECT count(*) FROM pgboss.job WHERE name = 'deliver-webhook' AND data->>'deliveryId' NOT IN (SELECT id::text FROM webhook_deliveries)`.execute(db);
+  const { rows } = await sql<{
+    count: string;
+  }>`SELECT count(*) FROM pgboss.job WHERE name = 'deliver-webhook' AND data->>'deliveryId' NOT IN (SELECT id::text FROM webhook_deliveries)`.execute(db);
   t.equal(rows[0].count, '0', 'no jobs for deliveries that do not exist');
 
   const [row] = await notifyCommitted(failed);
@@ -187,7 +196,12 @@ t.test('a 500 is recorded and retried on the schedule with the same webhook-id',
   const [row] = await notifyCommitted(await completedOutcome());
 
   await deliverWebhook(deps, row.id);
-  t.match(await delivery(row.id), { status: 'pending', attempt_count: 1, last_status_code: 500, last_error: 'The receiver answered HTTP 500 Internal Server Error' });
+  t.match(await delivery(row.id), {
+    status: 'pending',
+    attempt_count: 1,
+    last_status_code: 500,
+    last_error: 'The receiver answered HTTP 500 Internal Server Error',
+  });
   t.match(await attempts(row.id), [{ attempt: 1, status_code: 500, error: /HTTP 500/ }]);
   const delay = await scheduledDelaySeconds(row.id);
   t.ok(delay >= WEBHOOK_RETRY_DELAYS_SECONDS[0] && delay < WEBHOOK_RETRY_DELAYS_SECONDS[0] + 5, `next attempt ${delay} s after the first`);
@@ -201,7 +215,10 @@ t.test('a 500 is recorded and retried on the schedule with the same webhook-id',
   t.equal(second.body, first.body);
   t.same(new Webhook(endpoint.secret).verify(second.body, second.headers as Record<string, string>), JSON.parse(row.payload_text));
   t.match(await delivery(row.id), { status: 'delivered', attempt_count: 2, last_status_code: 204, last_error: null });
-  t.same((await attempts(row.id)).map((attempt) => attempt.status_code), [500, 204]);
+  t.same(
+    (await attempts(row.id)).map((attempt) => attempt.status_code),
+    [500, 204],
+  );
 });
 
 t.test('a Retry-After longer than the step is honoured, as seconds or as an HTTP-date', async (t) => {
@@ -277,7 +294,11 @@ t.test('without WEBHOOK_ALLOW_PRIVATE, a delivery to a private address is refuse
     await notifyCommitted(outcome);
     const [row] = (await deliveriesOf(outcome.meterId)).filter((candidate) => candidate.endpoint_id === endpoint.id);
     await deliverWebhook(strict, row.id);
-    t.match(await delivery(row.id), { status: 'pending', attempt_count: 1, last_status_code: null, last_error: /^Refused to connect to .*non-public address/ }, url);
+    t.match(
+      await delivery(row.id),
+      { status: 'pending', attempt_count: 1, last_status_code: null, last_error: /^Refused to connect to .*non-public address/ },
+      url,
+    );
     t.match(await attempts(row.id), [{ attempt: 1, error: /Refused/ }]);
   }
   t.equal(requestsTo('/deliver/private').length, 0, 'no request reached the receiver');

@@ -17,10 +17,17 @@ t.test("a receiver that never answers does not delay another account's webhooks"
   const other = await addWebhookEndpoint(service.db, service.config, { accountId: otherAccount.accountId, url: `${receiver.url}/other` });
 
   for (let i = 0; i < slowEvents; i++) await sendTestEvent(service.db, service.boss, slowAccount.accountId, String(slow.id));
-  await waitFor(async () => receiver.requestsTo('/slow').length, (count) => count > 0);
+  await waitFor(
+    async () => receiver.requestsTo('/slow').length,
+    (count) => count > 0,
+  );
   const sentAt = Date.now();
   await sendTestEvent(service.db, service.boss, otherAccount.accountId, String(other.id));
-  const [delivered] = await waitFor(async () => receiver.requestsTo('/other'), (requests) => requests.length > 0, 60_000);
+  const [delivered] = await waitFor(
+    async () => receiver.requestsTo('/other'),
+    (requests) => requests.length > 0,
+    60_000,
+  );
 
   const delayMs = delivered.receivedAt - sentAt;
   t.ok(delayMs < 1000, `the other account's webhook arrived ${delayMs} ms after it was sent`);

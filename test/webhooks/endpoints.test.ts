@@ -1,12 +1,7 @@
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { createDatabase } from '../../src/db/database.ts';
-import {
-  addWebhookEndpoint,
-  listWebhookEndpoints,
-  rotateWebhookSecret,
-  setWebhookEndpointEnabled,
-} from '../../src/webhooks/endpoints.ts';
+import { addWebhookEndpoint, listWebhookEndpoints, rotateWebhookSecret, setWebhookEndpointEnabled } from '../../src/webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
@@ -21,8 +16,13 @@ const otherAccountId = await newAccount('Other');
 
 t.test('endpoints on private addresses are refused unless WEBHOOK_ALLOW_PRIVATE=1', async (t) => {
   for (const url of [
-    'http://127.0.0.1/hook', 'http://10.0.0.5/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/hook',
-    'http://localhost:8080/hook', 'http://[fc00::1]/hook', 'http://[::ffff:10.0.0.5]/hook',
+    'http://127.0.0.1/hook',
+    'http://10.0.0.5/hook',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[::1]/hook',
+    'http://localhost:8080/hook',
+    'http://[fc00::1]/hook',
+    'http://[::ffff:10.0.0.5]/hook',
   ]) {
     await t.rejects(addWebhookEndpoint(db, config, { accountId, url }), { name: 'DomainError', kind: 'invalid', message: /non-public address/ }, url);
   }
@@ -54,7 +54,10 @@ t.test('an endpoint is added, listed without its secret, disabled, enabled and g
       { id: defaults.id, url: 'https://1.1.1.1/hook', events: ['reading.completed', 'reading.failed'], enabled: true },
     ],
   );
-  t.notOk(listed.some((endpoint) => 'secret' in endpoint), 'the secret is shown only when created or rotated');
+  t.notOk(
+    listed.some((endpoint) => 'secret' in endpoint),
+    'the secret is shown only when created or rotated',
+  );
 
   await setWebhookEndpointEnabled(db, accountId, added.id, false);
   t.match((await listWebhookEndpoints(db, accountId))[0], { enabled: false, disabled_reason: 'Disabled by the account' });
@@ -78,7 +81,7 @@ t.test("another account's endpoint, or an id that is no id, is not found", async
   t.notOk((await listWebhookEndpoints(db, otherAccountId)).some((endpoint) => endpoint.id === id));
 });
 
-t.test('the events column\'s default in sql/ is DEFAULT_WEBHOOK_EVENTS, for rows written without the domain code', async (t) => {
+t.test("the events column's default in sql/ is DEFAULT_WEBHOOK_EVENTS, for rows written without the domain code", async (t) => {
   const row = await db
     .insertInto('webhook_endpoints')
     .values({ account_id: otherAccountId, url: 'https://8.8.8.8/sql-default', secret: 'whsec_sql' })

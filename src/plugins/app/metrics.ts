@@ -27,7 +27,9 @@ export default fp(async (app: FastifyInstance, options: { db: Db; token: string 
 function authorizeScrape(request: FastifyRequest, token: string | undefined): void {
   if (token === undefined) {
     if (!LOOPBACK.test(request.ip)) {
-      throw new DomainError('refused', 'authorization', 'Metrics are served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere', { status: 403 });
+      throw new DomainError('refused', 'authorization', 'Metrics are served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere', {
+        status: 403,
+      });
     }
     return;
   }

@@ -45,9 +45,7 @@ export function decodeCtc(probabilities: Float32Array, steps: number, classes: n
  * The most probable CTC path whose text fits `layout` (Viterbi over the layout's slots: each slot is one run of
  * a character, blanks may come between and around runs and must separate equal neighbours).
  */
-export function decodeInLayout(
-  probabilities: Float32Array, steps: number, classes: number, layout: string,
-): DecodedStrip & { logProbability: number } {
+export function decodeInLayout(probabilities: Float32Array, steps: number, classes: number, layout: string): DecodedStrip & { logProbability: number } {
   const slots = [...layout].map((kind) => (kind === '.' ? [POINT] : DIGITS));
   const slotCount = slots.length;
   // State ids: `j` = blank after j slots (0..slotCount); slotCount + 1 + k * classes + c = slot k showing class c.
@@ -64,10 +62,14 @@ export function decodeInLayout(
     next.fill(-Infinity);
     const offset = step * stateCount;
     for (let blank = 0; blank <= slotCount; blank++) {
-      let best = score[blank]!, from = blank;
+      let best = score[blank]!,
+        from = blank;
       if (blank > 0) {
         for (const symbol of slots[blank - 1]!) {
-          if (score[charState(blank - 1, symbol)]! > best) { best = score[charState(blank - 1, symbol)]!; from = charState(blank - 1, symbol); }
+          if (score[charState(blank - 1, symbol)]! > best) {
+            best = score[charState(blank - 1, symbol)]!;
+            from = charState(blank - 1, symbol);
+          }
         }
       }
       next[blank] = best + logAt(step, BLANK);
@@ -76,8 +78,12 @@ export function decodeInLayout(
     for (let slot = 0; slot < slotCount; slot++) {
       for (const symbol of slots[slot]!) {
         const state = charState(slot, symbol);
-        let best = score[state]!, from = state;
-        if (score[slot]! > best) { best = score[slot]!; from = slot; }
+        let best = score[state]!,
+          from = state;
+        if (score[slot]! > best) {
+          best = score[slot]!;
+          from = slot;
+        }
         if (slot > 0) {
           for (const previous of slots[slot - 1]!) {
             if (previous !== symbol && score[charState(slot - 1, previous)]! > best) {
@@ -136,12 +142,12 @@ export function combineReadings(readings: LayoutReading[], wheelVotes: number[][
   const wholeWheels = shape.split('.')[0]!.length;
 
   const digitDistributions = Array.from({ length: wheelCount }, (_, wheel) => {
-    const wheelReaderWeight = !wheelReaderVotes ? 0
-      : wheel < wholeWheels ? WHEEL_READER_WEIGHT.wholeUnits : WHEEL_READER_WEIGHT.fractional;
-    return DIGITS.map((_, digit) => (
-      agreeing.reduce((sum, reading) => sum + reading.digitDistributions[wheel]![digit]!, 0) +
-      wheelReaderWeight * (wheelVotes[wheel]?.[digit] ?? 0)
-    ) / (readings.length + wheelReaderWeight));
+    const wheelReaderWeight = !wheelReaderVotes ? 0 : wheel < wholeWheels ? WHEEL_READER_WEIGHT.wholeUnits : WHEEL_READER_WEIGHT.fractional;
+    return DIGITS.map(
+      (_, digit) =>
+        (agreeing.reduce((sum, reading) => sum + reading.digitDistributions[wheel]![digit]!, 0) + wheelReaderWeight * (wheelVotes[wheel]?.[digit] ?? 0)) /
+        (readings.length + wheelReaderWeight),
+    );
   });
   const digits = digitDistributions.map(mostProbableDigit);
   let wheel = 0;
@@ -201,9 +207,7 @@ const READING = /^\d+(\.\d+)?$/;
  * that every digit (and the point) is right, taking them as independent, times how sure the model is of the
  * orientation and of the layout. Undefined when the text is not a number.
  */
-export function formatReading(
-  strip: Omit<LayoutReading, 'digitDistributions'>, orientationProbability: number,
-): FormattedReading | undefined {
+export function formatReading(strip: Omit<LayoutReading, 'digitDistributions'>, orientationProbability: number): FormattedReading | undefined {
   if (!READING.test(strip.text)) return undefined;
   const allRight = [...strip.digitProbabilities, strip.pointProbability ?? 1].reduce((product, p) => product * p, 1);
   return {
@@ -215,7 +219,10 @@ export function formatReading(
 }
 
 /** Readings in units of the last wheel, both ends included. */
-export interface WheelRange { low: number; high: number }
+export interface WheelRange {
+  low: number;
+  high: number;
+}
 
 /**
  * The most probable digits for the wheels (each wheel's probabilities of 0–9) whose number, in units of the last
@@ -244,7 +251,8 @@ export function mostProbableInRange(distributions: number[][], range: WheelRange
     score.forEach((prefix, state) => {
       if (prefix === -Infinity) return;
       const carry = CARRIES[state >> 2]!;
-      const onLow = (state & 1) !== 0, onHigh = (state & 2) !== 0;
+      const onLow = (state & 1) !== 0,
+        onHigh = (state & 2) !== 0;
       const carried = carry !== 'none' && seen === CARRY_FROM[carry] ? CARRY_TO[carry] : undefined;
       for (let digit = onLow ? lowDigits[wheel]! : 0; digit <= (onHigh ? highDigits[wheel]! : 9); digit++) {
         if (carried !== undefined && digit !== carried) continue;

@@ -29,7 +29,9 @@ export function windowsFromMask(probabilities: Float32Array, width: number, heig
 }
 
 function fitWindow(region: number[], probabilities: Float32Array, width: number): Window {
-  let mass = 0, meanX = 0, meanY = 0;
+  let mass = 0,
+    meanX = 0,
+    meanY = 0;
   for (const cell of region) {
     const p = probabilities[cell]!;
     mass += p;
@@ -38,7 +40,9 @@ function fitWindow(region: number[], probabilities: Float32Array, width: number)
   }
   meanX /= mass;
   meanY /= mass;
-  let xx = 0, xy = 0, yy = 0;
+  let xx = 0,
+    xy = 0,
+    yy = 0;
   for (const cell of region) {
     const p = probabilities[cell]!;
     const dx = (cell % width) + 0.5 - meanX;
@@ -51,17 +55,23 @@ function fitWindow(region: number[], probabilities: Float32Array, width: number)
   let across: Point = [Math.cos(angle), Math.sin(angle)];
   if (across[0] < -1e-9 || (Math.abs(across[0]) <= 1e-9 && across[1] < 0)) across = [-across[0], -across[1]];
   const down: Point = [-across[1], across[0]];
-  let minU = Infinity, maxU = -Infinity, minV = Infinity, maxV = -Infinity;
+  let minU = Infinity,
+    maxU = -Infinity,
+    minV = Infinity,
+    maxV = -Infinity;
   for (const cell of region) {
     const dx = (cell % width) + 0.5 - meanX;
     const dy = Math.floor(cell / width) + 0.5 - meanY;
     const u = dx * across[0] + dy * across[1];
     const v = dx * down[0] + dy * down[1];
-    minU = Math.min(minU, u); maxU = Math.max(maxU, u);
-    minV = Math.min(minV, v); maxV = Math.max(maxV, v);
+    minU = Math.min(minU, u);
+    maxU = Math.max(maxU, u);
+    minV = Math.min(minV, v);
+    maxV = Math.max(maxV, v);
   }
   // Cell centres span one cell less than the cells themselves.
-  const centreU = (minU + maxU) / 2, centreV = (minV + maxV) / 2;
+  const centreU = (minU + maxU) / 2,
+    centreV = (minV + maxV) / 2;
   return {
     centre: [meanX + centreU * across[0] + centreV * down[0], meanY + centreU * across[1] + centreV * down[1]],
     across,
@@ -82,8 +92,14 @@ function regionsAboveThreshold(probabilities: Float32Array, width: number, heigh
     for (let i = 0; i < cells.length; i++) {
       const cell = cells[i]!;
       mass += probabilities[cell]!;
-      const x = cell % width, y = Math.floor(cell / width);
-      for (const [nx, ny] of [[x - 1, y], [x + 1, y], [x, y - 1], [x, y + 1]] as const) {
+      const x = cell % width,
+        y = Math.floor(cell / width);
+      for (const [nx, ny] of [
+        [x - 1, y],
+        [x + 1, y],
+        [x, y - 1],
+        [x, y + 1],
+      ] as const) {
         if (nx < 0 || ny < 0 || nx >= width || ny >= height) continue;
         const next = ny * width + nx;
         if (seen[next] || probabilities[next]! < MASK_THRESHOLD) continue;
@@ -147,7 +163,9 @@ export function windowAroundWheels(window: Window, wheelCentres: number[]): Wind
  * height. A tilted counter labelled only with its bounding box lies along one of them.
  */
 export function* windowsInscribedIn(
-  box: { left: number; top: number; width: number; height: number }, minAspect: number, angleStep: number,
+  box: { left: number; top: number; width: number; height: number },
+  minAspect: number,
+  angleStep: number,
 ): Generator<Window> {
   for (let degrees = -90 + angleStep; degrees < 90; degrees += angleStep) {
     const angle = (degrees * Math.PI) / 180;
@@ -188,8 +206,14 @@ export interface RgbImage {
  * [-0.5, 0.5] (the reader's input layout), written into `out` at `offset`. Outside the photo reads as black.
  */
 export function rectifyInto(
-  image: RgbImage, window: Window, marginX: number, marginY: number,
-  width: number, height: number, out: Float32Array, offset: number,
+  image: RgbImage,
+  window: Window,
+  marginX: number,
+  marginY: number,
+  width: number,
+  height: number,
+  out: Float32Array,
+  offset: number,
 ): void {
   const halfWidth = window.halfWidth * (1 + 2 * marginX);
   const halfHeight = window.halfHeight * (1 + 2 * marginY);
@@ -197,18 +221,22 @@ export function rectifyInto(
   const [dx, dy] = [-ay, ax];
   const plane = width * height;
   for (let row = 0; row < height; row++) {
-    const v = ((row + 0.5) / height * 2 - 1) * halfHeight;
+    const v = (((row + 0.5) / height) * 2 - 1) * halfHeight;
     for (let column = 0; column < width; column++) {
-      const u = ((column + 0.5) / width * 2 - 1) * halfWidth;
+      const u = (((column + 0.5) / width) * 2 - 1) * halfWidth;
       const x = window.centre[0] + u * ax + v * dx - 0.5;
       const y = window.centre[1] + u * ay + v * dy - 0.5;
-      const x0 = Math.floor(x), y0 = Math.floor(y);
-      const fx = x - x0, fy = y - y0;
+      const x0 = Math.floor(x),
+        y0 = Math.floor(y);
+      const fx = x - x0,
+        fy = y - y0;
       const target = offset + row * width + column;
       for (let channel = 0; channel < 3; channel++) {
         const value =
-          pixel(image, x0, y0, channel) * (1 - fx) * (1 - fy) + pixel(image, x0 + 1, y0, channel) * fx * (1 - fy) +
-          pixel(image, x0, y0 + 1, channel) * (1 - fx) * fy + pixel(image, x0 + 1, y0 + 1, channel) * fx * fy;
+          pixel(image, x0, y0, channel) * (1 - fx) * (1 - fy) +
+          pixel(image, x0 + 1, y0, channel) * fx * (1 - fy) +
+          pixel(image, x0, y0 + 1, channel) * (1 - fx) * fy +
+          pixel(image, x0 + 1, y0 + 1, channel) * fx * fy;
         out[target + channel * plane] = value / 255 - 0.5;
       }
     }

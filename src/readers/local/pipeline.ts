@@ -3,18 +3,41 @@ import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { implausible, outsideWindowReason } from '../plausibility.ts';
 import { ReaderError, clampConfidence, type MeterReading, type PlausibilityWindow } from '../reader.ts';
-import {
-  combineReadings, formatReading, mostProbableDigit, readInLayouts, readWithinValues, type FormattedReading, type LayoutReading,
-} from './decode.ts';
+import { combineReadings, formatReading, mostProbableDigit, readInLayouts, readWithinValues, type FormattedReading, type LayoutReading } from './decode.ts';
 import { layoutOf, shareOf, type ConfidenceEvidence } from './confidence.ts';
 import {
-  rectifyInto, scaleWindow, sliceWindow, turnWindow, windowAroundWheels, windowCorners, windowsFromMask,
-  type Point, type RgbImage, type Window,
+  rectifyInto,
+  scaleWindow,
+  sliceWindow,
+  turnWindow,
+  windowAroundWheels,
+  windowCorners,
+  windowsFromMask,
+  type Point,
+  type RgbImage,
+  type Window,
 } from './geometry.ts';
 import {
-  ALIGNED_READER_FILE, ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_STRIDE, MIN_LOCAL_CONFIDENCE,
-  MODEL_NAME, READER_FILES, STRIP_HEIGHT, STRIP_MARGIN_X, STRIP_MARGIN_Y, STRIP_MARGINS_Y, STRIP_WIDTH,
-  WHEEL_COUNT, WHEEL_HEIGHT, WHEEL_MARGIN, WHEEL_READER_FILE, WHEEL_WIDTH, WORKING_LONG_SIDE,
+  ALIGNED_READER_FILE,
+  ALPHABET,
+  IMPLAUSIBLE_BELOW_WINDOW_FIT,
+  LOCALISER_FILES,
+  LOCALISER_INPUT,
+  LOCALISER_STRIDE,
+  MIN_LOCAL_CONFIDENCE,
+  MODEL_NAME,
+  READER_FILES,
+  STRIP_HEIGHT,
+  STRIP_MARGIN_X,
+  STRIP_MARGIN_Y,
+  STRIP_MARGINS_Y,
+  STRIP_WIDTH,
+  WHEEL_COUNT,
+  WHEEL_HEIGHT,
+  WHEEL_MARGIN,
+  WHEEL_READER_FILE,
+  WHEEL_WIDTH,
+  WORKING_LONG_SIDE,
 } from './spec.ts';
 
 export const MODEL_FILES = [...LOCALISER_FILES, WHEEL_READER_FILE, ...READER_FILES];
@@ -39,7 +62,9 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
  */
 export function loadSessions(modelDir: string, files: string[], threads: number): Promise<ort.InferenceSession[]> {
   const options: ort.InferenceSession.SessionOptions = {
-    intraOpNumThreads: threads, interOpNumThreads: 1, extra: { session: { intra_op: { allow_spinning: '0' } } },
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
   };
   return Promise.all(files.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
 }
@@ -56,7 +81,7 @@ export type WindowReaders = Omit<Sessions, 'localisers' | 'wheelReader'> & { whe
 async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, window?: PlausibilityWindow): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
   const candidates: Window[] = [];
-  for (const localiser of localisers) candidates.push(...await localise(localiser, photo));
+  for (const localiser of localisers) candidates.push(...(await localise(localiser, photo)));
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
   // Every window-like region each localiser sees is read, cut to its wheels, and the readers decide: the window
@@ -115,7 +140,9 @@ export type WindowVerdict<T> =
  * standing, with the reason.
  */
 export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
-  free: T, window: PlausibilityWindow, readInside: () => T | undefined,
+  free: T,
+  window: PlausibilityWindow,
+  readInside: () => T | undefined,
 ): WindowVerdict<T> {
   const outside = outsideWindowReason(free.formatted, window);
   if (!outside) return { plausibility: 'ok', chosen: free };
@@ -125,9 +152,11 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
   const fits = windowFit >= IMPLAUSIBLE_BELOW_WINDOW_FIT;
   if (inside && fits && insideConfidence >= MIN_LOCAL_CONFIDENCE) return { plausibility: 'corrected', chosen: inside, windowFit };
   const mostProbableInside = `; the most probable reading inside the window, ${inside?.formatted.reading},`;
-  const improbable = !inside ? ''
-    : !fits ? `${mostProbableInside} is ${Math.round(1 / windowFit)} times less probable`
-    : `${mostProbableInside} has confidence ${insideConfidence}, too low to be a reading`;
+  const improbable = !inside
+    ? ''
+    : !fits
+      ? `${mostProbableInside} is ${Math.round(1 / windowFit)} times less probable`
+      : `${mostProbableInside} has confidence ${insideConfidence}, too low to be a reading`;
   return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
 }
 
@@ -171,13 +200,16 @@ export interface OrientedWindow {
  */
 export async function orientWindow(stripReaders: ort.InferenceSession[], photo: RgbImage, found: Window): Promise<OrientedWindow> {
   const windows = [found, turnWindow(found)];
-  const bothWays = await readStrips(stripReaders, photo, windows.map((window) => ({ window, marginY: STRIP_MARGIN_Y })));
-  const upsideDown = windows.map((_, w) =>
-    bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
+  const bothWays = await readStrips(
+    stripReaders,
+    photo,
+    windows.map((window) => ({ window, marginY: STRIP_MARGIN_Y })),
+  );
+  const upsideDown = windows.map((_, w) => bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const { steps, classes, crops } = stripProbabilities(bothWays[READER_FILES.indexOf(ALIGNED_READER_FILE)]!);
-  const toWindow = (step: number) => ((step + 0.5) / steps * 2 - 1) * (1 + 2 * STRIP_MARGIN_X);
+  const toWindow = (step: number) => (((step + 0.5) / steps) * 2 - 1) * (1 + 2 * STRIP_MARGIN_X);
   return {
     window: windows[chosen]!,
     upsideDown,
@@ -199,10 +231,15 @@ export interface WindowReading {
  * apart on the same data; their readings are combined wheel by wheel.
  */
 export async function readWindow(
-  { wheelReader, stripReaders }: WindowReaders, photo: RgbImage,
+  { wheelReader, stripReaders }: WindowReaders,
+  photo: RgbImage,
   { window, upsideDown, orientationProbability }: Omit<OrientedWindow, 'wheelCentres'>,
 ): Promise<WindowReading> {
-  const outputs = await readStrips(stripReaders, photo, STRIP_MARGINS_Y.map((marginY) => ({ window, marginY })));
+  const outputs = await readStrips(
+    stripReaders,
+    photo,
+    STRIP_MARGINS_Y.map((marginY) => ({ window, marginY })),
+  );
   const readerStrips = outputs.map((output) => {
     const { steps, classes, crops } = stripProbabilities(output);
     return readInLayouts(mean(crops), steps, classes);
@@ -242,7 +279,10 @@ export async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toN
     const upright = sharp(image, { failOn: 'error' }).rotate();
     const { data, info } = await upright
       .resize(WORKING_LONG_SIDE, WORKING_LONG_SIDE, { fit: 'inside', withoutEnlargement: true })
-      .removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+      .removeAlpha()
+      .toColourspace('srgb')
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     // A quarter-turn EXIF orientation swaps width and height but not the long side.
     const metadata = await sharp(image).metadata();
     const toNormalised = Math.max(metadata.width, metadata.height) / Math.max(info.width, info.height);
@@ -273,10 +313,15 @@ export async function localise(localiser: ort.InferenceSession, photo: RgbImage)
 
 /** Runs the localiser on `region` of the photo (long side scaled to the input) and fits the candidate windows there. */
 async function findWindows(
-  localiser: ort.InferenceSession, photo: RgbImage, region: { left: number; top: number; width: number; height: number },
+  localiser: ort.InferenceSession,
+  photo: RgbImage,
+  region: { left: number; top: number; width: number; height: number },
 ): Promise<Window[]> {
   const { data, info } = await sharp(photo.data, { raw: { width: photo.width, height: photo.height, channels: 3 } })
-    .extract(region).resize(LOCALISER_INPUT, LOCALISER_INPUT, { fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
+    .extract(region)
+    .resize(LOCALISER_INPUT, LOCALISER_INPUT, { fit: 'inside' })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   const plane = LOCALISER_INPUT * LOCALISER_INPUT;
   const input = new Float32Array(3 * plane).fill(-0.5);
   for (let y = 0; y < info.height; y++) {
@@ -290,7 +335,11 @@ async function findWindows(
   const logits = output.mask_logits!.data as Float32Array;
   const cells = LOCALISER_INPUT / LOCALISER_STRIDE;
   const toRegion = (LOCALISER_STRIDE * Math.max(region.width, region.height)) / LOCALISER_INPUT;
-  return windowsFromMask(logits.map((logit) => 1 / (1 + Math.exp(-logit))), cells, cells).map((window) => {
+  return windowsFromMask(
+    logits.map((logit) => 1 / (1 + Math.exp(-logit))),
+    cells,
+    cells,
+  ).map((window) => {
     const inRegion = scaleWindow(window, toRegion);
     return { ...inRegion, centre: [inRegion.centre[0] + region.left, inRegion.centre[1] + region.top] as Point };
   });
@@ -302,12 +351,13 @@ function clamp(value: number, low: number, high: number): number {
 
 /** Each strip reader's outputs for the strips cut from the photo as listed, one batch a reader. */
 async function readStrips(
-  stripReaders: ort.InferenceSession[], photo: RgbImage, crops: Array<{ window: Window; marginY: number }>,
+  stripReaders: ort.InferenceSession[],
+  photo: RgbImage,
+  crops: Array<{ window: Window; marginY: number }>,
 ): Promise<ort.InferenceSession.ReturnType[]> {
   const stripSize = 3 * STRIP_HEIGHT * STRIP_WIDTH;
   const strips = new Float32Array(crops.length * stripSize);
-  crops.forEach(({ window, marginY }, index) =>
-    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, index * stripSize));
+  crops.forEach(({ window, marginY }, index) => rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, index * stripSize));
   const input = new ort.Tensor('float32', strips, [crops.length, 3, STRIP_HEIGHT, STRIP_WIDTH]);
   const outputs: ort.InferenceSession.ReturnType[] = [];
   for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));

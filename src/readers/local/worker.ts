@@ -6,7 +6,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { ReaderError, type PlausibilityWindow } from '../reader.ts';
 import { loadMeterModel } from './pipeline.ts';
 
-export interface ReadRequest { id: number; image: Uint8Array; window?: PlausibilityWindow }
+export interface ReadRequest {
+  id: number;
+  image: Uint8Array;
+  window?: PlausibilityWindow;
+}
 export type WorkerMessage =
   | { type: 'ready' }
   | { type: 'failed-to-load'; message: string }

@@ -74,9 +74,8 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       result = await readPhoto({ db, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context.window);
     } catch (error) {
-      const reason = error instanceof ReadFailure
-        ? { code: error.code, message: error.message }
-        : { code: 'internal_error', message: 'The reading failed unexpectedly' };
+      const reason =
+        error instanceof ReadFailure ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'The reading failed unexpectedly' };
       await recordFailure({ db, boss }, meter, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }

@@ -3,15 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors.ts';
 import { meterResult, meterResults } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
-import {
-  errorEnvelope,
-  INPUT_ERROR,
-  MeterListQuery,
-  MeterReferenceParams,
-  MeterResult,
-  MeterResultList,
-  SERVER_ERROR,
-} from '../../schemas/meter-reading.ts';
+import { errorEnvelope, INPUT_ERROR, MeterListQuery, MeterReferenceParams, MeterResult, MeterResultList, SERVER_ERROR } from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -50,7 +50,11 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const meterId = meterIdField(request.params.meter_id);
     const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
     if (maxFlow !== null && !isMaxFlow(maxFlow)) {
-      throw new DomainError('invalid', 'max_flow_m3_per_hour', `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`);
+      throw new DomainError(
+        'invalid',
+        'max_flow_m3_per_hour',
+        `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`,
+      );
     }
     const settings = await setMeterMaxFlow(db, apiKey(request).accountId, meterId, maxFlow);
     return { meter_id: settings.meterId, max_flow_m3_per_hour: settings.maxFlow, effective_max_flow_m3_per_hour: settings.effectiveMaxFlow };
@@ -61,7 +65,8 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
     const corrected = await correctReading(db, key.accountId, request.params.reference_id, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
     if (corrected.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
-    if (corrected.outcome === 'not_finished') throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
+    if (corrected.outcome === 'not_finished')
+      throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
     return submissionJson(corrected.record);
   });
 }

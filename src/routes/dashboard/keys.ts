@@ -28,7 +28,10 @@ const keyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   });
 
-  for (const [action, status] of [['enable', 'active'], ['disable', 'inactive']] as const) {
+  for (const [action, status] of [
+    ['enable', 'active'],
+    ['disable', 'inactive'],
+  ] as const) {
     app.post<KeyParams>(`/keys/:id/${action}`, async (request, reply) => {
       await setApiKeyStatus(db, accountId(request), request.params.id, status);
       return reply.redirect('/dashboard/keys', 303);

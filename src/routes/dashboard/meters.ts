@@ -11,9 +11,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { meterId: string } }>('/meters/:meterId', async (request, reply) => {
     const { meterId } = request.params;
-    const history = METER_ID_PATTERN.test(meterId)
-      ? await meterHistory(db, accountId(request), meterId, { limit: HISTORY_MAX_LIMIT })
-      : undefined;
+    const history = METER_ID_PATTERN.test(meterId) ? await meterHistory(db, accountId(request), meterId, { limit: HISTORY_MAX_LIMIT }) : undefined;
     if (!history) throw new DomainError('not_found', 'meter_id', 'No meter with this id in your account.');
     return reply.page('meter', {
       title: `Meter ${meterId}`,

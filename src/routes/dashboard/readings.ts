@@ -25,21 +25,27 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return reply.page('reading', { title: 'Reading', section: 'readings', reading });
   });
 
-  app.post<ReadingParams & { Body: ReadingCorrectionForm }>('/readings/:referenceId/correction', { schema: { body: ReadingCorrectionForm } }, async (request, reply) => {
-    const { referenceId } = request.params;
-    const user = request.user!;
-    let reading;
-    try {
-      reading = readingField(request.body.reading, 'reading');
-    } catch (error) {
-      if (error instanceof DomainError) throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
-      throw error;
-    }
-    const corrected = await correctReading(db, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
-    if (corrected.outcome === 'not_found') throw notFound();
-    if (corrected.outcome === 'not_finished') throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
-    return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
-  });
+  app.post<ReadingParams & { Body: ReadingCorrectionForm }>(
+    '/readings/:referenceId/correction',
+    { schema: { body: ReadingCorrectionForm } },
+    async (request, reply) => {
+      const { referenceId } = request.params;
+      const user = request.user!;
+      let reading;
+      try {
+        reading = readingField(request.body.reading, 'reading');
+      } catch (error) {
+        if (error instanceof DomainError)
+          throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
+        throw error;
+      }
+      const corrected = await correctReading(db, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
+      if (corrected.outcome === 'not_found') throw notFound();
+      if (corrected.outcome === 'not_finished')
+        throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
+      return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
+    },
+  );
 
   app.get<ReadingParams>('/readings/:referenceId/photo', async (request, reply) => {
     const jpeg = await readingPhoto(db, accountId(request), request.params.referenceId);

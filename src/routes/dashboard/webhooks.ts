@@ -6,12 +6,7 @@ import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { TestEventForm, WebhookEndpointForm } from '../../schemas/dashboard-forms.ts';
 import { redeliver, sendTestEvent } from '../../webhooks/deliver.ts';
-import {
-  addWebhookEndpoint,
-  listWebhookEndpoints,
-  rotateWebhookSecret,
-  setWebhookEndpointEnabled,
-} from '../../webhooks/endpoints.ts';
+import { addWebhookEndpoint, listWebhookEndpoints, rotateWebhookSecret, setWebhookEndpointEnabled } from '../../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, TEST_EVENT_KINDS, WEBHOOK_EVENTS } from '../../webhooks/events.ts';
 
 type EndpointParams = { Params: { id: string } };
@@ -71,7 +66,10 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return endpointPage(request, reply, request.params.id, { value: secret, reason: 'rotated' });
   });
 
-  for (const [action, enabled] of [['enable', true], ['disable', false]] as const) {
+  for (const [action, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
     app.post<EndpointParams>(`/webhooks/:id/${action}`, async (request, reply) => {
       await setWebhookEndpointEnabled(db, accountId(request), request.params.id, enabled);
       return backTo(reply, request.params.id);

@@ -91,7 +91,7 @@ const CORPUS: Record<string, BadRequest> = {
   'an SVG': multipart([imagePart(SVG, { filename: 'meter.svg', contentType: 'image/svg+xml' })]),
   'an SVG sent as a JPEG': multipart([imagePart(SVG)]),
   'a PDF': multipart([imagePart('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n%%EOF', { filename: 'meter.pdf' })]),
-  'HTML': multipart([imagePart('<!doctype html><title>meter</title>')]),
+  HTML: multipart([imagePart('<!doctype html><title>meter</title>')]),
   'a JPEG signature and nothing else': multipart([imagePart(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0]))]),
   'a 1.6 gigapixel PNG header': multipart([imagePart(pixelBombPng(), { filename: 'bomb.png', contentType: 'image/png' })]),
 };
@@ -100,7 +100,8 @@ async function send(connection: RawConnection, path: string, key: string, reques
   const framing = request.chunked ? { 'Transfer-Encoding': 'chunked' } : { 'Content-Length': String(request.body.length) };
   connection.write(requestHead('POST', path, { Authorization: `Bearer ${key}`, 'Content-Type': request.contentType, ...framing }));
   if (!request.chunked) connection.write(request.body);
-  else if (request.body.length) connection.write(Buffer.concat([Buffer.from(`${request.body.length.toString(16)}\r\n`), request.body, Buffer.from('\r\n0\r\n\r\n')]));
+  else if (request.body.length)
+    connection.write(Buffer.concat([Buffer.from(`${request.body.length.toString(16)}\r\n`), request.body, Buffer.from('\r\n0\r\n\r\n')]));
   else connection.write('0\r\n\r\n');
 }
 
@@ -144,7 +145,9 @@ t.test('bad uploads', async (t) => {
     const connection = await RawConnection.open(service.url);
     t.teardown(() => connection.close());
     const body = multipartBody([imagePart(Buffer.alloc(4 * 1024 * 1024, 1), { name: 'photo' })]);
-    connection.write(requestHead('POST', '/api/meter-reading', { Authorization: `Bearer ${customer.key}`, 'Content-Type': MULTIPART, 'Content-Length': String(body.length) }));
+    connection.write(
+      requestHead('POST', '/api/meter-reading', { Authorization: `Bearer ${customer.key}`, 'Content-Type': MULTIPART, 'Content-Length': String(body.length) }),
+    );
     connection.write(body.subarray(0, 64 * 1024));
     const response = await connection.response(5000);
     t.equal(response.status, 422);

@@ -5,7 +5,11 @@ import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type Customer, type TestService } from '../../helpers/service.ts';
 
 async function meterCount(service: TestService, customer: Customer): Promise<number> {
-  const row = await service.db.selectFrom('meters').select(sql<number>`count(*)::int`.as('count')).where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+  const row = await service.db
+    .selectFrom('meters')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where('account_id', '=', customer.accountId)
+    .executeTakeFirstOrThrow();
   return row.count;
 }
 
@@ -98,7 +102,11 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
     const overLimit = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('over') });
     t.match(overLimit, { status: 422, body: { errors: { usage: [/limit of 1/] } } });
     const keys = await service.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', customer.accountId).execute();
-    t.same(keys.map((row) => row.idempotency_key), ['fix-it'], 'the refused key was released');
+    t.same(
+      keys.map((row) => row.idempotency_key),
+      ['fix-it'],
+      'the refused key was released',
+    );
   });
 
   t.test('a replay is answered even when the month’s quota is used up, and not counted', async (t) => {
@@ -111,9 +119,7 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
 
   t.test('concurrent requests with one key: one meter, every answer the same', async (t) => {
     const customer = await createCustomer(service.db);
-    const responses = await Promise.all(
-      Array.from({ length: 10 }, () => submitPhoto(service, { key: customer.key, image: photo, ...withKey('burst') })),
-    );
+    const responses = await Promise.all(Array.from({ length: 10 }, () => submitPhoto(service, { key: customer.key, image: photo, ...withKey('burst') })));
     t.same(new Set(responses.map((response) => response.status)), new Set([202]));
     t.equal(new Set(responses.map((response) => response.body.reference_id)).size, 1);
     t.equal(responses.filter((response) => response.headers.get('idempotent-replayed') === null).length, 1, 'one original');
@@ -139,7 +145,11 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
   t.test('keys expire after 24 hours and are purged; an abandoned claim is taken over', async (t) => {
     const customer = await createCustomer(service.db);
     const first = await submitPhoto(service, { key: customer.key, image: photo, ...withKey('old') });
-    await service.db.updateTable('idempotency_keys').set({ created_at: sql`now() - interval '25 hours'` } as never).where('account_id', '=', customer.accountId).execute();
+    await service.db
+      .updateTable('idempotency_keys')
+      .set({ created_at: sql`now() - interval '25 hours'` } as never)
+      .where('account_id', '=', customer.accountId)
+      .execute();
     const later = await submitPhoto(service, { key: customer.key, image: otherPhoto, ...withKey('old') });
     t.equal(later.status, 202, 'an expired key is a new key');
     t.not(later.body.reference_id, first.body.reference_id);
@@ -148,9 +158,16 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
               VALUES (${customer.accountId}, 'crashed', 'whatever', now() - interval '11 minutes')`.execute(service.db);
     t.equal((await submitPhoto(service, { key: customer.key, image: photo, ...withKey('crashed') })).status, 202);
 
-    await service.db.updateTable('idempotency_keys').set({ created_at: sql`now() - interval '25 hours'` } as never).where('idempotency_key', '=', 'old').execute();
+    await service.db
+      .updateTable('idempotency_keys')
+      .set({ created_at: sql`now() - interval '25 hours'` } as never)
+      .where('idempotency_key', '=', 'old')
+      .execute();
     t.equal(await purgeExpiredIdempotencyKeys(service.db), 1);
     const left = await service.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', customer.accountId).execute();
-    t.same(left.map((row) => row.idempotency_key), ['crashed']);
+    t.same(
+      left.map((row) => row.idempotency_key),
+      ['crashed'],
+    );
   });
 });

@@ -55,9 +55,7 @@ t.test('meter-reading API', async (t) => {
   t.test('usage: the monthly limit holds exactly under 20 concurrent submissions', async (t) => {
     const customer = await createCustomer(service.db, { monthlyLimit: 3 });
     for (let i = 0; i < 2; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
-    const responses = await Promise.all(
-      Array.from({ length: 20 }, () => submitPhoto(service, { key: customer.key, image: photo })),
-    );
+    const responses = await Promise.all(Array.from({ length: 20 }, () => submitPhoto(service, { key: customer.key, image: photo })));
     const statuses = responses.map((response) => response.status);
     t.equal(statuses.filter((status) => status === 202).length, 1, 'exactly one of the 20 is accepted');
     t.equal(statuses.filter((status) => status === 422).length, 19);
@@ -66,7 +64,11 @@ t.test('meter-reading API', async (t) => {
     }
     const usage = await service.db.selectFrom('api_usage').select('request_count').where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
     t.equal(usage.request_count, 3, 'rejected submissions are not counted');
-    const meters = await service.db.selectFrom('meters').select(sql<number>`count(*)::int`.as('count')).where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+    const meters = await service.db
+      .selectFrom('meters')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('account_id', '=', customer.accountId)
+      .executeTakeFirstOrThrow();
     t.equal(meters.count, 3, 'one meter per accepted submission');
   });
 
@@ -119,7 +121,10 @@ t.test('meter-reading API', async (t) => {
     t.equal(accepted.status, 202, 'the ack checks only the header');
     t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'failed', error_code: 'invalid_image' });
     const [webhook] = await receiver.waitFor(1);
-    t.match(JSON.parse(webhook.body), { event: 'reading.failed', data: { reference_id: accepted.body.reference_id, error: { code: 'invalid_image', message: /could not be decoded/ } } });
+    t.match(JSON.parse(webhook.body), {
+      event: 'reading.failed',
+      data: { reference_id: accepted.body.reference_id, error: { code: 'invalid_image', message: /could not be decoded/ } },
+    });
 
     const sync = await submitPhoto(service, { key: customer.key, image: truncated, sync: true });
     t.equal(sync.status, 422);
@@ -142,7 +147,9 @@ t.test('meter-reading API', async (t) => {
   t.test('image: more pixels than the limit is refused before decoding', async (t) => {
     const small = await startTestService(t, { env: { MAX_IMAGE_PIXELS: '10000' }, worker: false });
     const customer = await createCustomer(small.db);
-    const big = await sharp({ create: { width: 200, height: 100, channels: 3, background: '#888' } }).png().toBuffer();
+    const big = await sharp({ create: { width: 200, height: 100, channels: 3, background: '#888' } })
+      .png()
+      .toBuffer();
     const response = await submitPhoto(small, { key: customer.key, image: big });
     t.equal(response.status, 422);
     t.match(response.body, { errors: { image: [/200×100 pixels .* the limit is 0\.0 MP/] } });
@@ -182,7 +189,18 @@ t.test('meter-reading API', async (t) => {
       model: service.config.openai.model,
       reading_id: Number,
     });
-    t.same(Object.keys(response.body).sort(), ['confidence', 'escalated', 'meter_id', 'model', 'plausibility', 'reading', 'reading_id', 'reference_id', 'status', 'value']);
+    t.same(Object.keys(response.body).sort(), [
+      'confidence',
+      'escalated',
+      'meter_id',
+      'model',
+      'plausibility',
+      'reading',
+      'reading_id',
+      'reference_id',
+      'status',
+      'value',
+    ]);
     const meter = await waitForMeter(service.db, response.body.reference_id);
     const deliveries = await service.db.selectFrom('webhook_deliveries').select('id').where('meter_id', '=', meter.id).execute();
     t.equal(deliveries.length, 0);

@@ -77,7 +77,15 @@ t.test('results by reference and lists', async (t) => {
     const customer = await createCustomer(service.db);
     const { id } = await service.db
       .insertInto('meters')
-      .values({ account_id: customer.accountId, api_key_id: customer.keyId, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
+      .values({
+        account_id: customer.accountId,
+        api_key_id: customer.keyId,
+        mode: 'async',
+        error_code: null,
+        error_message: null,
+        started_at: null,
+        finished_at: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     const meter = await service.db.selectFrom('meters').select('reference_id').where('id', '=', id).executeTakeFirstOrThrow();
@@ -88,13 +96,26 @@ t.test('results by reference and lists', async (t) => {
   t.test('counter_box and per-wheel digits, in the stored upright image’s frame', async (t) => {
     const customer = await createCustomer(service.db);
     const sync = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
-    const box: Array<[number, number]> = [[10, 20], [110, 22], [111, 60], [11, 58]];
+    const box: Array<[number, number]> = [
+      [10, 20],
+      [110, 22],
+      [111, 60],
+      [11, 58],
+    ];
     await sql`UPDATE readings SET counter_box = ${JSON.stringify(box)}::jsonb, digit_confidences = ${[99, 98, 97, 96, 95, 94, 93, 92]}
               WHERE id = ${sync.body.reading_id}`.execute(service.db);
-    const image = await service.db.selectFrom('meter_images as i').innerJoin('meters as m', 'm.id', 'i.meter_id').select(['i.width', 'i.height']).where('m.reference_id', '=', sync.body.reference_id).executeTakeFirstOrThrow();
+    const image = await service.db
+      .selectFrom('meter_images as i')
+      .innerJoin('meters as m', 'm.id', 'i.meter_id')
+      .select(['i.width', 'i.height'])
+      .where('m.reference_id', '=', sync.body.reference_id)
+      .executeTakeFirstOrThrow();
     const result = await get(service, `/api/meter-reading/${sync.body.reference_id}`, customer.key);
     t.same(result.body.counter_box, { corners: box, image_width: image.width, image_height: image.height });
-    t.same(result.body.digits, [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: 99 - wheel })));
+    t.same(
+      result.body.digits,
+      [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: 99 - wheel })),
+    );
   });
 
   t.test('another account’s or a malformed reference is 404; a bad key 422', async (t) => {
@@ -133,9 +154,17 @@ t.test('results by reference and lists', async (t) => {
     const references: string[] = [];
     for (let i = 0; i < 5; i++) references.unshift((await submitPhoto(service, { key: customer.key, image: photo, sync: true })).body.reference_id);
     // Whole milliseconds, so created_after (a client's millisecond timestamp) splits them exactly.
-    await service.db.updateTable('meters').set({ created_at: sql`date_trunc('milliseconds', created_at)` }).where('account_id', '=', customer.accountId).execute();
+    await service.db
+      .updateTable('meters')
+      .set({ created_at: sql`date_trunc('milliseconds', created_at)` })
+      .where('account_id', '=', customer.accountId)
+      .execute();
     // Same created_at for two meters: the id breaks the tie, so no page skips or repeats one.
-    await service.db.updateTable('meters').set({ created_at: sql`(SELECT created_at FROM meters WHERE reference_id = ${references[1]})` }).where('reference_id', '=', references[2]).execute();
+    await service.db
+      .updateTable('meters')
+      .set({ created_at: sql`(SELECT created_at FROM meters WHERE reference_id = ${references[1]})` })
+      .where('reference_id', '=', references[2])
+      .execute();
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -150,14 +179,26 @@ t.test('results by reference and lists', async (t) => {
     t.equal(pages, 3);
     t.same(seen, references, 'every submission once, newest first, none of another account');
 
-    const failed = await service.db.updateTable('meters').set({ status: 'failed', error_code: 'expired', error_message: 'x' }).where('reference_id', '=', references[4]).returning('reference_id').executeTakeFirstOrThrow();
+    const failed = await service.db
+      .updateTable('meters')
+      .set({ status: 'failed', error_code: 'expired', error_message: 'x' })
+      .where('reference_id', '=', references[4])
+      .returning('reference_id')
+      .executeTakeFirstOrThrow();
     const onlyFailed = await get(service, '/api/meter-readings?status=failed', customer.key);
-    t.same(onlyFailed.body.data.map((item: { reference_id: string }) => item.reference_id), [failed.reference_id]);
+    t.same(
+      onlyFailed.body.data.map((item: { reference_id: string }) => item.reference_id),
+      [failed.reference_id],
+    );
     t.same(onlyFailed.body.data[0].error, { code: 'expired', message: 'x' });
 
     const newest = await service.db.selectFrom('meters').select('created_at').where('reference_id', '=', references[1]).executeTakeFirstOrThrow();
     const after = await get(service, `/api/meter-readings?created_after=${encodeURIComponent(newest.created_at.toISOString())}`, customer.key);
-    t.same(after.body.data.map((item: { reference_id: string }) => item.reference_id), [references[0]], 'strictly after');
+    t.same(
+      after.body.data.map((item: { reference_id: string }) => item.reference_id),
+      [references[0]],
+      'strictly after',
+    );
     t.equal((await get(service, '/api/meter-readings?limit=100', customer.key)).body.data.length, 5);
   });
 

@@ -17,9 +17,11 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     form.append('image', new Blob([photo]), 'meter.jpg');
     if (options.fieldsAfterImage) append();
     const response = await fetch(`${service.url}/api/meter-reading${options.sync === false ? '' : '/sync'}`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form,
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
     });
-    return { status: response.status, body: await response.json() as any };
+    return { status: response.status, body: (await response.json()) as any };
   }
 
   async function api(key: string, method: string, path: string, body?: unknown) {
@@ -28,7 +30,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: response.status, body: await response.json() as any };
+    return { status: response.status, body: (await response.json()) as any };
   }
 
   t.test('bad meter_id, previous_reading and previous_read_at get a 422 naming the field, and are not counted', async (t) => {
@@ -54,7 +56,11 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
         t.same(Object.keys(response.body.errors), [field]);
       }
     }
-    const accepted = await submit(customer.key, { meter_id: 'SN-1/a:b.c_d', previous_reading: '2390', previous_read_at: '2026-11-01' }, { fieldsAfterImage: true });
+    const accepted = await submit(
+      customer.key,
+      { meter_id: 'SN-1/a:b.c_d', previous_reading: '2390', previous_read_at: '2026-11-01' },
+      { fieldsAfterImage: true },
+    );
     t.equal(accepted.status, 200, 'valid fields are accepted, after the file too; the refusals did not use up the limit of 1');
     t.equal(accepted.body.meter_id, 'SN-1/a:b.c_d');
   });
@@ -66,38 +72,65 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.same(first.body.plausibility, { status: 'unknown', reference: null, reference_source: null, window: null }, 'no history: unknown');
 
     const second = await submit(customer.key, { meter_id: 'M1' });
-    t.same(second.body.plausibility, {
-      status: 'ok', reference: MODEL_READING, reference_source: 'reading', window: { min: 2390.275, max: 2392.776 },
-    }, 'the last reading is the reference; one red-wheel step below, one hour of 2.5 m³/h above');
+    t.same(
+      second.body.plausibility,
+      {
+        status: 'ok',
+        reference: MODEL_READING,
+        reference_source: 'reading',
+        window: { min: 2390.275, max: 2392.776 },
+      },
+      'the last reading is the reference; one red-wheel step below, one hour of 2.5 m³/h above',
+    );
     t.equal(second.body.confidence, 97);
 
     const implausible = await submit(customer.key, { meter_id: 'M1', previous_reading: '2400.5' });
-    t.match(implausible.body, {
-      confidence: 20,
-      plausibility: { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading', reason: /below the reference reading 2400\.5/ },
-    }, 'a reading below the client\'s previous reading is implausible, its confidence capped');
+    t.match(
+      implausible.body,
+      {
+        confidence: 20,
+        plausibility: { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading', reason: /below the reference reading 2400\.5/ },
+      },
+      "a reading below the client's previous reading is implausible, its confidence capped",
+    );
 
     const afterImplausible = await submit(customer.key, { meter_id: 'M1' });
-    t.match(afterImplausible.body.plausibility, { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading' },
-      'an implausible reading is no reference: the previous_reading it came with is');
+    t.match(
+      afterImplausible.body.plausibility,
+      { status: 'implausible', reference: '2400.5', reference_source: 'previous_reading' },
+      'an implausible reading is no reference: the previous_reading it came with is',
+    );
 
     const replaced = await submit(customer.key, { meter_id: 'M1', previous_reading: '2390', previous_read_at: new Date(Date.now() - 3_600_000).toISOString() });
-    t.match(replaced.body.plausibility, { status: 'ok', reference: '2390', window: { min: 2389 } },
-      'a previous_reading below the last reading resets the reference (meter replaced); whole units: one unit of tolerance');
+    t.match(
+      replaced.body.plausibility,
+      { status: 'ok', reference: '2390', window: { min: 2389 } },
+      'a previous_reading below the last reading resets the reference (meter replaced); whole units: one unit of tolerance',
+    );
 
     const correction = await api(customer.key, 'POST', `/meter-reading/${replaced.body.reference_id}/correction`, { reading: '02390.100' });
     t.equal(correction.status, 200);
-    t.match(correction.body, {
-      reference_id: replaced.body.reference_id, meter_id: 'M1', reading: MODEL_READING, value: 2390.276,
-      correction: { reading: '02390.100', value: 2390.1, corrected_by: `api key ${customer.keyId}`, corrected_at: String },
-    }, 'the machine reading stays beside the correction');
+    t.match(
+      correction.body,
+      {
+        reference_id: replaced.body.reference_id,
+        meter_id: 'M1',
+        reading: MODEL_READING,
+        value: 2390.276,
+        correction: { reading: '02390.100', value: 2390.1, corrected_by: `api key ${customer.keyId}`, corrected_at: String },
+      },
+      'the machine reading stays beside the correction',
+    );
     const { body: result } = await api(customer.key, 'GET', `/meter-reading/${replaced.body.reference_id}`);
     t.same(result, correction.body, 'GET shows the submission as the correction response does, correction included');
     const { body: listed } = await api(customer.key, 'GET', '/meter-readings?limit=1');
     t.same(listed.data, [correction.body], 'and so does the list');
     const afterCorrection = await submit(customer.key, { meter_id: 'M1' });
-    t.match(afterCorrection.body.plausibility, { status: 'ok', reference: '02390.100', reference_source: 'correction' },
-      'the corrected value is the next reference');
+    t.match(
+      afterCorrection.body.plausibility,
+      { status: 'ok', reference: '02390.100', reference_source: 'correction' },
+      'the corrected value is the next reference',
+    );
 
     const other = await submit(customer.key, { meter_id: 'M2' });
     t.equal(other.body.plausibility.status, 'unknown', 'each meter has its own history');
@@ -115,8 +148,12 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.equal(meter.status, 'completed');
     const reading = await service.db.selectFrom('readings').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
     t.match(reading, {
-      plausibility: 'implausible', confidence: 20, reference_reading: '3000', reference_source: 'previous_reading',
-      window_min: '2999', plausibility_reason: /below the reference reading 3000/,
+      plausibility: 'implausible',
+      confidence: 20,
+      reference_reading: '3000',
+      reference_source: 'previous_reading',
+      window_min: '2999',
+      plausibility_reason: /below the reference reading 3000/,
     });
     t.equal(Number(reading.window_max), 3000 + 2.5 * 366 * 24, 'no previous_read_at: taken as up to a year old');
   });
@@ -139,9 +176,14 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     const unreadable = await submit(customer.key, { meter_id: 'C1' });
     service.model.setBehaviour({});
     t.equal(unreadable.status, 422);
-    t.match(await api(customer.key, 'POST', `/meter-reading/${unreadable.body.reference_id}/correction`, { reading: '02390.500' }), {
-      status: 200, body: { status: 'failed', error: { code: 'unreadable' }, correction: { reading: '02390.500' } },
-    }, 'a person may read what the readers could not: the error stays beside the correction');
+    t.match(
+      await api(customer.key, 'POST', `/meter-reading/${unreadable.body.reference_id}/correction`, { reading: '02390.500' }),
+      {
+        status: 200,
+        body: { status: 'failed', error: { code: 'unreadable' }, correction: { reading: '02390.500' } },
+      },
+      'a person may read what the readers could not: the error stays beside the correction',
+    );
 
     const pending = await submit(customer.key, { meter_id: 'C1' }, { sync: false });
     await service.db.updateTable('meters').set({ status: 'processing' }).where('reference_id', '=', pending.body.reference_id).execute();
@@ -152,7 +194,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     }
   });
 
-  t.test('history: newest first, cursor-paginated, only the account\'s own meters', async (t) => {
+  t.test("history: newest first, cursor-paginated, only the account's own meters", async (t) => {
     const customer = await createCustomer(service.db);
     const stranger = await createCustomer(service.db);
     const references: string[] = [];
@@ -174,7 +216,13 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.equal(pages, 3);
     const full = await api(customer.key, 'GET', '/meters/H%2F1/readings');
     t.match(full.body.readings[0], {
-      meter_id: 'H/1', status: 'completed', created_at: String, finished_at: String, reading: MODEL_READING, plausibility: { status: 'ok' }, correction: null,
+      meter_id: 'H/1',
+      status: 'completed',
+      created_at: String,
+      finished_at: String,
+      reading: MODEL_READING,
+      plausibility: { status: 'ok' },
+      correction: null,
     });
     const { body: newest } = await api(customer.key, 'GET', `/meter-reading/${references.at(-1)}`);
     t.same(full.body.readings[0], newest, 'a history entry is the submission as GET shows it');
@@ -190,4 +238,3 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.match(await api(customer.key, 'GET', '/meters/H2/readings?limit=100'), { status: 200, body: { next_cursor: null } });
   });
 });
-

@@ -12,7 +12,9 @@ const MODEL_DIR = loadConfig({}).localModelDir;
 const weightsShipped = MODEL_FILES.every((file) => existsSync(path.join(MODEL_DIR, file)));
 
 const plainImage = (width: number, height: number, grey: number) =>
-  sharp({ create: { width, height, channels: 3, background: { r: grey, g: grey, b: grey } } }).png().toBuffer();
+  sharp({ create: { width, height, channels: 3, background: { r: grey, g: grey, b: grey } } })
+    .png()
+    .toBuffer();
 
 t.test('photos with no meter fail unreadable instead of completing', { skip: !weightsShipped && `no weights in ${MODEL_DIR}` }, async (t) => {
   const service = await startTestService(t, { env: { READER_CHAIN: 'local' } });
