@@ -68,6 +68,21 @@ def ink_map(tile):
     return np.clip(ink, 0, 1)[..., None]
 
 
+def toloka_colours(rng):
+    """(wheel, frame, black ink, red ink) RGB colours of a Toloka-like counter."""
+    wheel = np.array([rng.randint(200, 255), rng.randint(190, 250), rng.randint(170, 240)], np.float32)
+    frame = np.array([rng.randint(60, 250) for _ in range(3)], np.float32)
+    black = np.array([rng.randint(0, 70)] * 3, np.float32)
+    red = np.array([rng.randint(170, 235), rng.randint(0, 60), rng.randint(20, 70)], np.float32)
+    return wheel, frame, black, red
+
+
+def recolour(tile, wheel, ink):
+    """The tile's digit strokes in `ink` on a wheel of colour `wheel` (float RGB)."""
+    strength = ink_map(tile)
+    return wheel * (1 - strength) + ink * strength
+
+
 def eight_wheel_strip(crops, rng):
     """(PIL image, reading) drawn like a Toloka counter: dark whole-unit wheels, then red fractional wheels.
 
@@ -78,13 +93,10 @@ def eight_wheel_strip(crops, rng):
     digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(TOLOKA_WHEELS - leading_zeros)]
     tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
     shown, rolling = rolled_reading(digits, tenths / 10)
-    wheel = np.array([rng.randint(200, 255), rng.randint(190, 250), rng.randint(170, 240)], np.float32)
-    frame = np.array([rng.randint(60, 250) for _ in range(3)], np.float32)
-    black = np.array([rng.randint(0, 70)] * 3, np.float32)
-    red = np.array([rng.randint(170, 235), rng.randint(0, 60), rng.randint(20, 70)], np.float32)
+    wheel, frame, black, red = toloka_colours(rng)
     gap, pad_x, pad_y = rng.randint(2, 9), rng.randint(2, 12), rng.randint(3, 10)
-    inks = [ink_map(tile) for tile in wheel_tiles(crops, digits, rolling, tenths, rng)]
-    recoloured = [wheel * (1 - ink) + (red if i >= TOLOKA_WHOLE_WHEELS else black) * ink for i, ink in enumerate(inks)]
+    tiles = wheel_tiles(crops, digits, rolling, tenths, rng)
+    recoloured = [recolour(tile, wheel, red if i >= TOLOKA_WHOLE_WHEELS else black) for i, tile in enumerate(tiles)]
     strip = lay_out(recoloured, frame, gap, pad_x, pad_y)
     return Image.fromarray(strip.astype(np.uint8)), shown[:TOLOKA_WHOLE_WHEELS] + '.' + shown[TOLOKA_WHOLE_WHEELS:]
 

@@ -10,13 +10,17 @@ Input: wheel `i` of the counter window, the window's i-th eighth grown by MARGIN
 RGB in [-0.5, 0.5]. Output: probabilities of the digits 0-9.
 """
 import csv
+import random
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from PIL import Image
 
 from common import CACHE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
+from synth import load_digit_crops, recolour, rolled_reading, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
 HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
@@ -70,14 +74,40 @@ def digits_of(reading):
     return [int(c) for c in reading.replace('.', '')]
 
 
-def make_batch(windows, size, rng):
+def labelled_digit_crops():
+    """[(crop, digit)] of the digits/ wheel crops, each labelled as a meter reader reads the wheel alone
+    (`rolled_reading`: its lower digit until the upper one is more than half in view). Crops rolled exactly
+    half way are left out: either digit is a right reading of them."""
+    return [(crop, int(rolled_reading([digit], tenths / 10)[0])) for (digit, tenths), tile in load_digit_crops().items()
+            if tenths != 5 for crop in tile]
+
+
+def framed_digit(crop, rng, digit_rng):
+    """A digits/ crop framed as the service frames a wheel (MARGIN around it, its neighbours' edges continued) and
+    jittered like the Toloka wheels; half of them recoloured as a Toloka wheel, black or red."""
+    if digit_rng.random() < 0.5:
+        wheel, _, black, red = toloka_colours(digit_rng)
+        crop = recolour(crop, wheel, red if digit_rng.random() < 0.5 else black).astype(np.uint8)
+    pad = np.asarray(crop.shape[:2]) // 2
+    canvas = Image.fromarray(np.pad(crop, ((pad[0], pad[0]), (pad[1], pad[1]), (0, 0)), mode='edge'))
+    height, width = crop.shape[:2]
+    quad = np.array([(0, 0), (width, 0), (width, height), (0, height)], float) + pad[::-1]
+    return rectify(canvas, jittered_quad(quad, rng, AUGMENTATION.max_tilt), MARGIN, MARGIN, (WIDTH, HEIGHT))
+
+
+def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng):
     images, labels = [], []
     for _ in range(size):
-        image, quad, reading, _ = windows[rng.integers(len(windows))]
-        wheel = int(rng.integers(TOLOKA_WHEELS))
-        crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
+        if digits_share and rng.random() < digits_share:
+            crop, label = digit_crops[rng.integers(len(digit_crops))]
+            crop = framed_digit(crop, rng, digit_rng)
+        else:
+            image, quad, reading, _ = windows[rng.integers(len(windows))]
+            wheel = int(rng.integers(TOLOKA_WHEELS))
+            crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
+            label = digits_of(reading)[wheel]
         images.append(to_tensor(photometric(crop, rng, AUGMENTATION)))
-        labels.append(digits_of(reading)[wheel])
+        labels.append(label)
     return torch.stack(images), torch.tensor(labels)
 
 
@@ -94,20 +124,29 @@ def evaluate(model, windows):
 
 
 def main():
-    args = start_training(minutes=20, batch=128, output=MODELS / SPEC['files']['wheelReader'])
+    def add_options(parser):
+        parser.add_argument('--digits-share', type=float, default=0.0,
+                            help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
+        parser.add_argument('--leave-out', help='a file listing Toloka photos (as in labels.csv) not to train on, to score on them')
+
+    args = start_training(minutes=20, batch=128, output=MODELS / SPEC['files']['wheelReader'], add_options=add_options)
     rng = np.random.default_rng(args.seed)
+    digit_rng = random.Random(args.seed)
     found = found_windows()
+    left_out = set(Path(args.leave_out).read_text().split()) if args.leave_out else set()
 
     def as_found(rows):
         """The rows' windows where the localiser finds them (cutting the labelled boxes instead reads worse)."""
         return usable_windows([dict(row, quad=found[row['file']]) for row in rows if row['file'] in found and not sideways(row)])
 
     train_rows, validation_rows = split_rows('toloka')
-    windows, validation = as_found(train_rows), as_found(validation_rows)
-    print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels', flush=True)
+    windows = as_found([row for row in train_rows if row['file'] not in left_out])
+    validation = as_found(validation_rows)
+    digit_crops = labelled_digit_crops() if args.digits_share else []
+    print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)
 
     def batch_loss(model):
-        images, labels = make_batch(windows, args.batch, rng)
+        images, labels = make_batch(windows, digit_crops, args.digits_share, args.batch, rng, digit_rng)
         return F.cross_entropy(model(images), labels, label_smoothing=0.05)
 
     train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
