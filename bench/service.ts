@@ -167,19 +167,8 @@ async function benchmark(options: Options): Promise<void> {
     asyncRows.push({ concurrency, ack, healthz });
   }
   printTable('Async submission: time to the 202 ack, against GET /healthz at the same concurrency', [
-    ['concurrency', 'ack p50 ms', 'ack p99 ms', 'ack req/s', 'healthz p50 ms', 'healthz p99 ms', 'healthz req/s', 'p50 ×', 'p99 ×', 'req/s ×'],
-    ...asyncRows.map(({ concurrency, ack, healthz }) => [
-      concurrency,
-      ms(ack.p50Ms),
-      ms(ack.p99Ms),
-      rate(ack),
-      ms(healthz.p50Ms),
-      ms(healthz.p99Ms),
-      rate(healthz),
-      ratio(ack.p50Ms, healthz.p50Ms),
-      ratio(ack.p99Ms, healthz.p99Ms),
-      ratio(ack.requestsPerSecond, healthz.requestsPerSecond),
-    ]),
+    ['concurrency', ...againstColumns('ack', 'healthz')],
+    ...asyncRows.map(({ concurrency, ack, healthz }) => [concurrency, ...against(ack, healthz)]),
   ]);
 
   // The web process alone, as deployed beside a worker process elsewhere: no reads on these cores.
@@ -286,21 +275,7 @@ async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string
   printTable(
     `Async ack of a 12 MP photo (${(photo.length / 1024 / 1024).toFixed(1)} MB JPEG), against the floor server ` +
       '(multipart + one INSERT of the bytes in a transaction, 202) at the same concurrency',
-    [
-      ['concurrency', 'ack p50 ms', 'ack p99 ms', 'ack req/s', 'floor p50 ms', 'floor p99 ms', 'floor req/s', 'p50 ×', 'p99 ×', 'req/s ×'],
-      ...rows.map(({ concurrency, ack, floor }) => [
-        concurrency,
-        ms(ack.p50Ms),
-        ms(ack.p99Ms),
-        rate(ack),
-        ms(floor.p50Ms),
-        ms(floor.p99Ms),
-        rate(floor),
-        ratio(ack.p50Ms, floor.p50Ms),
-        ratio(ack.p99Ms, floor.p99Ms),
-        ratio(ack.requestsPerSecond, floor.requestsPerSecond),
-      ]),
-    ],
+    [['concurrency', ...againstColumns('ack', 'floor')], ...rows.map(({ concurrency, ack, floor }) => [concurrency, ...against(ack, floor)])],
   );
   return { photoBytes: photo.length, rows };
 }
@@ -576,6 +551,23 @@ function ms(value: number): string {
 
 function rate(stats: Stats): string {
   return stats.requestsPerSecond.toFixed(0);
+}
+
+/** Column heads of `against`: the subject's latency and rate, the baseline's, then their ratios. */
+function againstColumns(subject: string, baseline: string): string[] {
+  const stats = (name: string) => [`${name} p50 ms`, `${name} p99 ms`, `${name} req/s`];
+  return [...stats(subject), ...stats(baseline), 'p50 ×', 'p99 ×', 'req/s ×'];
+}
+
+function against(subject: Stats, baseline: Stats): string[] {
+  const stats = (of: Stats) => [ms(of.p50Ms), ms(of.p99Ms), rate(of)];
+  return [
+    ...stats(subject),
+    ...stats(baseline),
+    ratio(subject.p50Ms, baseline.p50Ms),
+    ratio(subject.p99Ms, baseline.p99Ms),
+    ratio(subject.requestsPerSecond, baseline.requestsPerSecond),
+  ];
 }
 
 function ratio(value: number, baseline: number): string {
