@@ -60,13 +60,17 @@ export interface PlausibilitySummary {
   withWindow: number;
   /** Shares of all photos. */
   implausible: number;
+  noReading: number;
+  /** Implausible or no reading: what nobody should bill without a look. */
+  flagged: number;
   corrected: number;
   corrections: number;
   correctionsWholeUnitsRight: number;
   correctionsExact: number;
-  /** Among the photos whose reading is not flagged implausible (no reading counts as wrong). */
-  wholeUnitExactNotImplausible: number;
-  exactNotImplausible: number;
+  /** The readings not flagged: how many, and the shares of them right in whole units and exact. */
+  notFlagged: number;
+  wholeUnitExactNotFlagged: number;
+  exactNotFlagged: number;
   /** Readings not flagged implausible with confidence at least `threshold` (the service's ESCALATE_BELOW). */
   confident: { threshold: number; coverage: number; accuracy: number | null; wholeUnitAccuracy: number | null; wholeUnitMisreads: number };
 }
@@ -168,17 +172,22 @@ export function reliabilityTable(cases: ScoredCase[]): ReliabilityBin[] {
 export function summarisePlausibility(cases: ScoredCase[], confidentAt: number): PlausibilitySummary {
   const count = (list: ScoredCase[], test: (c: ScoredCase) => boolean) => list.filter(test).length;
   const corrected = cases.filter((c) => c.plausibility === 'corrected');
-  const standing = cases.filter((c) => c.plausibility !== 'implausible');
-  const confident = standing.filter((c) => c.predicted !== undefined && c.confidence >= confidentAt);
+  const implausible = count(cases, (c) => c.plausibility === 'implausible');
+  const noReading = count(cases, (c) => c.predicted === undefined);
+  const standing = cases.filter((c) => c.predicted !== undefined && c.plausibility !== 'implausible');
+  const confident = standing.filter((c) => c.confidence >= confidentAt);
   return {
     withWindow: count(cases, (c) => c.plausibility !== undefined && c.plausibility !== 'unknown'),
-    implausible: ratio(cases.length - standing.length, cases.length),
+    implausible: ratio(implausible, cases.length),
+    noReading: ratio(noReading, cases.length),
+    flagged: ratio(implausible + noReading, cases.length),
     corrected: ratio(corrected.length, cases.length),
     corrections: corrected.length,
     correctionsWholeUnitsRight: count(corrected, isWholeUnitExact),
     correctionsExact: count(corrected, isExact),
-    wholeUnitExactNotImplausible: ratio(count(standing, isWholeUnitExact), standing.length),
-    exactNotImplausible: ratio(count(standing, isExact), standing.length),
+    notFlagged: standing.length,
+    wholeUnitExactNotFlagged: ratio(count(standing, isWholeUnitExact), standing.length),
+    exactNotFlagged: ratio(count(standing, isExact), standing.length),
     confident: {
       threshold: confidentAt,
       coverage: ratio(confident.length, cases.length),

@@ -39,7 +39,8 @@ export interface PlausibilityWindow {
 /**
  * - `ok`: inside the window.
  * - `corrected`: read within the window, and that changed the reading (`unconstrainedReading` is the free one).
- * - `implausible`: nothing probable inside the window; the confidence is capped low and `plausibilityReason` says why.
+ * - `implausible`: nothing probable inside the window (outside it, or readings of other whole units inside it as
+ *   likely); the confidence is capped low and `plausibilityReason` says why.
  * - `unknown`: no window (no reference reading).
  */
 export type Plausibility = 'ok' | 'corrected' | 'implausible' | 'unknown';

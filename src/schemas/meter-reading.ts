@@ -30,7 +30,14 @@ const DigitConfidence = Type.Object({
 });
 
 const PlausibilityResponse = Type.Object({
-  status: Type.Union(['ok', 'corrected', 'implausible', 'unknown'].map((status) => Type.Literal(status))),
+  status: Type.Union(
+    ['ok', 'corrected', 'implausible', 'unknown'].map((status) => Type.Literal(status)),
+    {
+      description:
+        'ok: inside the window. corrected: the decode within the window differs from the free one. implausible: nothing probable inside the ' +
+        "window (the reading lies outside it, or the reader's own readers read other whole units inside it); confidence capped at 20. unknown: no reference.",
+    },
+  ),
   reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
   reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Null()]),
   window: Type.Union([Type.Object({ min: Type.Number(), max: Type.Number() }), Type.Null()]),

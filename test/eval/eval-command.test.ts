@@ -218,12 +218,15 @@ t.test('--previous: each photo is read within a window from a drawn history, and
   t.same(summary.plausibility, {
     withWindow: 2,
     implausible: 1 / 3,
+    noReading: 1 / 3,
+    flagged: 2 / 3,
     corrected: 1 / 3,
     corrections: 1,
     correctionsWholeUnitsRight: 1,
     correctionsExact: 1,
-    wholeUnitExactNotImplausible: 1 / 2,
-    exactNotImplausible: 1 / 2,
+    notFlagged: 1,
+    wholeUnitExactNotFlagged: 1,
+    exactNotFlagged: 1,
     confident: { threshold: 80, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
   });
   t.match(
@@ -234,6 +237,8 @@ t.test('--previous: each photo is read within a window from a drawn history, and
   const again = await captureLog(() => evalReader(['--dataset', dir, '--previous', '5-10'], 'table', async () => withinWindows));
   t.match(again.output, /implausible\s+33\.3%/);
   t.match(again.output, /corrected\s+33\.3%  \(1 of 1 right in whole units, 1 exact\)/);
+  t.match(again.output, /flagged\s+66\.7%  \(no reading 33\.3%, the rest implausible\)/, 'a photo with no reading is flagged: nobody bills it');
+  t.match(again.output, /readings not flagged: 1; whole units exact 100\.0%, exact 100\.0%/);
   t.match(again.output, /b\.jpg: read 00354\.000 at 20 \(implausible\)/);
   t.equal(Number(windows['00721']!.reference), reference, 'the same history every run');
 });

@@ -9,7 +9,7 @@ import {
   readWithinValues,
   type LayoutReading,
 } from '../../src/readers/local/decode.ts';
-import { judgeWithinWindow } from '../../src/readers/local/pipeline.ts';
+import { judgeWithinWindow, rivalsInsideWindow } from '../../src/readers/local/pipeline.ts';
 import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
@@ -277,5 +277,25 @@ t.test('the verdict: ok inside the window; outside, corrected unless the best re
       windowFit: 0,
       reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
     },
+  );
+});
+
+t.test("rivals inside the window: the window's own readers that read other whole units there", async (t) => {
+  const window = { reference: '00230.000', min: 229.999, max: 290 };
+  const chosen = (readerTexts: string[], wheelReaderText = '00238245') => ({
+    formatted: { reading: '00238.245', value: 238.245, confidence: 37, digitConfidences: [] },
+    raw: { readerTexts, wheelReaderText, layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
+  });
+  t.same(rivalsInsideWindow(chosen(['00238.245', '00238.245', '00238.241']), window), [], 'all read 238: other litres are no rival');
+  t.same(rivalsInsideWindow(chosen(['00238.245', '00236.245', '00236.245']), window), ['00236.245'], 'a strip reader reads 236, inside the window');
+  t.same(
+    rivalsInsideWindow(chosen(['00238.245', '00238.245', '00238.245'], '00236245'), window),
+    ['00236.245'],
+    "the wheel reader's wheels, in the reading's layout",
+  );
+  t.same(
+    rivalsInsideWindow(chosen(['00238.245', '05238.245', '00038'], '0023824'), window),
+    [],
+    'readings outside the window, and a wheel reader that read other wheels, are no rivals',
   );
 });
