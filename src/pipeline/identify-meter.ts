@@ -3,6 +3,8 @@ import { parseReading } from '../readers/reader.ts';
 import type { UploadFields } from './validate-image.ts';
 
 export const METER_ID_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
+/** An ISO 8601 date, or a date-time with its offset (a time without one would be read in the server's zone). */
+export const READ_AT_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/;
 /** More digits than any meter has: a reading this long is not one. */
 const MAX_READING_LENGTH = 24;
 /** Clocks differ: a previous reading "from the future" by up to this much is let through. */
@@ -43,7 +45,7 @@ export function readingField(value: unknown, field: string): string {
 }
 
 function readAtField(value: string): Date {
-  const readAt = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value.trim()) ? new Date(value.trim()) : undefined;
+  const readAt = READ_AT_PATTERN.test(value.trim()) ? new Date(value.trim()) : undefined;
   if (!readAt || Number.isNaN(readAt.getTime())) {
     throw new DomainError(
       'invalid',

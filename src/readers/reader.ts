@@ -67,7 +67,7 @@ export class ReaderError extends Error {
   }
 }
 
-const READING_PATTERN = /^\d+(\.\d+)?$/;
+export const READING_PATTERN = /^\d+(\.\d+)?$/;
 
 /** Checks a reading string as a model wrote it and derives its numeric value. */
 export function parseReading(reading: string): { reading: string; value: number } | undefined {

@@ -1,4 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { METER_ID_PATTERN, READ_AT_PATTERN } from '../pipeline/identify-meter.ts';
+import { READING_PATTERN } from '../readers/reader.ts';
 
 /** A submission's reference_id: a UUID, which PostgreSQL generates. */
 const REFERENCE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -215,9 +217,18 @@ const MeterPhotoUpload = Type.Object({
     contentMediaType: 'application/octet-stream',
     description: 'The meter photo: JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF, at most 10 MB (10 485 760 bytes)',
   }),
-  meter_id: Type.Optional(Type.String({ description: 'Your identifier of the physical meter, to keep its readings together' })),
-  previous_reading: Type.Optional(Type.String({ description: 'The meter’s last known reading, e.g. "02380.114"' })),
-  previous_read_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the previous reading was taken (RFC 3339)' })),
+  meter_id: Type.Optional(
+    Type.String({ pattern: METER_ID_PATTERN.source, description: 'Your identifier of the physical meter, to keep its readings together' }),
+  ),
+  previous_reading: Type.Optional(
+    Type.String({ pattern: READING_PATTERN.source, description: 'The meter’s last known reading, e.g. "02380.114": digits, optionally one decimal point' }),
+  ),
+  previous_read_at: Type.Optional(
+    Type.String({
+      pattern: READ_AT_PATTERN.source,
+      description: 'When the previous reading was taken: a date (2026-11-01), or a date-time with its offset (2026-11-01T08:00:00Z)',
+    }),
+  ),
 });
 
 const SubmissionHeaders = Type.Object({

@@ -1,5 +1,7 @@
 import t from 'tap';
+import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
+import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
 import { createCustomer, startTestService, waitForMeter } from '../../helpers/service.ts';
 
 /** The fake model's default answer (test/fakes/http-fake.ts). */
@@ -141,7 +143,10 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
 
   t.test('the worker reads async submissions against the window, records it and sends it by webhook data', async (t) => {
     const customer = await createCustomer(service.db);
+    const receiver = await startWebhookReceiver();
+    t.teardown(receiver.close);
     await submit(customer.key, { meter_id: 'W1' });
+    await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: receiver.url });
     const accepted = await submit(customer.key, { meter_id: 'W1', previous_reading: '3000' }, { sync: false, fieldsAfterImage: true });
     t.equal(accepted.status, 202);
     const meter = await waitForMeter(service.db, accepted.body.reference_id);
@@ -156,6 +161,22 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       plausibility_reason: /below the reference reading 3000/,
     });
     t.equal(Number(reading.window_max), 3000 + 2.5 * 366 * 24, 'no previous_read_at: taken as up to a year old');
+    const [webhook] = await receiver.waitFor(1);
+    t.match(JSON.parse(webhook!.body), {
+      event: 'reading.completed',
+      data: {
+        reference_id: accepted.body.reference_id,
+        meter_id: 'W1',
+        confidence: 20,
+        plausibility: {
+          status: 'implausible',
+          reference: '3000',
+          reference_source: 'previous_reading',
+          window: { min: 2999, max: 3000 + 2.5 * 366 * 24 },
+          reason: /below the reference reading 3000/,
+        },
+      },
+    });
   });
 
   t.test('corrections: 404 for other accounts, 422 for bad readings, 409 while being read', async (t) => {
