@@ -31,9 +31,15 @@ TOLOKA_WHEELS = TOLOKA_WHOLE_WHEELS + TOLOKA_FRACTIONAL_WHEELS
 VALIDATION_PERCENT = 15
 
 
+# The folders of labelled photos under DATASETS that the localisers and strip readers learn from: Toloka and
+# BDCI 2020 as shipped, or an operator's own (the folder `meterlens dataset export` writes: `meters`, say).
+TRAIN_DATASETS = os.environ.get('METERLENS_TRAIN_DATASETS', 'toloka,bdci2020').split(',')
+
+
 def require_datasets():
-    if not (DATASETS / 'toloka' / 'labels.csv').exists():
-        raise SystemExit(f'Meter datasets not found at {DATASETS}: training needs ../shared/datasets')
+    missing = [dataset for dataset in TRAIN_DATASETS if not (DATASETS / dataset / 'labels.csv').exists()]
+    if missing:
+        raise SystemExit(f'No labels.csv for {", ".join(missing)} under {DATASETS} (METERLENS_DATASETS, METERLENS_TRAIN_DATASETS)')
 
 
 def seed_everything(seed):
@@ -137,6 +143,8 @@ def read_labels(dataset):
                 quad = [(x1, y1), (x2, y1), (x2, y2), (x1, y2)]
                 reading = toloka_dial_reading(row['reading'])
             else:
+                if not row['quad'].strip():
+                    continue  # `meterlens dataset export` leaves it empty where the reader found no counter
                 values = [float(v) for v in row['quad'].split()]
                 quad = list(zip(values[0::2], values[1::2]))
                 reading = row['reading']

@@ -6,6 +6,8 @@
 #
 #   sh ml/pins.sh check    stops when a dataset folder differs or a package is missing; warns when a package has
 #                          another version (training runs, but the weights will not be the shipped ones)
+#   sh ml/pins.sh check-packages
+#                          the packages only (training on other photos: METERLENS_TRAIN_DATASETS)
 #   sh ml/pins.sh record   rewrites both files from this machine
 set -eu
 cd "$(dirname "$0")"
@@ -24,7 +26,7 @@ datasets() {
   done
 }
 
-check() {
+check_datasets() {
   if [ ! -d "$DATASETS" ]; then
     echo "ml/pins.sh: no datasets at $DATASETS (METERLENS_DATASETS)" >&2
     exit 1
@@ -33,6 +35,9 @@ check() {
     echo "ml/pins.sh: $DATASETS differs from ml/datasets.sha256 (above: - expected, + found); the shipped weights were trained on the expected data" >&2
     exit 1
   fi
+}
+
+check_packages() {
   missing=
   while read -r pinned; do
     found=$(installed "${pinned%%=*}")
@@ -49,13 +54,17 @@ check() {
 }
 
 case "${1:-}" in
-  check) check ;;
+  check)
+    check_datasets
+    check_packages
+    ;;
+  check-packages) check_packages ;;
   record)
     installed $PACKAGES > requirements-debian.txt
     datasets > datasets.sha256
     ;;
   *)
-    echo 'usage: sh ml/pins.sh check|record' >&2
+    echo 'usage: sh ml/pins.sh check|check-packages|record' >&2
     exit 2
     ;;
 esac

@@ -2,10 +2,22 @@
 # Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx and models/wheels.onnx from ../shared/datasets (see ml/README.md),
 # then scores them on the validation split beside the shipped ones (git's HEAD copy of models/).
 # Needs Debian's torch at the versions ml/requirements-debian.txt pins: apt-get install -y $(cat ml/requirements-debian.txt)
+#
+# METERLENS_TRAIN_DATASETS (default toloka,bdci2020): the folders under METERLENS_DATASETS whose photos the
+# localisers and strip readers learn from, e.g. `meters` for the folder `meterlens dataset export` writes. Without
+# Toloka there are no tilted Toloka windows for localiser 2 and no wheel reader (the service reads without one).
+# METERLENS_STEPS_PERCENT (default 100): a share of every run's steps, for a quick trial of the whole recipe.
 set -eu
 cd "$(dirname "$0")"
+TRAIN_DATASETS="${METERLENS_TRAIN_DATASETS:-toloka,bdci2020}"
+DATASETS="${METERLENS_DATASETS:-../../shared/datasets}"
+with_toloka() { case ",$TRAIN_DATASETS," in *,toloka,*) return 0 ;; *) return 1 ;; esac; }
+steps() { # the shipped step count, scaled by METERLENS_STEPS_PERCENT (at least 1)
+  scaled=$(($1 * ${METERLENS_STEPS_PERCENT:-100} / 100))
+  echo $((scaled > 0 ? scaled : 1))
+}
 # The datasets as ml/datasets.sha256 has them and the pinned packages, or a clear stop (another version: a warning).
-sh pins.sh check
+if [ "$TRAIN_DATASETS" = toloka,bdci2020 ]; then sh pins.sh check; else sh pins.sh check-packages; fi
 SHIPPED=$(mktemp -d)
 trap 'rm -rf "$SHIPPED"' EXIT
 git -C .. archive HEAD models | tar -x -C "$SHIPPED"
@@ -13,12 +25,15 @@ export OPENBLAS_NUM_THREADS=1
 PYTHON=/usr/bin/python3
 LOGS="${TMPDIR:-/tmp}"
 $PYTHON -m unittest test_synth.py test_wheels.py
+# A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
+METERLENS_TRAIN_DATASETS=$TRAIN_DATASETS $PYTHON make_split.py
+export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
 
 # The readers that vote (src/readers/local/spec.ts READER_FILES) differ by regularisation and sequence layer.
 train_reader() { # output threads steps, then train_reader.py's own options
   output=$1 threads=$2 steps=$3
   shift 3
-  TORCH_THREADS=$threads $PYTHON train_reader.py --output "../models/$output" --steps "$steps" --seed 1 "$@" \
+  TORCH_THREADS=$threads $PYTHON train_reader.py --output "../models/$output" --steps "$(steps "$steps")" --seed 1 "$@" \
     > "$LOGS/meterlens-$output.log" 2>&1
 }
 
@@ -27,7 +42,7 @@ train_reader() { # output threads steps, then train_reader.py's own options
 train_localiser() { # output, then train_localiser.py's own options
   output=$1
   shift
-  TORCH_THREADS=2 $PYTHON train_localiser.py --output "../models/$output" --steps "${LOCALISER_STEPS:-2500}" --seed 1 "$@" \
+  TORCH_THREADS=2 $PYTHON train_localiser.py --output "../models/$output" --steps "$(steps 2500)" --seed 1 "$@" \
     2>&1 | tee "$LOGS/meterlens-$output.log"
 }
 train_localiser localiser-1.onnx
@@ -38,17 +53,33 @@ train_reader reader-3.onnx 1 8000 --regularisation strong --sequence conv & thir
 wait $second
 wait $third
 # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
-# boxes (about a minute, then 15 on both cores).
+# boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
 CACHE="${METERLENS_CACHE:-/tmp/ml-cache}"
 mkdir -p "$CACHE"
-node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
-train_localiser localiser-2.onnx --tilted-windows
+if with_toloka; then
+  node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
+  train_localiser localiser-2.onnx --tilted-windows
+else
+  train_localiser localiser-2.onnx --seed 2
+fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
-# the photos, cut to their wheels by the readers as the service cuts them (about a minute); both cores, as shipped
-# (about 18 minutes).
-node find_windows.ts > "$CACHE/toloka-windows.csv"
-TORCH_THREADS=2 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps 5000 --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
-tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log "$LOGS/meterlens-wheels.onnx.log"
-# The new weights scored beside the shipped ones (a few minutes each).
-LOCAL_MODEL_DIR="$SHIPPED/models" node ../src/cli/eval.ts --validation --json > "$LOGS/meterlens-eval-shipped.json"
-LOCAL_MODEL_DIR="$PWD/../models" node ../src/cli/eval.ts --validation --baseline "$LOGS/meterlens-eval-shipped.json"
+# the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute); both cores, as
+# shipped (about 18 minutes). Without Toloka the shipped one (which learned from Toloka alone) is removed.
+if with_toloka; then
+  node find_windows.ts > "$CACHE/toloka-windows.csv"
+  TORCH_THREADS=2 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps "$(steps 5000)" --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
+  tail -n 2 "$LOGS/meterlens-wheels.onnx.log"
+else
+  rm -f ../models/wheels.onnx
+fi
+tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log
+# The new weights scored beside the shipped ones on each dataset's validation photos (a few minutes each).
+score() { # dataset, then eval's own options
+  dataset=$1
+  shift
+  node ../src/cli/eval.ts --dataset "$DATASETS/$dataset" --files "splits/$dataset-val.txt" "$@"
+}
+for dataset in $(echo "$TRAIN_DATASETS" | tr , ' '); do
+  LOCAL_MODEL_DIR="$SHIPPED/models" score "$dataset" --json > "$LOGS/meterlens-eval-shipped-$dataset.json"
+  LOCAL_MODEL_DIR="$PWD/../models" score "$dataset" --baseline "$LOGS/meterlens-eval-shipped-$dataset.json"
+done

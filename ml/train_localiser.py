@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from common import CACHE, DATASETS, MODELS, SPEC, Export, split_rows, start_training, train_and_export
+from common import CACHE, DATASETS, MODELS, SPEC, TRAIN_DATASETS, Export, split_rows, start_training, train_and_export
 
 INPUT = SPEC['localiser']['input']
 STORE = 320
@@ -165,7 +165,7 @@ def main():
     args = start_training(minutes=30, batch=24, output=MODELS / SPEC['files']['localisers'][0], add_options=add_options)
 
     train_rows, validation_rows = [], []
-    for dataset in ('toloka', 'bdci2020'):
+    for dataset in TRAIN_DATASETS:
         train, validation = split_rows(dataset)
         train_rows += training_rows(train, args.tilted_windows)
         validation_rows += validation

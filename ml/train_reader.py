@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import ALPHABET, DATASETS, MODELS, SPEC, Export, split_rows, start_training, train_and_export
+from common import ALPHABET, DATASETS, MODELS, SPEC, TRAIN_DATASETS, Export, split_rows, start_training, train_and_export
 from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
 HEIGHT, WIDTH = SPEC['strip']['height'], SPEC['strip']['width']
@@ -236,7 +236,7 @@ def main():
     py_rng = random.Random(args.seed)
 
     train_rows, validation = [], {}
-    for dataset in ('toloka', 'bdci2020'):
+    for dataset in TRAIN_DATASETS:
         train, validation_rows = split_rows(dataset)
         train_rows += train
         validation[dataset] = usable_windows(validation_rows)

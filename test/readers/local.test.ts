@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -7,6 +7,7 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
 import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
+import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/readers/plausibility.ts';
 import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
 
@@ -64,6 +65,20 @@ t.test('no weights in LOCAL_MODEL_DIR: no local reader', async (t) => {
   const empty = await mkdtemp(path.join(tmpdir(), 'meterlens-nomodel-'));
   t.equal(await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: empty })), undefined);
 });
+
+t.test(
+  'weights without a wheel reader (trained without Toloka): the strip readers read alone',
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const withoutWheels = await mkdtemp(path.join(tmpdir(), 'meterlens-nowheels-'));
+    for (const file of MODEL_FILES) await symlink(path.join(MODEL_DIR, file), path.join(withoutWheels, file));
+    t.notOk(existsSync(path.join(withoutWheels, WHEEL_READER_FILE)));
+    const reader = (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: withoutWheels })))!;
+    const result = await reader.read((await drawMeter('00758', '407')).image, signal());
+    t.match(result.reading, /^\d{5}(\.\d{3})?$/);
+    t.equal(result.value, Number(result.reading));
+  },
+);
 
 t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DIR}` }, async (t) => {
   const reader = (await createLocalReader(loadConfig({})))! as MeterReader;

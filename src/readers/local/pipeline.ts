@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
@@ -40,7 +41,8 @@ import {
   WORKING_LONG_SIDE,
 } from './spec.ts';
 
-export const MODEL_FILES = [...LOCALISER_FILES, WHEEL_READER_FILE, ...READER_FILES];
+/** The files the local reader needs; the wheel reader (WHEEL_READER_FILE) votes when it is there too. */
+export const MODEL_FILES = [...LOCALISER_FILES, ...READER_FILES];
 /** The second look at the window covers this many window widths around it. */
 const REFINE_CONTEXT = 2.5;
 
@@ -51,8 +53,10 @@ export interface MeterModel {
 
 export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
   const load = (files: string[]) => loadSessions(modelDir, files, threads);
-  const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load([WHEEL_READER_FILE]), load(READER_FILES)]);
-  return { read: (image, window) => readMeter({ localisers, wheelReader: wheelReader!, stripReaders }, image, window) };
+  // Weights trained without Toloka come without a wheel reader (ml/train.sh): the strip readers read alone.
+  const wheelReaderFiles = existsSync(path.join(modelDir, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
+  const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load(wheelReaderFiles), load(READER_FILES)]);
+  return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders }, image, window) };
 }
 
 /**
@@ -71,12 +75,13 @@ export function loadSessions(modelDir: string, files: string[], threads: number)
 
 interface Sessions {
   localisers: ort.InferenceSession[];
-  wheelReader: ort.InferenceSession;
+  /** Without it the strip readers alone decide (as training code reads, and weights trained without Toloka). */
+  wheelReader?: ort.InferenceSession;
   stripReaders: ort.InferenceSession[];
 }
 
-/** The readers of a window; without the wheel reader the strip readers alone decide (as training code reads). */
-export type WindowReaders = Omit<Sessions, 'localisers' | 'wheelReader'> & { wheelReader?: ort.InferenceSession };
+/** The readers of a window. */
+export type WindowReaders = Omit<Sessions, 'localisers'>;
 
 async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, window?: PlausibilityWindow): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
