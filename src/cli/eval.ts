@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
 import { loadFileList, loadLabelledPhotos, type LabelledPhoto } from '../eval/dataset.ts';
 import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
-import { summarise, type EvalSummary } from '../eval/metrics.ts';
+import { summarise, type EvalSummary, type ScoredCase } from '../eval/metrics.ts';
 import { formatComparison, formatSummary, readPhotos } from '../eval/run.ts';
 import { ReadFailure } from '../readers/chain.ts';
 import { createReaderChain } from '../readers/registry.ts';
@@ -40,6 +40,8 @@ interface EvalReport {
   modelLoadMs: number;
   previous?: string;
   datasets: Array<{ name: string; dir: string; summary: EvalSummary }>;
+  /** All the datasets' photos as one, when there are several. */
+  together?: EvalSummary;
 }
 
 /** `meterlens eval`: scores the reader chain (`--chain`, default the local reader alone) on labelled photos. Returns the exit code. */
@@ -149,14 +151,22 @@ export async function evalReader(args: string[], readerName: string, create: (ch
   const config = loadConfig();
   const imageOptions = { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide };
   const results: EvalReport['datasets'] = [];
+  const allCases: ScoredCase[] = [];
   for (const target of datasets) {
     const windowFor = consumption && ((photo: LabelledPhoto) => simulatedWindow(photo, consumption));
-    const summary = summarise(await readPhotos(reader, target.dir, target.photos, imageOptions, windowFor), worst, config.escalateBelow);
+    const cases = await readPhotos(reader, target.dir, target.photos, imageOptions, windowFor);
+    allCases.push(...cases);
+    const summary = summarise(cases, worst, config.escalateBelow);
     results.push({ name: target.name, dir: target.dir, summary });
     if (!values.json) console.log(formatSummary(`${readerName} on ${target.name}`, summary) + '\n');
   }
-  if (values.json) console.log(JSON.stringify({ reader: readerName, modelLoadMs, previous: values.previous, datasets: results } satisfies EvalReport, null, 2));
-  else console.log(`${readerName} model load: ${modelLoadMs.toFixed(0)} ms`);
+  // Bars set on a whole split (both validation datasets) are read off this, not added up by hand.
+  const together = results.length > 1 ? summarise(allCases, 0, config.escalateBelow) : undefined;
+  if (together && !values.json) console.log(formatSummary(`${readerName} on ${results.map((result) => result.name).join(' and ')} together`, together) + '\n');
+  if (values.json) {
+    const report: EvalReport = { reader: readerName, modelLoadMs, previous: values.previous, datasets: results, ...(together ? { together } : {}) };
+    console.log(JSON.stringify(report, null, 2));
+  } else console.log(`${readerName} model load: ${modelLoadMs.toFixed(0)} ms`);
   if (baseline) {
     for (const { name, summary } of results) {
       const before = baseline.datasets.find((dataset) => dataset.name === name);

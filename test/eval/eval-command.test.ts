@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -252,3 +253,23 @@ t.test('--previous needs a range A-B of m³ with A ≤ B', async (t) => {
     console.error = original;
   }
 });
+
+const SHARED_DATASETS = path.join(import.meta.dirname, '..', '..', '..', 'shared', 'datasets');
+
+t.test(
+  '--validation: each dataset, then both together, which the bars on the whole split are read off',
+  { skip: !existsSync(SHARED_DATASETS) && 'no ../shared/datasets' },
+  async (t) => {
+    const everyPhotoZero: MeterReader = { name: 'zero', read: async () => ({ reading: '00000', value: 0, confidence: 50, model: 'zero', raw: null }) };
+    const { code, output } = await captureLog(() => evalReader(['--validation', '--json', '--worst', '0'], 'zero', async () => everyPhotoZero));
+    t.equal(code, 0);
+    const report = JSON.parse(output);
+    t.same(
+      report.datasets.map((dataset: { name: string }) => dataset.name),
+      ['toloka', 'bdci2020'],
+    );
+    const [toloka, bdci] = report.datasets.map((dataset: { summary: { photos: number } }) => dataset.summary.photos);
+    t.equal(report.together.photos, toloka + bdci);
+    t.equal(report.together.selective[0].coverage, 1, 'every photo read at 50');
+  },
+);
