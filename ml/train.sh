@@ -26,8 +26,8 @@ PYTHON=/usr/bin/python3
 LOGS="${TMPDIR:-/tmp}"
 $PYTHON -m unittest test_synth.py test_wheels.py
 # A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
-METERLENS_TRAIN_DATASETS=$TRAIN_DATASETS $PYTHON make_split.py
 export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
+$PYTHON make_split.py
 
 # The readers that vote (src/readers/local/spec.ts READER_FILES) differ by regularisation and sequence layer.
 train_reader() { # output threads steps, then train_reader.py's own options

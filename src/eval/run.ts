@@ -111,8 +111,6 @@ export function formatSummary(title: string, summary: EvalSummary): string {
   lines.push(
     `  flagged                     ${percent(judged.flagged)}  (no reading ${percent(judged.noReading).trim()}${withWindow ? ', the rest implausible' : ''})`,
     `  readings not flagged: ${judged.notFlagged}; whole units exact ${percent(judged.wholeUnitExactNotFlagged)}, exact ${percent(judged.exactNotFlagged)}`,
-  );
-  lines.push(
     `  ok/corrected${withWindow ? '' : '/unknown'} at confidence ≥ ${confident.threshold}: exact ${percent(confident.accuracy)}, ` +
       `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
   );

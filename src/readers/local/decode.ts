@@ -150,15 +150,20 @@ export function combineReadings(readings: LayoutReading[], wheelVotes: number[][
     );
   });
   const digits = digitDistributions.map(mostProbableDigit);
-  let wheel = 0;
   const points = agreeing.map((reading) => reading.pointProbability ?? 0);
   return {
-    text: [...shape].map((kind) => (kind === '.' ? '.' : String(digits[wheel++]))).join(''),
+    text: inLayout(shape, digits),
     digitProbabilities: digitDistributions.map((distribution, i) => distribution[digits[i]!]!),
     digitDistributions,
     pointProbability: shape.includes('.') ? points.reduce((sum, p) => sum + p, 0) / readings.length : undefined,
     layoutFit: agreeing.reduce((sum, reading) => sum + reading.layoutFit, 0) / agreeing.length,
   };
+}
+
+/** The wheels' digits, in order, with the decimal point where `layout` (a reading, or `ddddd.ddd`) has it. */
+export function inLayout(layout: string, digits: ArrayLike<number | string>): string {
+  let wheel = 0;
+  return [...layout].map((kind) => (kind === '.' ? '.' : String(digits[wheel++]))).join('');
 }
 
 /** The digit a wheel's probabilities of 0–9 favour. */
@@ -296,10 +301,9 @@ export function readWithinValues(strip: LayoutReading, values: { min: number; ma
   const range = { low: Math.ceil(values.min * unitsPerM3 - 1e-6), high: Math.floor(values.max * unitsPerM3 + 1e-6) };
   const best = mostProbableInRange(strip.digitDistributions, range);
   if (!best) return undefined;
-  let wheel = 0;
   return {
     ...strip,
-    text: [...strip.text].map((kind) => (kind === '.' ? '.' : String(best.digits[wheel++]))).join(''),
+    text: inLayout(strip.text, best.digits),
     digitProbabilities: best.digits.map((digit, i) => strip.digitDistributions[i]![digit]!),
   };
 }

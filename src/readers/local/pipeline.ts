@@ -3,8 +3,17 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { implausible, outsideWindowReason } from '../plausibility.ts';
-import { ReaderError, clampConfidence, type MeterReading, type PlausibilityWindow } from '../reader.ts';
-import { combineReadings, formatReading, mostProbableDigit, readInLayouts, readWithinValues, type FormattedReading, type LayoutReading } from './decode.ts';
+import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
+import {
+  combineReadings,
+  formatReading,
+  inLayout,
+  mostProbableDigit,
+  readInLayouts,
+  readWithinValues,
+  type FormattedReading,
+  type LayoutReading,
+} from './decode.ts';
 import { layoutOf, shareOf, type ConfidenceEvidence } from './confidence.ts';
 import {
   rectifyInto,
@@ -125,26 +134,15 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
  * such a disagreement came with most of the misreads inside the window (MODEL_CARD.md).
  */
 export function rivalsInsideWindow(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>, window: PlausibilityWindow): string[] {
-  const reading = chosen.formatted.reading;
+  const { reading, value } = chosen.formatted;
   const { readerTexts, wheelReaderText } = chosen.raw;
   const wheelReaderReads = wheelReaderText.length === reading.replace('.', '').length;
   const rivals = new Set<string>();
-  for (const text of wheelReaderReads ? [...readerTexts, inLayoutOf(reading, wheelReaderText)] : readerTexts) {
-    const value = Number(text);
-    const inside = text !== '' && Number.isFinite(value) && !outsideWindowReason({ reading: text, value }, window);
-    if (inside && wholeUnits(text) !== wholeUnits(reading)) rivals.add(text);
+  for (const text of wheelReaderReads ? [...readerTexts, inLayout(reading, wheelReaderText)] : readerTexts) {
+    const rival = parseReading(text);
+    if (rival && !outsideWindowReason(rival, window) && Math.trunc(rival.value) !== Math.trunc(value)) rivals.add(text);
   }
   return [...rivals];
-}
-
-/** `digits` (one a wheel) with the decimal point where `reading` has it. */
-function inLayoutOf(reading: string, digits: string): string {
-  let wheel = 0;
-  return [...reading].map((kind) => (kind === '.' ? '.' : digits[wheel++])).join('');
-}
-
-function wholeUnits(reading: string): number {
-  return Number(reading.split('.')[0]);
 }
 
 function rivalsReason(reading: string, rivals: string[]): string {
