@@ -9,7 +9,7 @@ import {
   readWithinValues,
   type LayoutReading,
 } from '../../src/readers/local/decode.ts';
-import { judgeWithinWindow, rivalsInsideWindow } from '../../src/readers/local/pipeline.ts';
+import { judgeWithinWindow, rivalsInsideWindow, weighLayouts } from '../../src/readers/local/pipeline.ts';
 import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
@@ -298,4 +298,27 @@ t.test("rivals inside the window: the window's own readers that read other whole
     [],
     'readings outside the window, and a wheel reader that read other wheels, are no rivals',
   );
+});
+
+t.test('a counter read in both layouts: the surer reading, or the 5 + 3 one reading the same whole units, its confidence its share', async (t) => {
+  const read = (reading: string, confidence: number) => ({
+    formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
+    raw: { readerTexts: [reading], wheelReaderText: '', layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
+  });
+  const surerFractional = weighLayouts(read('02135', 39), read('00213.548', 67));
+  t.equal(surerFractional.formatted.reading, '00213.548', 'the surer reading');
+  t.ok(Math.abs(surerFractional.formatted.confidence - (67 * 67) / (67 + 39)) < 1e-9, 'scaled by its share of the two confidences');
+  t.match(surerFractional.raw, { otherLayout: { reading: '02135', confidence: 39 } }, 'the other layout is kept in raw');
+
+  t.equal(
+    weighLayouts(read('00074', 69), read('00074.176', 41)).formatted.reading,
+    '00074.176',
+    'the same whole units, found surely enough: the 5 + 3 counter',
+  );
+  const faceReadAsWheels = weighLayouts(read('00473', 99), read('00473.000', 2));
+  t.equal(faceReadAsWheels.formatted.reading, '00473', "the same whole units read barely: a five-wheel counter's face past its end");
+  t.ok(faceReadAsWheels.formatted.confidence > 97, 'and it keeps nearly all its confidence');
+  const otherWholeUnits = weighLayouts(read('01796', 60), read('00179.697', 11));
+  t.equal(otherWholeUnits.formatted.reading, '01796', 'other whole units, less sure: the five wheels stand');
+  t.ok(Math.abs(otherWholeUnits.formatted.confidence - (60 * 60) / 71) < 1e-9, 'less sure for the rival');
 });

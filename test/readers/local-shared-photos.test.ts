@@ -36,3 +36,12 @@ t.test('reads real validation photos', { skip: !existsSync(DATASETS) && `no data
   // A smoke test, not the accuracy bar (`npm run eval` measures that): most of these should read exactly.
   t.ok(exact >= read / 2, `${exact} of ${read} photos read exactly`);
 });
+
+t.test('a 5 + 3 counter whose window is found around its black wheels only', { skip: !existsSync(DATASETS) && `no datasets at ${DATASETS}` }, async (t) => {
+  const reader = await createLocalReader(loadConfig({}));
+  if (!reader) throw new Error('no local model weights in models/ (they ship with the repository)');
+  // Both localisers find only the five black wheels of this counter (31.559); without reading past them it read `00031` at 88.
+  const result = await reader.read(readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_645_value_31_559.jpg')), AbortSignal.timeout(30_000));
+  t.match(result.reading, LAYOUT.toloka!, 'read with its fractional wheels');
+  t.match(result.raw, { otherLayout: { reading: '00031' } }, 'the five-wheel reading it competed with');
+});

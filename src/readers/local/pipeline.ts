@@ -19,6 +19,7 @@ import {
   rectifyInto,
   scaleWindow,
   sliceWindow,
+  spanOfWindow,
   turnWindow,
   windowAroundWheels,
   windowCorners,
@@ -42,6 +43,8 @@ import {
   STRIP_MARGIN_Y,
   STRIP_MARGINS_Y,
   STRIP_WIDTH,
+  FRACTIONAL_LAYOUT,
+  WHOLE_UNITS_LAYOUT,
   WHEEL_COUNT,
   WHEEL_HEIGHT,
   WHEEL_MARGIN,
@@ -105,7 +108,10 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
     const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
     readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, wheelCentres) }));
   }
-  const best = mostConfident(readings);
+  const mostSure = mostConfident(readings);
+  const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
+  if (pastWholeUnits) readings.push(pastWholeUnits);
+  const best = pastWholeUnits ? weighLayouts(mostSure!, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => ({
     reading: chosen.formatted.reading,
@@ -125,6 +131,51 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   if (rivals.length) return implausible(judged, rivalsReason(verdict.chosen.formatted.reading, rivals));
   if (verdict.plausibility === 'ok') return { ...judged, plausibility: 'ok' };
   return { ...judged, plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+}
+
+/** A 5 + 3 counter's window over the window of its five whole-unit wheels: eight wheels and the point's gap over five. */
+const FRACTIONAL_WINDOW_WIDTH = 1.7;
+
+/**
+ * A reading of five whole-unit wheels may be of a 5 + 3 counter whose window the localisers found only around its
+ * black wheels (MODEL_CARD.md: on the validation split, 31.559 read `00031` at 88). The window is read again reaching
+ * past its right end to where three fractional wheels would be, cut to the wheels the aligned reader finds there:
+ * that reading, when it is one of 5 + 3 wheels.
+ */
+async function readPastWholeUnits(readers: WindowReaders, photo: RgbImage, chosen: FormattedWindowReading): Promise<FormattedWindowReading | undefined> {
+  if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
+  const reachingOn = spanOfWindow(chosen.window, -1, 2 * FRACTIONAL_WINDOW_WIDTH - 1);
+  const [aligned] = await readStrips([alignedReader(readers.stripReaders)], photo, [{ window: reachingOn, marginY: STRIP_MARGIN_Y }]);
+  const { steps, classes, crops } = stripProbabilities(aligned!);
+  const window = windowAroundWheels(reachingOn, wheelCentres(crops[0]!, steps, classes));
+  const reading = await readWindow(readers, photo, { ...chosen.raw, window });
+  return reading.formatted && layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT ? (reading as FormattedWindowReading) : undefined;
+}
+
+/**
+ * Three fractional wheels read past five whole-unit wheels at this confidence or more, reading the same whole units,
+ * are the counter's: on the training photos BDCI's five-wheel counters read so at 4 or less, Toloka's at 41 and 78.
+ */
+const FRACTIONAL_WHEELS_FOUND = 20;
+
+/**
+ * A counter read in both layouts: the 5 + 3 reading when it is the more confident or it reads the same whole units
+ * at FRACTIONAL_WHEELS_FOUND or more, else the five wheels; its confidence scaled by its share of the two (the other
+ * is in `raw.otherLayout`). Chosen on the training photos (MODEL_CARD.md): of 17 Toloka counters read as five
+ * wheels, four were read right as 5 + 3 and one misread at 60 fell to 51; BDCI's five-wheel counters, read past
+ * their end at confidence 4 or less, keep their reading and lose at most a few points.
+ */
+export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(wholeUnits: T, fractional: T): T {
+  const sameWholeUnits = fractional.formatted.reading.split('.')[0] === wholeUnits.formatted.reading;
+  const fractionalWins =
+    fractional.formatted.confidence > wholeUnits.formatted.confidence || (sameWholeUnits && fractional.formatted.confidence >= FRACTIONAL_WHEELS_FOUND);
+  const [chosen, other] = fractionalWins ? [fractional, wholeUnits] : [wholeUnits, fractional];
+  const share = chosen.formatted.confidence / (chosen.formatted.confidence + other.formatted.confidence);
+  return {
+    ...chosen,
+    formatted: { ...chosen.formatted, confidence: chosen.formatted.confidence * share },
+    raw: { ...chosen.raw, otherLayout: { reading: other.formatted.reading, confidence: clampConfidence(other.formatted.confidence) } },
+  };
 }
 
 /**
@@ -248,20 +299,37 @@ export async function orientWindow(stripReaders: ort.InferenceSession[], photo: 
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const { steps, classes, crops } = stripProbabilities(bothWays[READER_FILES.indexOf(ALIGNED_READER_FILE)]!);
-  const toWindow = (step: number) => (((step + 0.5) / steps) * 2 - 1) * (1 + 2 * STRIP_MARGIN_X);
   return {
     window: windows[chosen]!,
     upsideDown,
     orientationProbability: uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9),
-    wheelCentres: readInLayouts(crops[chosen]!, steps, classes).digitSteps!.map(toWindow),
+    wheelCentres: wheelCentres(crops[chosen]!, steps, classes),
   };
+}
+
+function alignedReader(stripReaders: ort.InferenceSession[]): ort.InferenceSession {
+  return stripReaders[READER_FILES.indexOf(ALIGNED_READER_FILE)]!;
+}
+
+/** Where ALIGNED_READER_FILE's output for a strip (cut with STRIP_MARGIN_X) puts each wheel, in the window's half-widths from its centre. */
+function wheelCentres(probabilities: Float32Array, steps: number, classes: number): number[] {
+  const toWindow = (step: number) => (((step + 0.5) / steps) * 2 - 1) * (1 + 2 * STRIP_MARGIN_X);
+  return readInLayouts(probabilities, steps, classes).digitSteps!.map(toWindow);
 }
 
 export interface WindowReading {
   window: Window;
   strip: LayoutReading;
   formatted?: FormattedReading;
-  raw: { readerTexts: string[]; wheelReaderText: string; layoutFit: number; upsideDown: number[]; orientationProbability: number };
+  raw: {
+    readerTexts: string[];
+    wheelReaderText: string;
+    layoutFit: number;
+    upsideDown: number[];
+    orientationProbability: number;
+    /** The counter's reading in the other layout, when it was also read in both (weighLayouts). */
+    otherLayout?: { reading: string; confidence: number };
+  };
 }
 
 /**

@@ -43,6 +43,9 @@ export const ALPHABET = spec.alphabet;
  * whole-unit and fractional wheels.
  */
 export const LAYOUTS = Object.values(spec.layouts);
+/** Five whole-unit wheels (bdci2020's counters), and five with a point and three fractional wheels (Toloka's). */
+export const WHOLE_UNITS_LAYOUT = spec.layouts.bdci2020;
+export const FRACTIONAL_LAYOUT = spec.layouts.toloka;
 
 /**
  * Localisers trained apart (the second also on tilted Toloka counters); each proposes candidate windows and the
