@@ -111,7 +111,7 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   const mostSure = mostConfident(readings);
   const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
   if (pastWholeUnits) readings.push(pastWholeUnits);
-  const best = pastWholeUnits ? weighLayouts(mostSure!, pastWholeUnits) : mostSure;
+  const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => ({
     reading: chosen.formatted.reading,
