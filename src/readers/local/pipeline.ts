@@ -103,10 +103,9 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
 
   // Every window-like region each localiser sees is read, cut to its wheels, and the readers decide: the window
   // they read most surely.
-  const readings: WindowReading[] = [];
-  for (const found of candidates) {
-    const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
-    readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, wheelCentres) }));
+  const readings = await readCandidates(readers, photo, candidates);
+  if ((mostConfident(readings)?.formatted.confidence ?? 0) < MIN_LOCAL_CONFIDENCE) {
+    readings.push(...(await readCandidates(readers, photo, await lookCloser(localisers, photo))));
   }
   const mostSure = mostConfident(readings);
   const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
@@ -131,6 +130,40 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   if (rivals.length) return implausible(judged, rivalsReason(verdict.chosen.formatted.reading, rivals));
   if (verdict.plausibility === 'ok') return { ...judged, plausibility: 'ok' };
   return { ...judged, plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+}
+
+/** Each candidate window turned the way its counter reads, cut to its wheels and read. */
+async function readCandidates(readers: WindowReaders, photo: RgbImage, candidates: Window[]): Promise<WindowReading[]> {
+  const readings: WindowReading[] = [];
+  for (const found of candidates) {
+    const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
+    readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, wheelCentres) }));
+  }
+  return readings;
+}
+
+/** The share of the photo's width and height each part of the closer look covers. */
+const CLOSER_LOOK_SHARE = 0.6;
+
+/**
+ * When no candidate window reads, the counter may be too small in the photo for the localisers' 256-pixel view, or
+ * outshone by a label: they look again at five overlapping parts of the photo (its centre and its four corners,
+ * each CLOSER_LOOK_SHARE of its width and height), where it spans more of their view. Chosen on the training photos
+ * no window read (MODEL_CARD.md): 16 of 38 Toloka photos were then read exactly, none wrong at confidence 50 or more.
+ */
+async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): Promise<Window[]> {
+  const [width, height] = [Math.round(CLOSER_LOOK_SHARE * photo.width), Math.round(CLOSER_LOOK_SHARE * photo.height)];
+  const [right, bottom] = [photo.width - width, photo.height - height];
+  const parts = [
+    [Math.round(right / 2), Math.round(bottom / 2)],
+    [0, 0],
+    [right, 0],
+    [0, bottom],
+    [right, bottom],
+  ].map(([left, top]) => ({ left: left!, top: top!, width, height }));
+  const candidates: Window[] = [];
+  for (const localiser of localisers) for (const part of parts) candidates.push(...(await localise(localiser, photo, part)));
+  return candidates;
 }
 
 /** A 5 + 3 counter's window over the window of its five whole-unit wheels: eight wheels and the point's gap over five. */
@@ -400,12 +433,16 @@ export async function decodePhoto(image: Buffer): Promise<{ photo: RgbImage; toN
 }
 
 /**
- * Candidate counter windows in the photo's pixels: found in the whole photo, then each found again in a crop
- * around it, where the window covers several times more mask cells (the second look sharpens the rectangle).
+ * Candidate counter windows in the photo's pixels: found in the whole photo (or the part of it `within`), then each
+ * found again in a crop around it, where the window covers several times more mask cells (the second look sharpens
+ * the rectangle).
  */
-export async function localise(localiser: ort.InferenceSession, photo: RgbImage): Promise<Window[]> {
-  const whole = { left: 0, top: 0, width: photo.width, height: photo.height };
-  const candidates = await findWindows(localiser, photo, whole);
+export async function localise(
+  localiser: ort.InferenceSession,
+  photo: RgbImage,
+  within = { left: 0, top: 0, width: photo.width, height: photo.height },
+): Promise<Window[]> {
+  const candidates = await findWindows(localiser, photo, within);
   const refined: Window[] = [];
   for (const first of candidates) {
     const side = Math.round(2 * REFINE_CONTEXT * first.halfWidth);
