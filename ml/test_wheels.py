@@ -1,7 +1,11 @@
-"""cd ml && /usr/bin/python3 -m unittest test_wheels: the wheel reader's slices of the counter window."""
+"""cd ml && /usr/bin/python3 -m unittest test_wheels: the wheel reader's slices of the counter window, and wheel
+readers joined into one model."""
 import unittest
 
 import numpy as np
+from onnx import TensorProto, helper
+
+from ensemble_wheels import ensemble
 
 from common import TOLOKA_WHEELS
 from train_wheels import digits_of, wheel_quad
@@ -25,6 +29,30 @@ class WheelQuad(unittest.TestCase):
 class Digits(unittest.TestCase):
     def test_one_digit_a_wheel_without_the_point(self):
         self.assertEqual(digits_of('00758.407'), [0, 0, 7, 5, 8, 4, 0, 7])
+
+
+def scaled_input(factor):
+    """A one-node model: probabilities = wheels * factor, named as the wheel reader's input and output."""
+    graph = helper.make_graph(
+        [helper.make_node('Mul', ['wheels', 'factor'], ['probabilities'])], 'member',
+        [helper.make_tensor_value_info('wheels', TensorProto.FLOAT, ['batch', 10])],
+        [helper.make_tensor_value_info('probabilities', TensorProto.FLOAT, ['batch', 10])],
+        [helper.make_tensor('factor', TensorProto.FLOAT, [], [factor])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
+
+
+class Ensemble(unittest.TestCase):
+    def test_members_read_the_one_input_and_their_outputs_are_averaged(self):
+        model = ensemble([scaled_input(1.0), scaled_input(3.0)])
+        self.assertEqual([i.name for i in model.graph.input], ['wheels'])
+        self.assertEqual([o.name for o in model.graph.output], ['probabilities'])
+        member_nodes = [node for node in model.graph.node if node.op_type == 'Mul' and node.input[0] == 'wheels']
+        self.assertEqual([node.input[1] for node in member_nodes], ['m0_factor', 'm1_factor'])
+        total, mean = model.graph.node[-2:]
+        self.assertEqual((total.op_type, list(total.input)), ('Sum', [node.output[0] for node in member_nodes]))
+        self.assertEqual((mean.op_type, list(mean.input), list(mean.output)), ('Mul', ['member_sum', 'member_share'], ['probabilities']))
+        share = next(t for t in model.graph.initializer if t.name == 'member_share')
+        self.assertAlmostEqual(share.float_data[0], 0.5)
 
 
 if __name__ == '__main__':

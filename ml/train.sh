@@ -63,12 +63,17 @@ else
   train_localiser localiser-2.onnx --seed 2
 fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
-# the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute); both cores, as
-# shipped (about 18 minutes). Without Toloka the shipped one (which learned from Toloka alone) is removed.
+# the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): two of them,
+# seeds 1 and 2, each on both cores (about 18 minutes each), joined into one model that averages them. Without
+# Toloka the shipped one (which learned from Toloka alone) is removed.
 if with_toloka; then
   node find_windows.ts > "$CACHE/toloka-windows.csv"
-  TORCH_THREADS=2 $PYTHON train_wheels.py --output ../models/wheels.onnx --steps "$(steps 5000)" --seed 1 > "$LOGS/meterlens-wheels.onnx.log" 2>&1
-  tail -n 2 "$LOGS/meterlens-wheels.onnx.log"
+  for seed in 1 2; do
+    TORCH_THREADS=2 $PYTHON train_wheels.py --output "$CACHE/wheels-seed$seed.onnx" --steps "$(steps 5000)" --seed $seed \
+      > "$LOGS/meterlens-wheels-seed$seed.log" 2>&1
+    tail -n 2 "$LOGS/meterlens-wheels-seed$seed.log"
+  done
+  $PYTHON ensemble_wheels.py --output ../models/wheels.onnx "$CACHE/wheels-seed1.onnx" "$CACHE/wheels-seed2.onnx"
 else
   rm -f ../models/wheels.onnx
 fi
