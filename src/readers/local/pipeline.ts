@@ -55,6 +55,8 @@ import {
 
 /** The files the local reader needs; the wheel reader (WHEEL_READER_FILE) votes when it is there too. */
 export const MODEL_FILES = [...LOCALISER_FILES, ...READER_FILES];
+/** Where ALIGNED_READER_FILE is among the strip readers, and so among their outputs. */
+const ALIGNED_READER = READER_FILES.indexOf(ALIGNED_READER_FILE);
 /** The second look at the window covers this many window widths around it. */
 const REFINE_CONTEXT = 2.5;
 
@@ -154,13 +156,15 @@ const CLOSER_LOOK_SHARE = 0.6;
 async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): Promise<Window[]> {
   const [width, height] = [Math.round(CLOSER_LOOK_SHARE * photo.width), Math.round(CLOSER_LOOK_SHARE * photo.height)];
   const [right, bottom] = [photo.width - width, photo.height - height];
-  const parts = [
+  // The top-left corner of each part: the centre one, then one in each corner of the photo.
+  const origins: Array<[left: number, top: number]> = [
     [Math.round(right / 2), Math.round(bottom / 2)],
     [0, 0],
     [right, 0],
     [0, bottom],
     [right, bottom],
-  ].map(([left, top]) => ({ left: left!, top: top!, width, height }));
+  ];
+  const parts = origins.map(([left, top]) => ({ left, top, width, height }));
   const candidates: Window[] = [];
   for (const localiser of localisers) for (const part of parts) candidates.push(...(await localise(localiser, photo, part)));
   return candidates;
@@ -178,7 +182,7 @@ const FRACTIONAL_WINDOW_WIDTH = 1.7;
 async function readPastWholeUnits(readers: WindowReaders, photo: RgbImage, chosen: FormattedWindowReading): Promise<FormattedWindowReading | undefined> {
   if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
   const reachingOn = spanOfWindow(chosen.window, -1, 2 * FRACTIONAL_WINDOW_WIDTH - 1);
-  const [aligned] = await readStrips([alignedReader(readers.stripReaders)], photo, [{ window: reachingOn, marginY: STRIP_MARGIN_Y }]);
+  const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [{ window: reachingOn, marginY: STRIP_MARGIN_Y }]);
   const { steps, classes, crops } = stripProbabilities(aligned!);
   const window = windowAroundWheels(reachingOn, wheelCentres(crops[0]!, steps, classes));
   const reading = await readWindow(readers, photo, { ...chosen.raw, window });
@@ -331,17 +335,13 @@ export async function orientWindow(stripReaders: ort.InferenceSession[], photo: 
   const upsideDown = windows.map((_, w) => bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
-  const { steps, classes, crops } = stripProbabilities(bothWays[READER_FILES.indexOf(ALIGNED_READER_FILE)]!);
+  const { steps, classes, crops } = stripProbabilities(bothWays[ALIGNED_READER]!);
   return {
     window: windows[chosen]!,
     upsideDown,
     orientationProbability: uprightBelief[chosen]! / Math.max(uprightBelief[0]! + uprightBelief[1]!, 1e-9),
     wheelCentres: wheelCentres(crops[chosen]!, steps, classes),
   };
-}
-
-function alignedReader(stripReaders: ort.InferenceSession[]): ort.InferenceSession {
-  return stripReaders[READER_FILES.indexOf(ALIGNED_READER_FILE)]!;
 }
 
 /** Where ALIGNED_READER_FILE's output for a strip (cut with STRIP_MARGIN_X) puts each wheel, in the window's half-widths from its centre. */
