@@ -1,0 +1,55 @@
+/** Logistic regression for the ml/ scripts that fit how sure the local reader is (fit_confidence.ts, fit_calibration.ts). */
+
+/**
+ * Logistic regression by Newton's method (a few features, a few hundred photos: exact and fast). `l2Penalty` on the
+ * weights (not the bias) keeps a handful of misreads from driving a weight to infinity.
+ */
+export function fitLogistic(features: number[][], outcomes: number[], l2Penalty = 0): { weights: number[]; bias: number } {
+  const size = features[0]!.length + 1;
+  const rows = features.map((row) => [...row, 1]);
+  let coefficients = new Array<number>(size).fill(0);
+  for (let iteration = 0; iteration < 50; iteration++) {
+    const gradient = new Array<number>(size).fill(0);
+    const hessian = Array.from({ length: size }, () => new Array<number>(size).fill(0));
+    rows.forEach((row, r) => {
+      const p = logistic(dot(coefficients, row));
+      for (let i = 0; i < size; i++) {
+        gradient[i]! += (p - outcomes[r]!) * row[i]!;
+        for (let j = 0; j < size; j++) hessian[i]![j]! += p * (1 - p) * row[i]! * row[j]!;
+      }
+    });
+    for (let i = 0; i < size - 1; i++) {
+      gradient[i]! += l2Penalty * coefficients[i]!;
+      hessian[i]![i]! += l2Penalty;
+    }
+    const step = solve(hessian, gradient);
+    coefficients = coefficients.map((value, i) => value - step[i]!);
+    if (Math.max(...step.map(Math.abs)) < 1e-9) break;
+  }
+  return { weights: coefficients.slice(0, -1), bias: coefficients.at(-1)! };
+}
+
+/** Solves `matrix · x = vector` by Gaussian elimination with partial pivoting. */
+function solve(matrix: number[][], vector: number[]): number[] {
+  const n = vector.length;
+  const rows = matrix.map((row, i) => [...row, vector[i]!]);
+  for (let column = 0; column < n; column++) {
+    let pivot = column;
+    for (let r = column + 1; r < n; r++) if (Math.abs(rows[r]![column]!) > Math.abs(rows[pivot]![column]!)) pivot = r;
+    [rows[column], rows[pivot]] = [rows[pivot]!, rows[column]!];
+    for (let r = 0; r < n; r++) {
+      if (r === column) continue;
+      const factor = rows[r]![column]! / rows[column]![column]!;
+      for (let c = column; c <= n; c++) rows[r]![c]! -= factor * rows[column]![c]!;
+    }
+  }
+  return rows.map((row, i) => row[n]! / row[i]!);
+}
+
+export function logistic(x: number): number {
+  return 1 / (1 + Math.exp(-x));
+}
+
+function dot(a: number[], b: number[]): number {
+  return a.reduce((sum, value, i) => sum + value * b[i]!, 0);
+}

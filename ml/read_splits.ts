@@ -1,0 +1,64 @@
+/** The shipped datasets' photos of one split, read by the local reader: for the ml/ scripts that fit how sure it is. */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { loadFileList, loadLabelledPhotos } from '../src/eval/dataset.ts';
+import { isExact, summarise, type ScoredCase } from '../src/eval/metrics.ts';
+import { formatReliability, readPhotos } from '../src/eval/run.ts';
+import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
+import { createLocalReader } from '../src/readers/local.ts';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..');
+export const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
+export const SHIPPED_MODELS = path.join(REPO_ROOT, 'models');
+export const DATASETS = ['toloka', 'bdci2020'];
+
+/** A photo read, with its dataset and what the reader knows of how sure it is (`raw.evidence`; none without a reading). */
+export type EvidenceCase = ScoredCase & { dataset: string; evidence?: ConfidenceEvidence };
+
+/**
+ * `training`: every photo not in ml/splits/<dataset>-val.txt; any other split: the photos ml/splits/<dataset>-<split>.txt
+ * lists (`val`, `calibration`).
+ */
+export type Split = 'training' | 'val' | 'calibration';
+
+/** The split's photos of every dataset read with the weights in `modelDir`; with `cacheDir`, kept there and reused. */
+export async function readSplit(split: Split, modelDir: string, cacheDir?: string): Promise<EvidenceCase[]> {
+  const cacheFile = cacheDir && path.join(cacheDir, `${split}.json`);
+  if (cacheFile && existsSync(cacheFile)) return JSON.parse(await readFile(cacheFile, 'utf8')) as EvidenceCase[];
+  const config = { ...loadConfig(), localModelDir: modelDir };
+  const reader = await createLocalReader(config);
+  if (!reader) throw new Error(`the local reader is not available (no model weights in ${modelDir}?)`);
+  const all: EvidenceCase[] = [];
+  for (const dataset of DATASETS) {
+    const dir = path.join(SHARED_DATASETS, dataset);
+    const listed = await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${dataset}-${split === 'training' ? 'val' : split}.txt`));
+    const photos = (await loadLabelledPhotos(dir)).filter((photo) => listed.has(photo.file) === (split !== 'training'));
+    const scored = await readPhotos(reader, dir, photos, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
+    all.push(...scored.map(({ raw, ...c }) => ({ ...c, dataset, evidence: (raw as { evidence?: ConfidenceEvidence } | undefined)?.evidence })));
+  }
+  if (cacheFile) {
+    await mkdir(cacheDir, { recursive: true });
+    await writeFile(cacheFile, JSON.stringify(all));
+  }
+  return all;
+}
+
+/**
+ * How well `confidence` (of a reading's evidence) tells right readings from wrong ones on these photos: its Brier
+ * score (the mean squared gap between confidence, as a share, and the reading being exact, over the photos read:
+ * lower is better), the selective accuracies and the reliability table.
+ */
+export function confidenceReport(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): string {
+  const scored = photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
+  const read = scored.filter((c) => c.evidence);
+  const brier = read.reduce((sum, c) => sum + (c.confidence / 100 - (isExact(c) ? 1 : 0)) ** 2, 0) / read.length;
+  const summary = summarise(scored);
+  const selective = summary.selective.map((s) => `≥ ${s.threshold}: ${percent(s.accuracy)} of ${percent(s.coverage)}`).join(', ');
+  return `Brier ${brier.toFixed(3)}; ${selective}\n${formatReliability(summary.reliability)}`;
+}
+
+function percent(value: number | null): string {
+  return value === null ? 'n/a' : `${(100 * value).toFixed(1)}%`;
+}
