@@ -1,6 +1,6 @@
 #!/bin/sh
-# Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx and models/wheels.onnx from ../shared/datasets (see ml/README.md),
-# then scores them on the validation split beside the shipped ones (git's HEAD copy of models/).
+# Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx, models/wheels.onnx and models/calibration.json
+# from ../shared/datasets (see ml/README.md), then scores them on the validation split beside the shipped ones (git's HEAD copy of models/).
 # Needs Debian's torch at the versions ml/requirements-debian.txt pins: apt-get install -y $(cat ml/requirements-debian.txt)
 #
 # METERLENS_TRAIN_DATASETS (default toloka,bdci2020): the folders under METERLENS_DATASETS whose photos the
@@ -66,16 +66,30 @@ fi
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): two of them,
 # seeds 1 and 2, each on both cores (about 18 minutes each), joined into one model that averages them. Without
 # Toloka the shipped one (which learned from Toloka alone) is removed.
+train_wheels() { # output name, seed, then train_wheels.py's own options
+  name=$1 seed=$2
+  shift 2
+  TORCH_THREADS=2 $PYTHON train_wheels.py --output "$CACHE/$name.onnx" --steps "$(steps 5000)" --seed "$seed" "$@" \
+    > "$LOGS/meterlens-$name.log" 2>&1
+  tail -n 2 "$LOGS/meterlens-$name.log"
+}
+# The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
+# (splits/*-calibration.txt) read by the new weights with a wheel reader that has not learned them: the same
+# pair again, trained without them (2 x 18 minutes), then fit_calibration.ts (about 2 minutes). Without Toloka
+# there is no wheel reader to keep them from, every network has learned them, and the confidence stays the
+# product (MODEL_CARD: "Confidence").
 if with_toloka; then
   node find_windows.ts > "$CACHE/toloka-windows.csv"
-  for seed in 1 2; do
-    TORCH_THREADS=2 $PYTHON train_wheels.py --output "$CACHE/wheels-seed$seed.onnx" --steps "$(steps 5000)" --seed $seed \
-      > "$LOGS/meterlens-wheels-seed$seed.log" 2>&1
-    tail -n 2 "$LOGS/meterlens-wheels-seed$seed.log"
-  done
+  for seed in 1 2; do train_wheels "wheels-seed$seed" $seed; done
   $PYTHON ensemble_wheels.py --output ../models/wheels.onnx "$CACHE/wheels-seed1.onnx" "$CACHE/wheels-seed2.onnx"
+  for seed in 1 2; do train_wheels "wheels-calibration-seed$seed" $seed --leave-out splits/toloka-calibration.txt; done
+  CALIBRATING=$(mktemp -d)
+  trap 'rm -rf "$SHIPPED" "$CALIBRATING"' EXIT
+  for file in ../models/localiser-*.onnx ../models/reader-*.onnx; do ln -s "$PWD/$file" "$CALIBRATING/"; done
+  $PYTHON ensemble_wheels.py --output "$CALIBRATING/wheels.onnx" "$CACHE/wheels-calibration-seed1.onnx" "$CACHE/wheels-calibration-seed2.onnx"
+  node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json | tee "$LOGS/meterlens-calibration.log"
 else
-  rm -f ../models/wheels.onnx
+  rm -f ../models/wheels.onnx ../models/calibration.json
 fi
 tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log
 # The new weights scored beside the shipped ones on each dataset's validation photos (a few minutes each).

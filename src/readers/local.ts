@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { MODEL_FILES } from './local/pipeline.ts';
-import { MIN_LOCAL_CONFIDENCE, MODEL_NAME } from './local/spec.ts';
+import { MODEL_NAME } from './local/spec.ts';
 import type { ReadRequest, WorkerMessage } from './local/worker.ts';
 import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
 
@@ -80,7 +80,6 @@ class LocalReader implements MeterReader {
     this.#forget(message.id);
     if (!pending) return;
     if (message.type === 'error') pending.reject(new ReaderError(message.kind, message.message));
-    else if (message.reading.confidence < MIN_LOCAL_CONFIDENCE) pending.reject(noCounterRead(message.reading));
     else pending.resolve(message.reading);
   }
 
@@ -93,8 +92,4 @@ class LocalReader implements MeterReader {
     for (const pending of this.#pending.values()) pending.reject(new ReaderError('unavailable', message));
     this.#pending.clear();
   }
-}
-
-function noCounterRead(guess: MeterReading): ReaderError {
-  return new ReaderError('unreadable', `no meter counter could be read (the best guess, ${guess.reading}, has confidence ${guess.confidence})`);
 }

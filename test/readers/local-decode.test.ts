@@ -266,7 +266,7 @@ t.test('the verdict: ok inside the window; outside, corrected unless the best re
       plausibility: 'implausible',
       chosen: faintBelow,
       windowFit: (MIN_LOCAL_CONFIDENCE - 1) / 4,
-      reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has confidence ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
+      reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has a confidence product of ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
     },
     'below the floor the reader would call no reading, nothing inside is probable however well it fits',
   );

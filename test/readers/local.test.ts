@@ -1,15 +1,16 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
+import { CALIBRATION_FILE, calibrate, parseCalibration, type ConfidenceEvidence } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/readers/plausibility.ts';
-import { ReaderError, type MeterReader } from '../../src/readers/reader.ts';
+import { ReaderError, clampConfidence, type MeterReader } from '../../src/readers/reader.ts';
 
 const MODEL_DIR = loadConfig({}).localModelDir;
 const weightsShipped = MODEL_FILES.every((file) => existsSync(path.join(MODEL_DIR, file)));
@@ -80,6 +81,28 @@ t.test(
   },
 );
 
+t.test(
+  "the confidence is the product through the weights' calibration; weights without one report the product",
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const { image } = await drawMeter('00758', '407');
+    const productOf = (reading: { raw?: unknown }) => (reading.raw as { evidence: ConfidenceEvidence }).evidence.product;
+    const shipped = parseCalibration(await readFile(path.join(MODEL_DIR, CALIBRATION_FILE), 'utf8'), CALIBRATION_FILE);
+    const calibrated = await (await createLocalReader(loadConfig({})))!.read(image, signal());
+    t.equal(calibrated.confidence, clampConfidence(calibrate(productOf(calibrated), shipped)));
+    t.ok(calibrated.confidence > clampConfidence(productOf(calibrated)), 'the product undersells a drawn meter read right');
+
+    const uncalibrated = await mkdtemp(path.join(tmpdir(), 'meterlens-nocalibration-'));
+    for (const file of [...MODEL_FILES, WHEEL_READER_FILE]) await symlink(path.join(MODEL_DIR, file), path.join(uncalibrated, file));
+    const product = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })))!.read(image, signal());
+    t.equal(product.reading, calibrated.reading);
+    t.equal(product.confidence, clampConfidence(productOf(product)));
+
+    await writeFile(path.join(uncalibrated, CALIBRATION_FILE), '{"slope": 1.2');
+    await t.rejects(createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })), /calibration\.json is not JSON/);
+  },
+);
+
 t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DIR}` }, async (t) => {
   const reader = (await createLocalReader(loadConfig({})))! as MeterReader;
   t.equal(reader.name, 'local');
@@ -91,7 +114,7 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       t.match(result.reading, /^\d{5}(\.\d{3})?$/);
       t.equal(result.value, Number(result.reading));
       t.ok(Number.isInteger(result.confidence) && result.confidence >= 0 && result.confidence <= 100);
-      t.equal(result.model, 'local-crnn-v7');
+      t.equal(result.model, 'local-crnn-v8');
       t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
       t.equal(result.counterBox?.length, 4);
       const xs = result.counterBox!.map(([x]) => x),

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
@@ -14,7 +14,7 @@ import {
   type FormattedReading,
   type LayoutReading,
 } from './decode.ts';
-import { layoutOf, shareOf, type ConfidenceEvidence } from './confidence.ts';
+import { CALIBRATION_FILE, calibrate, layoutOf, parseCalibration, shareOf, type Calibration, type ConfidenceEvidence } from './confidence.ts';
 import {
   rectifyInto,
   scaleWindow,
@@ -70,7 +70,14 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
   // Weights trained without Toloka come without a wheel reader (ml/train.sh): the strip readers read alone.
   const wheelReaderFiles = existsSync(path.join(modelDir, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
   const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load(wheelReaderFiles), load(READER_FILES)]);
-  return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders }, image, window) };
+  const calibration = loadCalibration(modelDir);
+  return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders }, image, window, calibration) };
+}
+
+/** The weights' calibration (confidence.ts), when CALIBRATION_FILE is beside them: weights trained without it report the product. */
+function loadCalibration(modelDir: string): Calibration | undefined {
+  const file = path.join(modelDir, CALIBRATION_FILE);
+  return existsSync(file) ? parseCalibration(readFileSync(file, 'utf8'), file) : undefined;
 }
 
 /**
@@ -97,7 +104,12 @@ interface Sessions {
 /** The readers of a window. */
 export type WindowReaders = Omit<Sessions, 'localisers'>;
 
-async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, window?: PlausibilityWindow): Promise<MeterReading> {
+async function readMeter(
+  { localisers, ...readers }: Sessions,
+  image: Buffer,
+  window: PlausibilityWindow | undefined,
+  calibration: Calibration | undefined,
+): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
   const candidates: Window[] = [];
   for (const localiser of localisers) candidates.push(...(await localise(localiser, photo)));
@@ -114,15 +126,19 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   if (pastWholeUnits) readings.push(pastWholeUnits);
   const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
-  const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => ({
-    reading: chosen.formatted.reading,
-    value: chosen.formatted.value,
-    confidence: clampConfidence(chosen.formatted.confidence),
-    model: MODEL_NAME,
-    raw: { ...chosen.raw, candidates: candidates.length, evidence: confidenceEvidence(chosen, readings), ...raw },
-    digitConfidences: chosen.formatted.digitConfidences,
-    counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
-  });
+  const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
+    const confidence = clampConfidence(calibrate(chosen.formatted.confidence, calibration));
+    if (clampConfidence(chosen.formatted.confidence) < MIN_LOCAL_CONFIDENCE) throw noCounterRead(chosen.formatted.reading, confidence);
+    return {
+      reading: chosen.formatted.reading,
+      value: chosen.formatted.value,
+      confidence,
+      model: MODEL_NAME,
+      raw: { ...chosen.raw, candidates: candidates.length, evidence: confidenceEvidence(chosen, readings), ...raw },
+      digitConfidences: chosen.formatted.digitConfidences,
+      counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
+    };
+  };
   if (!window) return reading(best);
   const verdict = judgeWithinWindow(best, window, () => mostConfident(readings.map((candidate) => readWithinWindow(candidate, window))));
   const windowFit = verdict.plausibility === 'ok' ? {} : { windowFit: verdict.windowFit };
@@ -132,6 +148,11 @@ async function readMeter({ localisers, ...readers }: Sessions, image: Buffer, wi
   if (rivals.length) return implausible(judged, rivalsReason(verdict.chosen.formatted.reading, rivals));
   if (verdict.plausibility === 'ok') return { ...judged, plausibility: 'ok' };
   return { ...judged, plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+}
+
+/** A best guess whose product is below MIN_LOCAL_CONFIDENCE: no counter was read. */
+function noCounterRead(guess: string, confidence: number): ReaderError {
+  return new ReaderError('unreadable', `no meter counter could be read (the best guess, ${guess}, has confidence ${confidence})`);
 }
 
 /** Each candidate window turned the way its counter reads, cut to its wheels and read. */
@@ -262,7 +283,7 @@ export type WindowVerdict<T> =
 /**
  * `ok` when the free reading lies in the window. Otherwise `corrected` to the most probable reading inside it
  * (`readInside`, asked only then), unless nothing inside is probable: there is none, it is less than
- * IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable as the free reading (its `windowFit`), or its confidence is below
+ * IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable as the free reading (its `windowFit`), or its confidence product is below
  * MIN_LOCAL_CONFIDENCE, where the reader would call it no reading at all. Then `implausible`, the free reading
  * standing, with the reason.
  */
@@ -283,7 +304,7 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
     ? ''
     : !fits
       ? `${mostProbableInside} is ${Math.round(1 / windowFit)} times less probable`
-      : `${mostProbableInside} has confidence ${insideConfidence}, too low to be a reading`;
+      : `${mostProbableInside} has a confidence product of ${insideConfidence}, too low to be a reading`;
   return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
 }
 

@@ -71,11 +71,12 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * fractional wheels read alike.
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
-export const MODEL_NAME = 'local-crnn-v7';
+export const MODEL_NAME = 'local-crnn-v8';
 /**
- * Below this confidence the local model's answer is not a reading but a guess at a counter that is not there:
- * a blank photo reads as 00000.000 at 0. On the validation split only misreads fall below it (2 of 165 Toloka
- * photos after the closer look, 8 before it, confidences 0–2; no BDCI photo); the least confident correct reading is at 6.
+ * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
+ * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fall
+ * below it (2 of 165 Toloka photos after the closer look, 8 before it, products 0–2; no BDCI photo); the least
+ * confident correct reading is at 6.
  */
 export const MIN_LOCAL_CONFIDENCE = 3;
 /**

@@ -1,0 +1,70 @@
+/**
+ * Fits the local reader's calibration (src/readers/local/confidence.ts) and judges it (MODEL_CARD.md, "Confidence"):
+ *
+ *   node ml/fit_calibration.ts --models DIR [--output FILE] [--cache DIR]
+ *
+ * The calibration photos (ml/splits/<dataset>-calibration.txt: every fourth training photo of each labels.csv, in
+ * its order) are read with the weights in --models, whose wheel reader did not learn them (ml/train.sh trains one so,
+ * with `train_wheels.py --leave-out`). Platt scaling, a logistic regression of "the reading is exact" on the logit
+ * of the confidence product, is fitted on the photos read and written to --output (default models/calibration.json).
+ * Then the calibration photos, and the validation split read with the shipped weights (models/), are judged with the
+ * product and with the calibration: Brier score, selective accuracy and the reliability table. `--cache DIR` keeps the readings in DIR
+ * and reuses them.
+ */
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { isExact } from '../src/eval/metrics.ts';
+import { CALIBRATION_FILE, calibrate, productLogit, type Calibration } from '../src/readers/local/confidence.ts';
+import { fitLogistic } from './logistic.ts';
+import { DATASETS, SHARED_DATASETS, SHIPPED_MODELS, confidenceReport, readSplit, type EvidenceCase } from './read_splits.ts';
+
+const { values } = parseArgs({
+  options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' } },
+});
+if (!values.models) {
+  console.error('usage: node ml/fit_calibration.ts --models DIR [--output FILE] [--cache DIR]');
+  process.exit(2);
+}
+if (!existsSync(SHARED_DATASETS)) {
+  console.log(`skipped: no datasets at ${SHARED_DATASETS}`);
+  process.exit(0);
+}
+
+const calibrationPhotos = await readSplit('calibration', path.resolve(values.models), values.cache);
+const fitted = calibrationPhotos.filter((c) => c.evidence);
+const { weights, bias } = fitLogistic(
+  fitted.map((c) => [productLogit(c.evidence!.product)]),
+  fitted.map((c) => (isExact(c) ? 1 : 0)),
+);
+const calibration: Calibration = {
+  slope: weights[0]!,
+  intercept: bias,
+  fittedOn:
+    `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${fitted.filter(isExact).length} exactly) by ` +
+    'weights whose wheel reader had not learned them (the localisers and strip readers had)',
+};
+const output = values.output ?? path.join(SHIPPED_MODELS, CALIBRATION_FILE);
+await writeFile(output, `${JSON.stringify(calibration, null, 2)}\n`);
+console.log(`wrote ${output}: slope ${calibration.slope.toFixed(3)}, intercept ${calibration.intercept.toFixed(3)}; ${calibration.fittedOn}`);
+
+// Where the calibration photos say the readings kept local are right (ESCALATE_BELOW's default is chosen there) ...
+for (const dataset of DATASETS)
+  judge(
+    `${dataset} calibration photos`,
+    calibrationPhotos.filter((c) => c.dataset === dataset),
+  );
+// ... and how the validation split, read by the shipped weights, bears it out.
+const validation = await readSplit('val', SHIPPED_MODELS, values.cache);
+for (const dataset of DATASETS)
+  judge(
+    `${dataset} validation`,
+    validation.filter((c) => c.dataset === dataset),
+  );
+
+/** The photos' Brier score, selective accuracy and reliability table, with the product and with the calibration. */
+function judge(title: string, photos: EvidenceCase[]): void {
+  console.log(`${title}, product: ${confidenceReport(photos, (evidence) => evidence.product)}`);
+  console.log(`${title}, calibrated: ${confidenceReport(photos, (evidence) => calibrate(evidence.product, calibration))}`);
+}
