@@ -4,8 +4,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { loadFileList, loadLabelledPhotos } from '../src/eval/dataset.ts';
-import { isExact, summarise, type ScoredCase } from '../src/eval/metrics.ts';
-import { formatReliability, readPhotos } from '../src/eval/run.ts';
+import { summarise, type ScoredCase } from '../src/eval/metrics.ts';
+import { formatCalibration, formatReliability, readPhotos } from '../src/eval/run.ts';
 import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
 import { createLocalReader } from '../src/readers/local.ts';
 
@@ -46,17 +46,13 @@ export async function readSplit(split: Split, modelDir: string, cacheDir?: strin
 }
 
 /**
- * How well `confidence` (of a reading's evidence) tells right readings from wrong ones on these photos: its Brier
- * score (the mean squared gap between confidence, as a share, and the reading being exact, over the photos read:
- * lower is better), the selective accuracies and the reliability table.
+ * How well `confidence` (of a reading's evidence) tells right readings from wrong ones on these photos, as
+ * `meterlens eval` reports it: the calibration scores, the selective accuracies and the reliability table.
  */
 export function confidenceReport(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): string {
-  const scored = photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
-  const read = scored.filter((c) => c.evidence);
-  const brier = read.reduce((sum, c) => sum + (c.confidence / 100 - (isExact(c) ? 1 : 0)) ** 2, 0) / read.length;
-  const summary = summarise(scored);
+  const summary = summarise(photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 })));
   const selective = summary.selective.map((s) => `≥ ${s.threshold}: ${percent(s.accuracy)} of ${percent(s.coverage)}`).join(', ');
-  return `Brier ${brier.toFixed(3)}; ${selective}\n${formatReliability(summary.reliability)}`;
+  return `${formatCalibration(summary.calibration)}; ${selective}\n${formatReliability(summary.reliability)}`;
 }
 
 function percent(value: number | null): string {

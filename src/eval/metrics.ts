@@ -42,6 +42,14 @@ export interface ReliabilityBin {
 
 export const RELIABILITY_BIN_WIDTH = 10;
 
+/** How far the confidence can be read as the chance of being right, over the readings made. */
+export interface CalibrationScores {
+  /** Mean squared gap between confidence (as a share) and the reading being exact (1) or not (0): lower is better. */
+  brier: number | null;
+  /** Expected calibration error: the gap between each reliability bin's mean confidence and its accuracy, in points, averaged over the readings. */
+  expectedError: number | null;
+}
+
 export interface EvalSummary {
   photos: number;
   exact: number;
@@ -50,6 +58,7 @@ export interface EvalSummary {
   digitAccuracy: number;
   selective: SelectiveAccuracy[];
   reliability: ReliabilityBin[];
+  calibration: CalibrationScores;
   latencyMs: { p50: number; p95: number };
   plausibility: PlausibilitySummary;
   worst: ScoredCase[];
@@ -132,6 +141,7 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80
       accuracy: covered.length ? ratio(covered.filter(isExact).length, covered.length) : null,
     };
   });
+  const reliability = reliabilityTable(cases);
   const latencies = cases.map((c) => c.latencyMs).sort((a, b) => a - b);
   const worst = cases
     .filter((c) => !isExact(c))
@@ -144,7 +154,8 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80
     wholeUnitExact: share(isWholeUnitExact),
     digitAccuracy: ratio(matched, total),
     selective,
-    reliability: reliabilityTable(cases),
+    reliability,
+    calibration: calibrationScores(cases, reliability),
     latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
     plausibility: summarisePlausibility(cases, confidentAt),
     worst,
@@ -166,6 +177,15 @@ export function reliabilityTable(cases: ScoredCase[]): ReliabilityBin[] {
       accuracy: inBin.length ? ratio(inBin.filter(isExact).length, inBin.length) : null,
     };
   });
+}
+
+/** The Brier score and the expected calibration error (from the reliability table) of the readings made. */
+export function calibrationScores(cases: ScoredCase[], reliability: ReliabilityBin[]): CalibrationScores {
+  const read = cases.filter((c) => c.predicted !== undefined);
+  if (read.length === 0) return { brier: null, expectedError: null };
+  const brier = read.reduce((sum, c) => sum + (c.confidence / 100 - (isExact(c) ? 1 : 0)) ** 2, 0) / read.length;
+  const gaps = reliability.reduce((sum, bin) => sum + (bin.readings ? bin.readings * Math.abs(bin.meanConfidence! - 100 * bin.accuracy!) : 0), 0);
+  return { brier, expectedError: gaps / read.length };
 }
 
 /** What reading within the plausibility window did: flagged, corrected (and whether rightly), and what stands. */

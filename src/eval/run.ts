@@ -4,7 +4,7 @@ import { ImageError, normaliseImage } from '../images.ts';
 import { judgeReading } from '../readers/plausibility.ts';
 import { ReaderError, type MeterReader, type PlausibilityWindow } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
-import type { EvalSummary, ReliabilityBin, ScoredCase } from './metrics.ts';
+import type { CalibrationScores, EvalSummary, ReliabilityBin, ScoredCase } from './metrics.ts';
 
 const PER_PHOTO_TIMEOUT_MS = 60_000;
 
@@ -81,6 +81,12 @@ export function formatReliability(bins: ReliabilityBin[]): string {
   ].join('\n');
 }
 
+/** The calibration scores as the report prints them. */
+export function formatCalibration({ brier, expectedError }: CalibrationScores): string {
+  if (brier === null || expectedError === null) return 'n/a (no readings)';
+  return `Brier ${brier.toFixed(3)}, expected calibration error ${expectedError.toFixed(1)} points (lower is better)`;
+}
+
 /** The headline rates of a summary, as its report and a comparison of two name them. */
 const HEADLINE: Array<[string, (summary: EvalSummary) => number]> = [
   ['exact reading', (summary) => summary.exact],
@@ -97,6 +103,7 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     '  selective accuracy (exact among readings at or above the confidence, share of photos covered)',
     ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
     formatReliability(summary.reliability),
+    `  calibration                 ${formatCalibration(summary.calibration)}`,
     `  latency per photo           p50 ${summary.latencyMs.p50.toFixed(0)} ms, p95 ${summary.latencyMs.p95.toFixed(0)} ms`,
   ];
   const { withWindow, confident, ...judged } = summary.plausibility;

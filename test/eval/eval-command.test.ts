@@ -73,6 +73,8 @@ t.test('--json: metrics per dataset and the model load time', async (t) => {
       { from: 90, to: 100, readings: 1, meanConfidence: 97, accuracy: 1 },
     ],
   );
+  t.ok(Math.abs(summary.calibration.brier - (0.15 ** 2 + 0.03 ** 2) / 2) < 1e-12);
+  t.ok(Math.abs(summary.calibration.expectedError - (15 + 3) / 2) < 1e-9);
 });
 
 t.test('--chain names the readers evalReader is given, and the report names the chain', async (t) => {
@@ -145,6 +147,7 @@ t.test('--files limits the photos; the text report names the misreads', async (t
   t.match(output, /confidence ≥ 95\s+100\.0%  of  50\.0%/);
   t.match(output, /table model load: \d+ ms/);
   t.match(output, /reliability \(confidence bin: readings, mean confidence, exact\)\n(.*\n){8}\s+80–90\s+1\s+85\.0\s+100\.0%/);
+  t.match(output, /calibration\s+Brier 0\.\d{3}, expected calibration error \d+\.\d points \(lower is better\)/);
 });
 
 t.test("--baseline: an earlier --json report's metrics beside this run's", async (t) => {
@@ -228,7 +231,7 @@ t.test('--previous: each photo is read within a window from a drawn history, and
     notFlagged: 1,
     wholeUnitExactNotFlagged: 1,
     exactNotFlagged: 1,
-    confident: { threshold: 80, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
+    confident: { threshold: 95, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
   });
   t.match(
     summary.worst.find((c: { file: string }) => c.file === 'b.jpg'),

@@ -96,6 +96,22 @@ t.test('reliability table: confidence bins of ten against the exact share of the
   t.same(reliability[5], { from: 50, to: 60, readings: 0, meanConfidence: null, accuracy: null });
 });
 
+t.test("calibration scores: Brier over the readings made, and the bins' gaps between confidence and accuracy", async (t) => {
+  const cases = [
+    scored(['1.0'], '00001.000', 100),
+    scored(['2.0'], '00002.000', 92),
+    scored(['3.0'], '00003.001', 90),
+    scored(['4.0'], '00004.000', 89),
+    scored(['5.0'], '00005.000', 0),
+    { ...scored(['6.0'], undefined, 0), error: 'unreadable: no counter' },
+  ];
+  const { brier, expectedError } = summarise(cases).calibration;
+  t.ok(Math.abs(brier! - (0 + 0.08 ** 2 + 0.9 ** 2 + 0.11 ** 2 + 1) / 5) < 1e-12, `Brier ${brier}`);
+  // 90–100: 3 at 94 against 66.7% right; 80–90: 1 at 89 against 100%; 0–10: 1 at 0 against 100%.
+  t.ok(Math.abs(expectedError! - (3 * (94 - 200 / 3) + 11 + 100) / 5) < 1e-9, `expected error ${expectedError}`);
+  t.same(summarise([cases[5]!]).calibration, { brier: null, expectedError: null });
+});
+
 t.test('selective accuracy is null where no reading is that confident', async (t) => {
   t.equal(summarise([scored(['1'], '00001', 10)]).selective[3]!.accuracy, null);
   t.equal(summarise([]).exact, 0);
