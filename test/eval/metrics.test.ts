@@ -79,16 +79,18 @@ t.test('summary: rates, selective accuracy by confidence, latency percentiles, c
   );
 });
 
+/** Readings at 100, 92, 90 (wrong), 89 and 0, and a photo with no reading. */
+const binnedCases = [
+  scored(['1.0'], '00001.000', 100),
+  scored(['2.0'], '00002.000', 92),
+  scored(['3.0'], '00003.001', 90),
+  scored(['4.0'], '00004.000', 89),
+  scored(['5.0'], '00005.000', 0),
+  { ...scored(['6.0'], undefined, 0), error: 'unreadable: no counter' },
+];
+
 t.test('reliability table: confidence bins of ten against the exact share of their readings; no reading is no bin', async (t) => {
-  const cases = [
-    scored(['1.0'], '00001.000', 100),
-    scored(['2.0'], '00002.000', 92),
-    scored(['3.0'], '00003.001', 90),
-    scored(['4.0'], '00004.000', 89),
-    scored(['5.0'], '00005.000', 0),
-    { ...scored(['6.0'], undefined, 0), error: 'unreadable: no counter' },
-  ];
-  const reliability = summarise(cases).reliability;
+  const reliability = summarise(binnedCases).reliability;
   t.equal(reliability.length, 10);
   t.same(reliability[9], { from: 90, to: 100, readings: 3, meanConfidence: 94, accuracy: 2 / 3 });
   t.same(reliability[8], { from: 80, to: 90, readings: 1, meanConfidence: 89, accuracy: 1 });
@@ -97,19 +99,11 @@ t.test('reliability table: confidence bins of ten against the exact share of the
 });
 
 t.test("calibration scores: Brier over the readings made, and the bins' gaps between confidence and accuracy", async (t) => {
-  const cases = [
-    scored(['1.0'], '00001.000', 100),
-    scored(['2.0'], '00002.000', 92),
-    scored(['3.0'], '00003.001', 90),
-    scored(['4.0'], '00004.000', 89),
-    scored(['5.0'], '00005.000', 0),
-    { ...scored(['6.0'], undefined, 0), error: 'unreadable: no counter' },
-  ];
-  const { brier, expectedError } = summarise(cases).calibration;
+  const { brier, expectedError } = summarise(binnedCases).calibration;
   t.ok(Math.abs(brier! - (0 + 0.08 ** 2 + 0.9 ** 2 + 0.11 ** 2 + 1) / 5) < 1e-12, `Brier ${brier}`);
   // 90–100: 3 at 94 against 66.7% right; 80–90: 1 at 89 against 100%; 0–10: 1 at 0 against 100%.
   t.ok(Math.abs(expectedError! - (3 * (94 - 200 / 3) + 11 + 100) / 5) < 1e-9, `expected error ${expectedError}`);
-  t.same(summarise([cases[5]!]).calibration, { brier: null, expectedError: null });
+  t.same(summarise([binnedCases[5]!]).calibration, { brier: null, expectedError: null });
 });
 
 t.test('selective accuracy is null where no reading is that confident', async (t) => {
