@@ -34,6 +34,12 @@ if (!existsSync(SHARED_DATASETS)) {
 
 const calibrationPhotos = await readSplit('calibration', path.resolve(values.models), values.cache);
 const fitted = calibrationPhotos.filter((c) => c.evidence);
+const exact = fitted.filter(isExact).length;
+if (exact === 0 || exact === fitted.length) {
+  // A logistic fit needs right and wrong readings both (weights trained with a small share of their steps read none).
+  console.error(`no calibration fitted: ${fitted.length} calibration photos read, ${exact} exactly; it needs right and wrong readings both`);
+  process.exit(1);
+}
 const { weights, bias } = fitLogistic(
   fitted.map((c) => [productLogit(c.evidence!.product)]),
   fitted.map((c) => (isExact(c) ? 1 : 0)),
@@ -42,7 +48,7 @@ const calibration: Calibration = {
   slope: weights[0]!,
   intercept: bias,
   fittedOn:
-    `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${fitted.filter(isExact).length} exactly) by ` +
+    `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${exact} exactly) by ` +
     'weights whose wheel reader had not learned them (the localisers and strip readers had)',
 };
 const output = values.output ?? path.join(SHIPPED_MODELS, CALIBRATION_FILE);
