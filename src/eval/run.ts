@@ -81,6 +81,10 @@ export function formatReliability(bins: ReliabilityBin[]): string {
   ].join('\n');
 }
 
+function fixed(value: number | null | undefined, digits: number): string {
+  return value === null || value === undefined ? 'n/a' : value.toFixed(digits);
+}
+
 /** The calibration scores as the report prints them. */
 export function formatCalibration({ brier, expectedError }: CalibrationScores): string {
   if (brier === null || expectedError === null) return 'n/a (no readings)';
@@ -147,6 +151,9 @@ export function formatComparison(title: string, baseline: EvalSummary, current: 
       beside(`exact at confidence ≥ ${threshold}`, (summary) => percent(selective(summary, threshold)?.accuracy ?? null)),
       beside(`share at confidence ≥ ${threshold}`, (summary) => percent(selective(summary, threshold)?.coverage ?? null)),
     ]),
+    // Reports written before the calibration scores have none.
+    beside('Brier score', (summary) => fixed(summary.calibration?.brier, 3)),
+    beside('calibration error (points)', (summary) => fixed(summary.calibration?.expectedError, 1)),
     beside('latency p50', (summary) => `${summary.latencyMs.p50.toFixed(0)} ms`),
   ].join('\n');
 }

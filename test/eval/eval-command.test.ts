@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -160,6 +160,13 @@ t.test("--baseline: an earlier --json report's metrics beside this run's", async
   t.match(output, /table on .*: 3 photos\n  exact reading\s+66\.7%/, "this run's report as without a baseline");
   t.match(output, /table on .*, beside .*baseline\.json: 3 and 3 photos\n\s+baseline\s+this run\n  exact reading\s+33\.3%\s+66\.7%\n/);
   t.match(output, /exact at confidence ≥ 80\s+100\.0%\s+100\.0%\n  share at confidence ≥ 80\s+33\.3%\s+66\.7%/);
+  t.match(output, /Brier score\s+0\.\d{3}\s+0\.\d{3}\n  calibration error \(points\)\s+\d+\.\d\s+\d+\.\d\n/);
+
+  const older = JSON.parse(await readFile(baseline, 'utf8'));
+  delete older.datasets[0].summary.calibration;
+  await writeFile(baseline, JSON.stringify(older));
+  const beforeScores = await captureLog(() => evalReader(['--dataset', dir, '--baseline', baseline], 'table', async () => reader));
+  t.match(beforeScores.output, /Brier score\s+n\/a\s+0\.\d{3}\n/, 'a report written before the calibration scores has none');
 
   await writeFile(baseline, JSON.stringify({ reader: 'table', modelLoadMs: 1, datasets: [] }));
   const elsewhere = await captureLog(() => evalReader(['--dataset', dir, '--baseline', baseline], 'table', async () => reader));
