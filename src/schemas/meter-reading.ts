@@ -51,7 +51,11 @@ const PlausibilityResponse = Type.Object({
 export const ReadingFields = {
   reading: Type.String({ description: 'Digits as the dial shows them, e.g. "02390.276"' }),
   value: Type.Number(),
-  confidence: Type.Integer({ minimum: 0, maximum: 100 }),
+  confidence: Type.Integer({
+    minimum: 0,
+    maximum: 100,
+    description: "The local reader's estimated chance in % that the reading is exact (calibrated); a hosted reader's model's own estimate",
+  }),
   escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),
   reading_id: Type.Integer(),
