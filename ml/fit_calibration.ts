@@ -8,8 +8,8 @@
  * with `train_wheels.py --leave-out`). Platt scaling, a logistic regression of "the reading is exact" on the logit
  * of the confidence product, is fitted on the photos read and written to --output (default models/calibration.json).
  * Then the calibration photos, and the validation split read with the shipped weights (models/), are judged with the
- * product and with the calibration: Brier score, selective accuracy and the reliability table. `--cache DIR` keeps the readings in DIR
- * and reuses them.
+ * product and with the calibration: Brier score, selective accuracy and the reliability table. `--cache DIR` keeps
+ * the readings in DIR and reuses them.
  */
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';

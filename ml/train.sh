@@ -1,6 +1,7 @@
 #!/bin/sh
 # Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx, models/wheels.onnx and models/calibration.json
-# from ../shared/datasets (see ml/README.md), then scores them on the validation split beside the shipped ones (git's HEAD copy of models/).
+# from ../shared/datasets (see ml/README.md), then scores them on the validation split beside the shipped ones (git's
+# HEAD copy of models/).
 # Needs Debian's torch at the versions ml/requirements-debian.txt pins: apt-get install -y $(cat ml/requirements-debian.txt)
 #
 # METERLENS_TRAIN_DATASETS (default toloka,bdci2020): the folders under METERLENS_DATASETS whose photos the

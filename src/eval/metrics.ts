@@ -1,4 +1,5 @@
 /** Scoring of meter readings against labels, as `meterlens eval` reports it. */
+import { ENVIRONMENT } from '../config.ts';
 import type { Plausibility } from '../readers/reader.ts';
 
 export interface ScoredCase {
@@ -124,7 +125,8 @@ export function digitMatches(c: ScoredCase): { matched: number; total: number } 
   return best;
 }
 
-export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt = 80): EvalSummary {
+/** `confidentAt`: the threshold readings are judged kept local at, by default the service's default ESCALATE_BELOW. */
+export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: number = ENVIRONMENT.properties.ESCALATE_BELOW.default): EvalSummary {
   const share = (test: (c: ScoredCase) => boolean) => ratio(cases.filter(test).length, cases.length);
   let matched = 0,
     total = 0;
