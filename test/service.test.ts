@@ -16,8 +16,7 @@ const root = path.join(import.meta.dirname, '..');
  */
 t.test('the all-in-one service on its embedded database', async (t) => {
   const model = await startFakeOpenAI({ delayMs: 1500 });
-  const port = 20_000 + (process.pid % 20_000);
-  const { dataDir, env } = await embeddedServeEnv(port, model.url);
+  const { dataDir, env, port } = await embeddedServeEnv(model.url);
   const url = `http://127.0.0.1:${port}`;
   const postmasterPid = path.join(dataDir, 'postgres', 'postmaster.pid');
   const started: ChildProcess[] = [];

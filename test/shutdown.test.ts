@@ -15,9 +15,8 @@ const root = path.join(import.meta.dirname, '..');
  * finishes must still cut it after SHUTDOWN_GRACE_SECONDS, stop its embedded PostgreSQL and exit.
  */
 t.test('SIGTERM with a hung upload open: serve exits within the grace period and stops its PostgreSQL', async (t) => {
-  const port = 40_000 + (process.pid % 20_000);
   const graceSeconds = 2;
-  const { dataDir, env } = await embeddedServeEnv(port, 'http://127.0.0.1:9/v1', {
+  const { dataDir, env, port } = await embeddedServeEnv('http://127.0.0.1:9/v1', {
     SHUTDOWN_GRACE_SECONDS: String(graceSeconds),
     // Longer than the test: the grace period, not the request deadline, must end the upload.
     REQUEST_TIMEOUT_SECONDS: '600',

@@ -16,6 +16,7 @@ import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import { startWorker } from '../../src/worker.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver, status, type Answer } from '../fakes/webhook-receiver.ts';
+import { freePort } from '../helpers/ports.ts';
 import { createCustomer, startTestService, submitPhoto, waitFor, type Customer, type TestService } from '../helpers/service.ts';
 
 const root = path.join(import.meta.dirname, '..', '..');
@@ -170,7 +171,7 @@ t.test('the receiver is down, then up again', async (t) => {
 
 t.test('SIGTERM with requests in flight', async (t) => {
   const scene = await setUp(t, { readDelayMs: 1000 });
-  const port = 30_000 + (process.pid % 10_000);
+  const port = await freePort();
   const graceSeconds = 5;
   const web = spawnRole(t, 'web', { ...scene.env, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_GRACE_SECONDS: String(graceSeconds) });
   const exited = new Promise<number | null>((resolve) => web.child.once('exit', (code) => resolve(code)));
