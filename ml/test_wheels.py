@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 from ensemble_wheels import ensemble
 
 from common import TOLOKA_WHEELS
-from train_wheels import digits_of, wheel_quad
+from train_wheels import digits_of, rolled_wheel_target, wheel_quad
 
 
 class WheelQuad(unittest.TestCase):
@@ -29,6 +29,15 @@ class WheelQuad(unittest.TestCase):
 class Digits(unittest.TestCase):
     def test_one_digit_a_wheel_without_the_point(self):
         self.assertEqual(digits_of('00758.407'), [0, 0, 7, 5, 8, 4, 0, 7])
+
+
+class RolledWheelTarget(unittest.TestCase):
+    def test_a_wheel_at_rest_is_its_digit(self):
+        self.assertEqual(rolled_wheel_target(4, 0).tolist(), [0, 0, 0, 0, 1, 0, 0, 0, 0, 0])
+
+    def test_a_rolling_wheel_is_shared_with_the_next_digit_and_nine_rolls_to_zero(self):
+        self.assertTrue(np.allclose(rolled_wheel_target(3, 7).numpy(), [0, 0, 0, 0.3, 0.7, 0, 0, 0, 0, 0]))
+        self.assertTrue(np.allclose(rolled_wheel_target(9, 5).numpy(), [0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0.5]))
 
 
 def scaled_input(factor):

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from common import CACHE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
-from synth import load_digit_crops, recolour, rolled_reading, toloka_colours
+from synth import load_digit_crops, recolour, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
 HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
@@ -74,12 +74,19 @@ def digits_of(reading):
     return [int(c) for c in reading.replace('.', '')]
 
 
+def rolled_wheel_target(digit, tenths):
+    """The share of a wheel's window each digit fills when the wheel has rolled `tenths` tenths from `digit` towards
+    the next: (1 - t) of the one and t of the other. A person reads the digit that fills more of the window, so this
+    target teaches the reader how far a rolling wheel has rolled and leaves it unsure where a person is: half way."""
+    target = torch.zeros(10)
+    target[digit] += 1 - tenths / 10
+    target[(digit + 1) % 10] += tenths / 10
+    return target
+
+
 def labelled_digit_crops():
-    """[(crop, digit)] of the digits/ wheel crops, each labelled as a meter reader reads the wheel alone
-    (`rolled_reading`: its lower digit until the upper one is more than half in view). Crops rolled exactly
-    half way are left out: either digit is a right reading of them."""
-    return [(crop, int(rolled_reading([digit], tenths / 10)[0])) for (digit, tenths), tile in load_digit_crops().items()
-            if tenths != 5 for crop in tile]
+    """[(crop, target)] of the digits/ wheel crops (folders named digit.tenths), targets by `rolled_wheel_target`."""
+    return [(crop, rolled_wheel_target(digit, tenths)) for (digit, tenths), tile in load_digit_crops().items() for crop in tile]
 
 
 def framed_digit(crop, rng, digit_rng):
@@ -105,10 +112,10 @@ def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng):
             image, quad, reading, _ = windows[rng.integers(len(windows))]
             wheel = int(rng.integers(TOLOKA_WHEELS))
             crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
-            label = digits_of(reading)[wheel]
+            label = rolled_wheel_target(digits_of(reading)[wheel], 0)
         images.append(to_tensor(photometric(crop, rng, AUGMENTATION)))
         labels.append(label)
-    return torch.stack(images), torch.tensor(labels)
+    return torch.stack(images), torch.stack(labels)
 
 
 def evaluate(model, windows):
