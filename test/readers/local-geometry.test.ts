@@ -1,5 +1,7 @@
+import sharp from 'sharp';
 import t from 'tap';
 import {
+  isDiagonal,
   rectifyInto,
   scaleWindow,
   sliceWindow,
@@ -7,6 +9,7 @@ import {
   turnWindow,
   windowAroundWheels,
   windowCorners,
+  windowTurnedBack,
   windowsFromMask,
   windowsInscribedIn,
   type RgbImage,
@@ -170,4 +173,50 @@ t.test('a window cut to its wheels: half a wheel beyond the first and last wheel
   );
   t.same(windowAroundWheels(window, [0.2]), window, 'one wheel gives no spacing: the window stays');
   t.same(spanOfWindow(window, -1.2, 1.2).halfWidth, 120, 'a span may reach past the window');
+});
+
+t.test('a window found in the photo turned by sharp is put back where it is in the photo', async (t) => {
+  const photo = { width: 40, height: 20 };
+  const data = new Uint8Array(photo.width * photo.height * 3);
+  for (const [x, y] of [
+    [30, 5],
+    [31, 5],
+    [30, 6],
+    [31, 6],
+  ] as const)
+    data.fill(255, (y * photo.width + x) * 3, (y * photo.width + x + 1) * 3);
+  for (const degrees of [45, -45]) {
+    const { data: turnedData, info } = await sharp(data, { raw: { ...photo, channels: 3 } })
+      .rotate(degrees, { background: { r: 0, g: 0, b: 0 } })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    let [sum, sumX, sumY] = [0, 0, 0];
+    for (let y = 0; y < info.height; y++) {
+      for (let x = 0; x < info.width; x++) {
+        const value = turnedData[(y * info.width + x) * info.channels]!;
+        [sum, sumX, sumY] = [sum + value, sumX + value * (x + 0.5), sumY + value * (y + 0.5)];
+      }
+    }
+    const found = { centre: [sumX / sum, sumY / sum] as [number, number], across: [1, 0] as [number, number], halfWidth: 3, halfHeight: 1 };
+    const back = windowTurnedBack(found, degrees, photo, info);
+    t.ok(Math.hypot(back.centre[0] - 31, back.centre[1] - 6) < 1, `turned ${degrees}: the dot at ${back.centre}, drawn at 31,6`);
+    const angle = (-degrees * Math.PI) / 180;
+    t.same(
+      back.across.map((v) => v.toFixed(6)),
+      [Math.cos(angle), Math.sin(angle)].map((v) => v.toFixed(6)),
+      'level there is turned back',
+    );
+    t.match(back, { halfWidth: 3, halfHeight: 1 });
+  }
+});
+
+t.test('a window lies diagonally when it is tilted 22.5 to 67.5 degrees from level or from upright', async (t) => {
+  const tilted = (degrees: number) => ({
+    centre: [0, 0] as [number, number],
+    across: [Math.cos((degrees * Math.PI) / 180), Math.sin((degrees * Math.PI) / 180)] as [number, number],
+    halfWidth: 2,
+    halfHeight: 1,
+  });
+  for (const degrees of [30, 45, 60, -45, 135, -120]) t.ok(isDiagonal(tilted(degrees)), `${degrees} degrees`);
+  for (const degrees of [0, 10, -20, 80, 90, 180, -95]) t.notOk(isDiagonal(tilted(degrees)), `${degrees} degrees`);
 });

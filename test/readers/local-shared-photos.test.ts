@@ -45,3 +45,20 @@ t.test('a 5 + 3 counter whose window is found around its black wheels only', { s
   t.match(result.reading, LAYOUT.toloka!, 'read with its fractional wheels');
   t.match(result.raw, { otherLayout: { reading: '00031' } }, 'the five-wheel reading it competed with');
 });
+
+t.test(
+  'counters tilted about 45 degrees, which the localisers miss in the photo as it is',
+  { skip: !existsSync(DATASETS) && `no datasets at ${DATASETS}` },
+  async (t) => {
+    const reader = await createLocalReader(loadConfig({}));
+    if (!reader) throw new Error('no local model weights in models/ (they ship with the repository)');
+    // Before the turned look (lookTurned) these read `00212` at 17 and `26831` at 20.
+    for (const [file, reading] of [
+      ['id_1210_value_212_913.jpg', '00212.913'],
+      ['id_466_value_122_487.jpg', '00122.487'],
+    ]) {
+      const result = await reader.read(readFileSync(path.join(DATASETS, 'toloka', 'images', file!)), AbortSignal.timeout(30_000));
+      t.equal(result.reading, reading, file);
+    }
+  },
+);

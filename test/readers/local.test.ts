@@ -114,7 +114,7 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       t.match(result.reading, /^\d{5}(\.\d{3})?$/);
       t.equal(result.value, Number(result.reading));
       t.ok(Number.isInteger(result.confidence) && result.confidence >= 0 && result.confidence <= 100);
-      t.equal(result.model, 'local-crnn-v8');
+      t.equal(result.model, 'local-crnn-v9');
       t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
       t.equal(result.counterBox?.length, 4);
       const xs = result.counterBox!.map(([x]) => x),
@@ -143,6 +143,24 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     for (const angle of [90, 180, 270]) {
       const turned = await reader.read(await sharp(image).rotate(angle).jpeg({ quality: 88 }).toBuffer(), signal());
       t.equal(turned.reading, upright.reading, `turned ${angle} degrees`);
+    }
+  });
+
+  t.test('a drawn meter tilted 45 degrees either way reads as it does level, its counter box around the counter', async (t) => {
+    const { image, counter } = await drawMeter('00758', '407');
+    const level = await reader.read(image, signal());
+    for (const degrees of [45, -45]) {
+      const tilted = await sharp(image).rotate(degrees, { background: '#8a8f94' }).jpeg({ quality: 88 }).toBuffer();
+      const result = await reader.read(tilted, signal());
+      t.equal(result.reading, level.reading, `tilted ${degrees} degrees`);
+      const { width, height } = await sharp(tilted).metadata();
+      const [dx, dy] = [counter.left + counter.width / 2 - 350, counter.top + counter.height / 2 - 250];
+      const angle = (degrees * Math.PI) / 180;
+      const expected = [width / 2 + dx * Math.cos(angle) - dy * Math.sin(angle), height / 2 + dx * Math.sin(angle) + dy * Math.cos(angle)];
+      const xs = result.counterBox!.map(([x]) => x),
+        ys = result.counterBox!.map(([, y]) => y);
+      const centre = [(Math.min(...xs) + Math.max(...xs)) / 2, (Math.min(...ys) + Math.max(...ys)) / 2];
+      t.ok(Math.hypot(centre[0]! - expected[0]!, centre[1]! - expected[1]!) < counter.height, `box centre ${centre}, counter at ${expected}`);
     }
   });
 

@@ -183,6 +183,24 @@ export function* windowsInscribedIn(
   }
 }
 
+/**
+ * A window found in a photo turned `degrees` clockwise about its centre (on a canvas of `turned`'s size that holds
+ * all of it), in the pixels of the photo itself (of `photo`'s size).
+ */
+export function windowTurnedBack(window: Window, degrees: number, photo: Size, turned: Size): Window {
+  const angle = (-degrees * Math.PI) / 180;
+  const [cos, sin] = [Math.cos(angle), Math.sin(angle)];
+  const turnBack = ([x, y]: Point): Point => [x * cos - y * sin, x * sin + y * cos];
+  const [x, y] = turnBack([window.centre[0] - turned.width / 2, window.centre[1] - turned.height / 2]);
+  return { ...window, centre: [x + photo.width / 2, y + photo.height / 2], across: turnBack(window.across) };
+}
+
+/** Whether the window lies nearer the diagonals of the photo than its sides: tilted 22.5° to 67.5° from level, or so from upright. */
+export function isDiagonal(window: Window): boolean {
+  const tilt = ((((Math.atan2(window.across[1], window.across[0]) * 180) / Math.PI) % 90) + 90) % 90;
+  return tilt > 22.5 && tilt < 67.5;
+}
+
 /** Corners clockwise from the top-left as the counter reads (top-left, top-right, bottom-right, bottom-left). */
 export function windowCorners(window: Window): Point[] {
   const [cx, cy] = window.centre;
@@ -195,10 +213,13 @@ export function windowCorners(window: Window): Point[] {
   return [corner(-1, -1), corner(1, -1), corner(1, 1), corner(-1, 1)];
 }
 
-export interface RgbImage {
-  data: Uint8Array;
+export interface Size {
   width: number;
   height: number;
+}
+
+export interface RgbImage extends Size {
+  data: Uint8Array;
 }
 
 /**
