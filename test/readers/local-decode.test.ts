@@ -4,6 +4,7 @@ import {
   decodeCtc,
   decodeInLayout,
   formatReading,
+  mostChosenLayout,
   mostProbableInRange,
   readInLayouts,
   readWithinValues,
@@ -120,6 +121,12 @@ t.test('several readers: wheel by wheel, the digit with the most probability beh
   close(layouts.digitProbabilities, Array(5).fill(2 / 3));
   t.equal(layouts.pointProbability, undefined);
   t.equal(layouts.layoutFit, 1, 'the fit of the readers that chose the layout');
+});
+
+t.test('the layout most readers chose, the first read on a tie: the one the wheel reader is asked to vote on', async (t) => {
+  const [five, eight, otherFive] = [read('01348', Array(5).fill(1)), read('01348.000', Array(8).fill(1)), read('01349', Array(5).fill(1))];
+  t.same(mostChosenLayout([eight, five, otherFive]), ['ddddd', [five, otherFive]], 'two of three');
+  t.same(mostChosenLayout([eight, five]), ['ddddd.ddd', [eight]], 'a tie: the first read');
 });
 
 t.test('the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip readers, when the layout has as many wheels', async (t) => {

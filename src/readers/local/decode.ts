@@ -119,6 +119,16 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
   return { ...strip, layoutFit: Math.min(1, Math.exp(logProbability - free.logProbability)) };
 }
 
+/** The layout (`ddddd.ddd`) most of the readings are in, the first read on a tie, and those readings. */
+export function mostChosenLayout(readings: LayoutReading[]): [string, LayoutReading[]] {
+  const byLayout = new Map<string, LayoutReading[]>();
+  for (const reading of readings) {
+    const layout = reading.text.replace(/\d/g, 'd');
+    byLayout.set(layout, [...(byLayout.get(layout) ?? []), reading]);
+  }
+  return [...byLayout].reduce((a, b) => (b[1].length > a[1].length ? b : a));
+}
+
 /**
  * Several readers' readings of one strip as one, wheel by wheel. The layout most readers chose wins. Each wheel
  * shows the digit with the most probability behind it, summed over the readers that read that layout (all the
@@ -130,13 +140,7 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
  * wheels.
  */
 export function combineReadings(readings: LayoutReading[], wheelVotes: number[][] = []): LayoutReading {
-  const shapeOf = (reading: LayoutReading) => reading.text.replace(/\d/g, 'd');
-  const byShape = new Map<string, LayoutReading[]>();
-  for (const reading of readings) {
-    const shape = shapeOf(reading);
-    byShape.set(shape, [...(byShape.get(shape) ?? []), reading]);
-  }
-  const [shape, agreeing] = [...byShape].reduce((a, b) => (b[1].length > a[1].length ? b : a));
+  const [shape, agreeing] = mostChosenLayout(readings);
   const wheelCount = shape.replaceAll('.', '').length;
   const wheelReaderVotes = wheelVotes.length === wheelCount;
   const wholeWheels = shape.split('.')[0]!.length;

@@ -8,6 +8,7 @@ import {
   combineReadings,
   formatReading,
   inLayout,
+  mostChosenLayout,
   mostProbableDigit,
   readInLayouts,
   readWithinValues,
@@ -443,7 +444,9 @@ export async function readWindow(
     const { steps, classes, crops } = stripProbabilities(output);
     return readInLayouts(mean(crops), steps, classes);
   });
-  const wheelVotes = wheelReader ? await readWheels(wheelReader, photo, window) : [];
+  // The wheel reader votes only on a layout of its WHEEL_COUNT wheels (combineReadings): not read for another.
+  const [layout] = mostChosenLayout(readerStrips);
+  const wheelVotes = wheelReader && layout.replaceAll('.', '').length === WHEEL_COUNT ? await readWheels(wheelReader, photo, window) : [];
   const strip = combineReadings(readerStrips, wheelVotes);
   return {
     window,
