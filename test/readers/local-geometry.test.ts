@@ -153,6 +153,10 @@ t.test('a window cut into equal slices along the counter, left to right as it re
   );
   t.ok(slices.every((slice) => slice.halfWidth === 10 && slice.halfHeight === 5 && slice.across === window.across));
   t.same(sliceWindow(turnWindow(window), 0, 4).centre, [50, 50], 'the first slice of the turned window is the last of the window');
+  const centreAt = (index: number) => sliceWindow(window, index, 4).centre.map((v) => Number(v.toFixed(9)));
+  t.same(centreAt(1.1), [50, 12], 'a fractional index moves the slice that share of a slice along the counter');
+  t.same(centreAt(0.9), [50, 8]);
+  t.equal(sliceWindow(window, 0.9, 4).halfWidth, 10, 'at its width');
 });
 
 t.test('a window cut to its wheels: half a wheel beyond the first and last wheel centres', async (t) => {

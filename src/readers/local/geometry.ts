@@ -126,7 +126,10 @@ export function turnWindow(window: Window): Window {
   return { ...window, across: [-window.across[0], -window.across[1]] };
 }
 
-/** The `index`-th (from the left as the counter reads) of `count` equal slices of the window along the counter. */
+/**
+ * The `index`-th (from the left as the counter reads) of `count` equal slices of the window along the counter; a
+ * fractional index moves the slice by that share of a slice (1.5: halfway between the second and the third).
+ */
 export function sliceWindow(window: Window, index: number, count: number): Window {
   return spanOfWindow(window, (2 * index) / count - 1, (2 * (index + 1)) / count - 1);
 }

@@ -51,6 +51,7 @@ import {
   WHEEL_COUNT,
   WHEEL_HEIGHT,
   WHEEL_MARGIN,
+  WHEEL_SHIFTS,
   WHEEL_READER_FILE,
   WHEEL_WIDTH,
   WORKING_LONG_SIDE,
@@ -462,17 +463,24 @@ export async function readWindow(
   };
 }
 
-/** The wheel reader's probabilities of 0–9 for each of the WHEEL_COUNT wheels of a window (read the right way round). */
+/**
+ * The wheel reader's probabilities of 0–9 for each of the WHEEL_COUNT wheels of a window (read the right way round),
+ * averaged over the wheel's slice moved by each of WHEEL_SHIFTS.
+ */
 async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, window: Window): Promise<number[][]> {
   const size = 3 * WHEEL_HEIGHT * WHEEL_WIDTH;
-  const wheels = new Float32Array(WHEEL_COUNT * size);
-  for (let wheel = 0; wheel < WHEEL_COUNT; wheel++) {
-    rectifyInto(photo, sliceWindow(window, wheel, WHEEL_COUNT), WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, wheels, wheel * size);
-  }
-  const output = await wheelReader.run({ wheels: new ort.Tensor('float32', wheels, [WHEEL_COUNT, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
+  const slices = WHEEL_SHIFTS.flatMap((shift) => Array.from({ length: WHEEL_COUNT }, (_, wheel) => sliceWindow(window, wheel + shift, WHEEL_COUNT)));
+  const crops = new Float32Array(slices.length * size);
+  slices.forEach((slice, index) => rectifyInto(photo, slice, WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, crops, index * size));
+  const output = await wheelReader.run({ wheels: new ort.Tensor('float32', crops, [slices.length, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
   const probabilities = output.probabilities!.data as Float32Array;
-  const digits = probabilities.length / WHEEL_COUNT;
-  return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(probabilities.subarray(wheel * digits, (wheel + 1) * digits)));
+  const digits = probabilities.length / slices.length;
+  return Array.from({ length: WHEEL_COUNT }, (_, wheel) =>
+    Array.from({ length: digits }, (_, digit) => {
+      const readings = WHEEL_SHIFTS.map((_, view) => probabilities[(view * WHEEL_COUNT + wheel) * digits + digit]!);
+      return readings.reduce((sum, probability) => sum + probability, 0) / readings.length;
+    }),
+  );
 }
 
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */

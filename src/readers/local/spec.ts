@@ -32,6 +32,13 @@ export const WHEEL_COUNT = spec.layouts.toloka.replaceAll('.', '').length;
 export const WHEEL_HEIGHT = spec.wheels.height;
 export const WHEEL_WIDTH = spec.wheels.width;
 export const WHEEL_MARGIN = spec.wheels.margin;
+/**
+ * Each wheel is read at its slice and at the slice moved a tenth of a wheel either way (within the jitter the wheel
+ * reader learned from), and the three readings averaged (issue #15, new in v10: MODEL_CARD.md, "Wheels read three
+ * times"). Chosen on the calibration photos with a wheel reader that had not learned them: ±0.1 read 5 more of 232
+ * exactly than one slice, ±0.05 2 more, ±0.15 3 more, ±0.2 2 more.
+ */
+export const WHEEL_SHIFTS = [-0.1, 0, 0.1];
 
 /** Photos are read at the scale the training photos had (long side ≤ 1024 px). */
 export const WORKING_LONG_SIDE = 1024;
@@ -71,7 +78,7 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * fractional wheels read alike.
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
-export const MODEL_NAME = 'local-crnn-v9';
+export const MODEL_NAME = 'local-crnn-v10';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
  * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fall
