@@ -182,6 +182,21 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     t.equal((error as ReaderError).kind, 'unreadable');
   });
 
+  t.test('a photo of no counter is unreadable, its best guess below the confidence of the least sure reading', async (t) => {
+    const [width, height] = [800, 600];
+    const stripes = Buffer.alloc(width * height * 3);
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) stripes.fill(((x + y) >> 4) % 2 ? 255 : 0, (y * width + x) * 3, (y * width + x + 1) * 3);
+    }
+    const image = await sharp(stripes, { raw: { width, height, channels: 3 } })
+      .jpeg()
+      .toBuffer();
+    const error = await reader.read(image, signal()).catch((e: unknown) => e);
+    t.equal((error as ReaderError).kind, 'unreadable');
+    const [, guessed, floor] = /has confidence (\d+); a reading has about (\d+) or more\)$/.exec((error as Error).message) ?? [];
+    t.ok(Number(guessed) < Number(floor), `${(error as Error).message}`);
+  });
+
   t.test('an aborted read rejects with the abort reason', async (t) => {
     const { image } = await drawMeter('01348', '');
     const controller = new AbortController();

@@ -135,7 +135,9 @@ async function readMeter(
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
     const confidence = clampConfidence(calibrate(chosen.formatted.confidence, calibration));
-    if (clampConfidence(chosen.formatted.confidence) < MIN_LOCAL_CONFIDENCE) throw noCounterRead(chosen.formatted.reading, confidence);
+    if (clampConfidence(chosen.formatted.confidence) < MIN_LOCAL_CONFIDENCE) {
+      throw noCounterRead(chosen.formatted.reading, confidence, clampConfidence(calibrate(MIN_LOCAL_CONFIDENCE, calibration)));
+    }
     return {
       reading: chosen.formatted.reading,
       value: chosen.formatted.value,
@@ -157,9 +159,15 @@ async function readMeter(
   return { ...judged, plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
 }
 
-/** A best guess whose product is below MIN_LOCAL_CONFIDENCE: no counter was read. */
-function noCounterRead(guess: string, confidence: number): ReaderError {
-  return new ReaderError('unreadable', `no meter counter could be read (the best guess, ${guess}, has confidence ${confidence})`);
+/**
+ * A best guess whose product is below MIN_LOCAL_CONFIDENCE: no counter was read. The floor is on the product; the
+ * message gives both numbers as calibrated, as a client sees confidences.
+ */
+function noCounterRead(guess: string, confidence: number, floor: number): ReaderError {
+  return new ReaderError(
+    'unreadable',
+    `no meter counter could be read (the best guess, ${guess}, has confidence ${confidence}; a reading has about ${floor} or more)`,
+  );
 }
 
 /** Each candidate window turned the way its counter reads, cut to its wheels and read. */
