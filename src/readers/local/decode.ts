@@ -1,4 +1,5 @@
 import { ALPHABET, LAYOUTS, WHEEL_READER_WEIGHT } from './spec.ts';
+import { layoutOf } from './confidence.ts';
 
 export interface DecodedStrip {
   /** Characters as read, e.g. `00758.407`. */
@@ -123,7 +124,7 @@ export function readInLayouts(probabilities: Float32Array, steps: number, classe
 export function mostChosenLayout(readings: LayoutReading[]): [string, LayoutReading[]] {
   const byLayout = new Map<string, LayoutReading[]>();
   for (const reading of readings) {
-    const layout = reading.text.replace(/\d/g, 'd');
+    const layout = layoutOf(reading.text);
     byLayout.set(layout, [...(byLayout.get(layout) ?? []), reading]);
   }
   return [...byLayout].reduce((a, b) => (b[1].length > a[1].length ? b : a));

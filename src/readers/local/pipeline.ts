@@ -482,13 +482,10 @@ async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, wi
   slices.forEach((slice, index) => rectifyInto(photo, slice, WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, crops, index * size));
   const output = await wheelReader.run({ wheels: new ort.Tensor('float32', crops, [slices.length, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
   const probabilities = output.probabilities!.data as Float32Array;
-  const digits = probabilities.length / slices.length;
-  return Array.from({ length: WHEEL_COUNT }, (_, wheel) =>
-    Array.from({ length: digits }, (_, digit) => {
-      const readings = WHEEL_SHIFTS.map((_, view) => probabilities[(view * WHEEL_COUNT + wheel) * digits + digit]!);
-      return readings.reduce((sum, probability) => sum + probability, 0) / readings.length;
-    }),
-  );
+  const perShift = probabilities.length / WHEEL_SHIFTS.length;
+  const averaged = mean(WHEEL_SHIFTS.map((_, shift) => probabilities.subarray(shift * perShift, (shift + 1) * perShift)));
+  const digits = averaged.length / WHEEL_COUNT;
+  return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(averaged.subarray(wheel * digits, (wheel + 1) * digits)));
 }
 
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
