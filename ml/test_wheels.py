@@ -1,6 +1,8 @@
-"""cd ml && /usr/bin/python3 -m unittest test_wheels: the wheel reader's slices of the counter window, and wheel
-readers joined into one model."""
+"""cd ml && /usr/bin/python3 -m unittest test_wheels: the wheel reader's slices of the counter window, the found
+windows it learns from, and wheel readers joined into one model."""
+import tempfile
 import unittest
+from pathlib import Path
 
 import numpy as np
 from onnx import TensorProto, helper
@@ -8,7 +10,7 @@ from onnx import TensorProto, helper
 from ensemble_wheels import ensemble
 
 from common import TOLOKA_WHEELS
-from train_wheels import digits_of, rolled_wheel_target, wheel_quad
+from train_wheels import digits_of, found_windows, rolled_wheel_target, wheel_quad
 
 
 class WheelQuad(unittest.TestCase):
@@ -24,6 +26,20 @@ class WheelQuad(unittest.TestCase):
         quad = [(0, 0), (80, 8), (78, 28), (-2, 20)]
         first = np.array(wheel_quad(quad, 0))
         self.assertTrue(np.allclose(first, [(0, 0), (10, 1), (8, 21), (-2, 20)]))
+
+
+class FoundWindows(unittest.TestCase):
+    def test_each_localisers_window_of_a_photo_is_kept_when_asked_for(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / 'windows.csv'
+            path.write_text('file,localiser,corners\n'
+                            'a.jpg,1,0 0 80 0 80 20 0 20\n'
+                            'a.jpg,2,1 0 81 0 81 20 1 20\n'
+                            'b.jpg,2,0 5 40 5 40 15 0 15\n')
+            self.assertEqual(found_windows({1}, path), {'a.jpg': [[(0, 0), (80, 0), (80, 20), (0, 20)]]})
+            both = found_windows({1, 2}, path)
+            self.assertEqual([len(both['a.jpg']), len(both['b.jpg'])], [2, 1])
+            self.assertEqual(both['a.jpg'][1][0], (1, 0))
 
 
 class Digits(unittest.TestCase):

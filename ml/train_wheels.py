@@ -26,7 +26,7 @@ from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometr
 HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
 # Grown on each side, as a fraction of the wheel's width (an eighth of the window's) and of the window's height.
 MARGIN = SPEC['wheels']['margin']
-# Where the shipped localiser finds each Toloka window: ml/find_windows.ts writes it (ml/train.sh runs it first).
+# Where each shipped localiser finds each Toloka window: ml/find_windows.ts writes it (ml/train.sh runs it first).
 FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
 # The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
 AUGMENTATION = REGULARISATIONS['strong']
@@ -58,15 +58,17 @@ def cut_wheel(image, quad, wheel):
     return rectify(image, wheel_quad(quad, wheel), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
 
-def found_windows():
-    """{file: quad} of the windows the localiser finds in the Toloka photos, as the service cuts wheels from them."""
-    if not FOUND_WINDOWS.exists():
-        raise SystemExit(f'{FOUND_WINDOWS} is missing: run node ml/find_windows.ts > {FOUND_WINDOWS} first')
-    with open(FOUND_WINDOWS, newline='') as file:
+def found_windows(localisers, path=FOUND_WINDOWS):
+    """{file: [quad]} of the windows the given localisers (numbers, as in LOCALISER_FILES) find in the Toloka photos,
+    as the service cuts wheels from them."""
+    if not path.exists():
+        raise SystemExit(f'{path} is missing: run node ml/find_windows.ts > {path} first')
+    with open(path, newline='') as file:
         found = {}
         for row in csv.DictReader(file):
-            values = [float(v) for v in row['corners'].split()]
-            found[row['file']] = list(zip(values[0::2], values[1::2]))
+            if int(row['localiser']) in localisers:
+                values = [float(v) for v in row['corners'].split()]
+                found.setdefault(row['file'], []).append(list(zip(values[0::2], values[1::2])))
     return found
 
 
@@ -135,20 +137,24 @@ def main():
         parser.add_argument('--digits-share', type=float, default=0.0,
                             help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
         parser.add_argument('--leave-out', help='a file listing Toloka photos (as in labels.csv) not to train on, to score on them')
+        parser.add_argument('--localisers', default='1',
+                            help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
 
     args = start_training(minutes=20, batch=128, output=MODELS / SPEC['files']['wheelReader'], add_options=add_options)
     rng = np.random.default_rng(args.seed)
     digit_rng = random.Random(args.seed)
-    found = found_windows()
+    training_found = found_windows({int(number) for number in args.localisers.split(',')})
+    # Validation windows are always the first localiser's, so runs with other training windows score alike.
+    validation_found = found_windows({1})
     left_out = set(Path(args.leave_out).read_text().split()) if args.leave_out else set()
 
-    def as_found(rows):
-        """The rows' windows where the localiser finds them (cutting the labelled boxes instead reads worse)."""
-        return usable_windows([dict(row, quad=found[row['file']]) for row in rows if row['file'] in found and not sideways(row)])
+    def as_found(rows, found):
+        """The rows' windows where the localisers find them (cutting the labelled boxes instead reads worse)."""
+        return usable_windows([dict(row, quad=quad) for row in rows if not sideways(row) for quad in found.get(row['file'], [])])
 
     train_rows, validation_rows = split_rows('toloka')
-    windows = as_found([row for row in train_rows if row['file'] not in left_out])
-    validation = as_found(validation_rows)
+    windows = as_found([row for row in train_rows if row['file'] not in left_out], training_found)
+    validation = as_found(validation_rows, validation_found)
     digit_crops = labelled_digit_crops() if args.digits_share else []
     print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)
 
