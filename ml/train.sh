@@ -65,7 +65,7 @@ else
 fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): two of them,
-# seeds 1 and 2, each on both cores (about 18 minutes each), joined into one model that averages them. Without
+# seeds 1 and 2, each on both cores (at 30 x 48, at most 30 minutes each), joined into one model that averages them. Without
 # Toloka the shipped one (which learned from Toloka alone) is removed.
 train_wheels() { # output name, seed, then train_wheels.py's own options
   name=$1 seed=$2
@@ -76,7 +76,7 @@ train_wheels() { # output name, seed, then train_wheels.py's own options
 }
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by the new weights with a wheel reader that has not learned them: the same
-# pair again, trained without them (2 x 18 minutes), then fit_calibration.ts (about 2 minutes). Without Toloka
+# pair again, trained without them (2 x 30 minutes at most), then fit_calibration.ts (about 2 minutes). Without Toloka
 # there is no wheel reader to keep them from, every network has learned them, and the confidence stays the
 # product (MODEL_CARD: "Confidence").
 if with_toloka; then
