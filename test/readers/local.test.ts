@@ -82,6 +82,21 @@ t.test(
 );
 
 t.test(
+  'weights for another input size than spec.json names stop the model from loading, naming the file',
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const mismatched = await mkdtemp(path.join(tmpdir(), 'meterlens-mismatched-'));
+    for (const file of MODEL_FILES) await symlink(path.join(MODEL_DIR, file), path.join(mismatched, file));
+    // A strip reader (32 x 160 inputs) where the wheel reader should be.
+    await symlink(path.join(MODEL_DIR, MODEL_FILES.at(-1)!), path.join(mismatched, WHEEL_READER_FILE));
+    await t.rejects(
+      createLocalReader(loadConfig({ LOCAL_MODEL_DIR: mismatched })),
+      new RegExp(`failed to load: ${WHEEL_READER_FILE.replace('.', '\\.')} reads 32 x 160 inputs; spec.json gives it \\d+ x \\d+`),
+    );
+  },
+);
+
+t.test(
   "the confidence is the product through the weights' calibration; weights without one report the product",
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
