@@ -62,6 +62,13 @@ async function drawMeter(wholeUnits: string, fraction: string, { scale = 1, logo
 
 const signal = () => AbortSignal.timeout(30_000);
 
+/** A fresh model folder holding links to the shipped weights `files`. */
+async function modelDirWith(files: string[]): Promise<string> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'meterlens-models-'));
+  for (const file of files) await symlink(path.join(MODEL_DIR, file), path.join(folder, file));
+  return folder;
+}
+
 t.test('no weights in LOCAL_MODEL_DIR: no local reader', async (t) => {
   const empty = await mkdtemp(path.join(tmpdir(), 'meterlens-nomodel-'));
   t.equal(await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: empty })), undefined);
@@ -71,8 +78,7 @@ t.test(
   'weights without a wheel reader (trained without Toloka): the strip readers read alone',
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
-    const withoutWheels = await mkdtemp(path.join(tmpdir(), 'meterlens-nowheels-'));
-    for (const file of MODEL_FILES) await symlink(path.join(MODEL_DIR, file), path.join(withoutWheels, file));
+    const withoutWheels = await modelDirWith(MODEL_FILES);
     t.notOk(existsSync(path.join(withoutWheels, WHEEL_READER_FILE)));
     const reader = (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: withoutWheels })))!;
     const result = await reader.read((await drawMeter('00758', '407')).image, signal());
@@ -85,8 +91,7 @@ t.test(
   'weights for another input size than spec.json names stop the model from loading, naming the file',
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
-    const mismatched = await mkdtemp(path.join(tmpdir(), 'meterlens-mismatched-'));
-    for (const file of MODEL_FILES) await symlink(path.join(MODEL_DIR, file), path.join(mismatched, file));
+    const mismatched = await modelDirWith(MODEL_FILES);
     // A strip reader (32 x 160 inputs) where the wheel reader should be.
     await symlink(path.join(MODEL_DIR, MODEL_FILES.at(-1)!), path.join(mismatched, WHEEL_READER_FILE));
     await t.rejects(
@@ -107,8 +112,7 @@ t.test(
     t.equal(calibrated.confidence, clampConfidence(calibrate(productOf(calibrated), shipped)));
     t.ok(calibrated.confidence > clampConfidence(productOf(calibrated)), 'the product undersells a drawn meter read right');
 
-    const uncalibrated = await mkdtemp(path.join(tmpdir(), 'meterlens-nocalibration-'));
-    for (const file of [...MODEL_FILES, WHEEL_READER_FILE]) await symlink(path.join(MODEL_DIR, file), path.join(uncalibrated, file));
+    const uncalibrated = await modelDirWith([...MODEL_FILES, WHEEL_READER_FILE]);
     const product = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })))!.read(image, signal());
     t.equal(product.reading, calibrated.reading);
     t.equal(product.confidence, clampConfidence(productOf(product)));
