@@ -70,13 +70,18 @@ export interface MeterModel {
 }
 
 export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
-  const load = (files: string[]) => loadSessions(modelDir, files, threads);
+  const load = async (files: string[], height: number, width: number) => {
+    const sessions = await loadSessions(modelDir, files, threads);
+    sessions.forEach((session, index) => checkInputSize(session, files[index]!, height, width));
+    return sessions;
+  };
   // Weights trained without Toloka come without a wheel reader (ml/train.sh): the strip readers read alone.
   const wheelReaderFiles = existsSync(path.join(modelDir, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
-  const [localisers, [wheelReader], stripReaders] = await Promise.all([load(LOCALISER_FILES), load(wheelReaderFiles), load(READER_FILES)]);
-  checkInputSize(localisers, LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_INPUT);
-  checkInputSize(stripReaders, READER_FILES, STRIP_HEIGHT, STRIP_WIDTH);
-  if (wheelReader) checkInputSize([wheelReader], wheelReaderFiles, WHEEL_HEIGHT, WHEEL_WIDTH);
+  const [localisers, [wheelReader], stripReaders] = await Promise.all([
+    load(LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_INPUT),
+    load(wheelReaderFiles, WHEEL_HEIGHT, WHEEL_WIDTH),
+    load(READER_FILES, STRIP_HEIGHT, STRIP_WIDTH),
+  ]);
   const calibration = loadCalibration(modelDir);
   return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders }, image, window, calibration) };
 }
@@ -85,16 +90,14 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
  * Weights trained for other input sizes than spec.json names (an old wheels.onnx beside a newer spec, say) stop the
  * model from loading, naming the file, instead of failing every photo they would read.
  */
-function checkInputSize(sessions: ort.InferenceSession[], files: string[], height: number, width: number): void {
-  sessions.forEach((session, index) => {
-    const [input] = session.inputMetadata;
-    const shape = input?.isTensor ? input.shape.slice(-2) : [];
-    if (shape[0] !== height || shape[1] !== width) {
-      throw new Error(
-        `${files[index]} reads ${shape.join(' x ') || 'an unknown size'} inputs; spec.json gives it ${height} x ${width}: retrain it, or use the spec.json it was trained with`,
-      );
-    }
-  });
+function checkInputSize(session: ort.InferenceSession, file: string, height: number, width: number): void {
+  const [input] = session.inputMetadata;
+  const shape = input?.isTensor ? input.shape.slice(-2) : [];
+  if (shape[0] !== height || shape[1] !== width) {
+    throw new Error(
+      `${file} reads ${shape.join(' x ') || 'an unknown size'} inputs; spec.json gives it ${height} x ${width}: retrain it, or use the spec.json it was trained with`,
+    );
+  }
 }
 
 /** The weights' calibration (confidence.ts), when CALIBRATION_FILE is beside them: weights trained without it report the product. */
