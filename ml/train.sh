@@ -64,8 +64,8 @@ else
   train_localiser localiser-2.onnx --seed 2
 fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
-# the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): two of them,
-# seeds 1 and 2, each on both cores (at 30 x 48, at most 30 minutes each), joined into one model that averages them. Without
+# the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): three of them,
+# seeds 1, 2 and 3, each on both cores (at 30 x 48, at most 30 minutes each), joined into one model that averages them. Without
 # Toloka the shipped one (which learned from Toloka alone) is removed.
 train_wheels() { # output name, seed, then train_wheels.py's own options
   name=$1 seed=$2
@@ -76,18 +76,18 @@ train_wheels() { # output name, seed, then train_wheels.py's own options
 }
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by the new weights with a wheel reader that has not learned them: the same
-# pair again, trained without them (2 x 30 minutes at most), then fit_calibration.ts (about 2 minutes). Without Toloka
+# three again, trained without them (3 x 30 minutes at most), then fit_calibration.ts (about 2 minutes). Without Toloka
 # there is no wheel reader to keep them from, every network has learned them, and the confidence stays the
 # product (MODEL_CARD: "Confidence").
 if with_toloka; then
   node find_windows.ts > "$CACHE/toloka-windows.csv"
-  for seed in 1 2; do train_wheels "wheels-seed$seed" $seed; done
-  $PYTHON ensemble_wheels.py --output ../models/wheels.onnx "$CACHE/wheels-seed1.onnx" "$CACHE/wheels-seed2.onnx"
-  for seed in 1 2; do train_wheels "wheels-calibration-seed$seed" $seed --leave-out splits/toloka-calibration.txt; done
+  for seed in 1 2 3; do train_wheels "wheels-seed$seed" $seed; done
+  $PYTHON ensemble_wheels.py --output ../models/wheels.onnx "$CACHE"/wheels-seed[123].onnx
+  for seed in 1 2 3; do train_wheels "wheels-calibration-seed$seed" $seed --leave-out splits/toloka-calibration.txt; done
   CALIBRATING=$(mktemp -d)
   trap 'rm -rf "$SHIPPED" "$CALIBRATING"' EXIT
   for file in ../models/localiser-*.onnx ../models/reader-*.onnx; do ln -s "$PWD/$file" "$CALIBRATING/"; done
-  $PYTHON ensemble_wheels.py --output "$CALIBRATING/wheels.onnx" "$CACHE/wheels-calibration-seed1.onnx" "$CACHE/wheels-calibration-seed2.onnx"
+  $PYTHON ensemble_wheels.py --output "$CALIBRATING/wheels.onnx" "$CACHE"/wheels-calibration-seed[123].onnx
   rm -f ../models/calibration.json
   if ! node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json > "$LOGS/meterlens-calibration.log" 2>&1; then
     echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"

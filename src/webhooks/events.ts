@@ -44,7 +44,7 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     value: 2390.276,
     confidence: 97,
     escalated: false,
-    model: 'local-crnn-v11',
+    model: 'local-crnn-v12',
     reading_id: 42,
   },
   'reading.failed': {
