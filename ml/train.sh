@@ -65,7 +65,7 @@ else
 fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): three of them,
-# seeds 1, 2 and 3, each on both cores (at 30 x 48, at most 30 minutes each), joined into one model that averages them. Without
+# one a seed of WHEEL_SEEDS (1, 2 and 3), each on both cores (at 30 x 48, at most 30 minutes each), joined into one model that averages them. Without
 # Toloka the shipped one (which learned from Toloka alone) is removed.
 train_wheels() { # output name, seed, then train_wheels.py's own options
   name=$1 seed=$2
@@ -74,6 +74,15 @@ train_wheels() { # output name, seed, then train_wheels.py's own options
     > "$LOGS/meterlens-$name.log" 2>&1
   tail -n 2 "$LOGS/meterlens-$name.log"
 }
+WHEEL_SEEDS='1 2 3'
+train_wheel_readers() { # ensemble file, run name, then train_wheels.py's own options: one run a seed, joined
+  ensemble=$1 run=$2
+  shift 2
+  for wheel_seed in $WHEEL_SEEDS; do train_wheels "$run-seed$wheel_seed" "$wheel_seed" "$@"; done
+  set --
+  for wheel_seed in $WHEEL_SEEDS; do set -- "$@" "$CACHE/$run-seed$wheel_seed.onnx"; done
+  $PYTHON ensemble_wheels.py --output "$ensemble" "$@"
+}
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by the new weights with a wheel reader that has not learned them: the same
 # three again, trained without them (3 x 30 minutes at most), then fit_calibration.ts (about 2 minutes). Without Toloka
@@ -81,13 +90,11 @@ train_wheels() { # output name, seed, then train_wheels.py's own options
 # product (MODEL_CARD: "Confidence").
 if with_toloka; then
   node find_windows.ts > "$CACHE/toloka-windows.csv"
-  for seed in 1 2 3; do train_wheels "wheels-seed$seed" $seed; done
-  $PYTHON ensemble_wheels.py --output ../models/wheels.onnx "$CACHE"/wheels-seed[123].onnx
-  for seed in 1 2 3; do train_wheels "wheels-calibration-seed$seed" $seed --leave-out splits/toloka-calibration.txt; done
+  train_wheel_readers ../models/wheels.onnx wheels
   CALIBRATING=$(mktemp -d)
   trap 'rm -rf "$SHIPPED" "$CALIBRATING"' EXIT
   for file in ../models/localiser-*.onnx ../models/reader-*.onnx; do ln -s "$PWD/$file" "$CALIBRATING/"; done
-  $PYTHON ensemble_wheels.py --output "$CALIBRATING/wheels.onnx" "$CACHE"/wheels-calibration-seed[123].onnx
+  train_wheel_readers "$CALIBRATING/wheels.onnx" wheels-calibration --leave-out splits/toloka-calibration.txt
   rm -f ../models/calibration.json
   if ! node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json > "$LOGS/meterlens-calibration.log" 2>&1; then
     echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
