@@ -65,7 +65,7 @@ else
 fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): three of them,
-# one a seed of WHEEL_SEEDS (1, 2 and 3), each on both cores (at 30 x 48, at most 30 minutes each), joined into one model that averages them. Without
+# one a seed of WHEEL_SEEDS (1, 2 and 3), each on both cores (at 30 x 48, about 30 minutes each; 46 on a slower machine), joined into one model that averages them. Without
 # Toloka the shipped one (which learned from Toloka alone) is removed.
 train_wheels() { # output name, seed, then train_wheels.py's own options
   name=$1 seed=$2
@@ -85,7 +85,7 @@ train_wheel_readers() { # ensemble file, run name, then train_wheels.py's own op
 }
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by the new weights with a wheel reader that has not learned them: the same
-# three again, trained without them (3 x 30 minutes at most), then fit_calibration.ts (about 2 minutes). Without Toloka
+# three again, trained without them (about 3 x 30 minutes), then fit_calibration.ts (about 2 minutes). Without Toloka
 # there is no wheel reader to keep them from, every network has learned them, and the confidence stays the
 # product (MODEL_CARD: "Confidence").
 if with_toloka; then
