@@ -1,3 +1,5 @@
+import { MODEL_NAME } from '../readers/local/spec.ts';
+
 /**
  * Every event an endpoint can subscribe to, in the order the dashboard's checkboxes show them.
  * The CLI's --events, the dashboard and the endpoint check all read this list.
@@ -44,7 +46,7 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     value: 2390.276,
     confidence: 97,
     escalated: false,
-    model: 'local-crnn-v12',
+    model: MODEL_NAME,
     reading_id: 42,
   },
   'reading.failed': {
