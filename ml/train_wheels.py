@@ -104,14 +104,7 @@ def framed_digit(crop, rng, digit_rng):
     return rectify(canvas, jittered_quad(quad, rng, AUGMENTATION.max_tilt), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
 
-def wheel_weights(red_share):
-    """How often each wheel position is drawn: `red_share` of the draws on the three red wheels, the rest on the five
-    black ones (3/8: every wheel alike)."""
-    red = TOLOKA_WHEELS - 5
-    return np.array([(1 - red_share) / 5] * 5 + [red_share / red] * red)
-
-
-def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng, wheel_p=None):
+def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng):
     images, labels = [], []
     for _ in range(size):
         if digits_share and rng.random() < digits_share:
@@ -119,7 +112,7 @@ def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng, wheel_p
             crop = framed_digit(crop, rng, digit_rng)
         else:
             image, quad, reading, _ = windows[rng.integers(len(windows))]
-            wheel = int(rng.integers(TOLOKA_WHEELS)) if wheel_p is None else int(rng.choice(TOLOKA_WHEELS, p=wheel_p))
+            wheel = int(rng.integers(TOLOKA_WHEELS))
             crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
             label = rolled_wheel_target(digits_of(reading)[wheel], 0)
         images.append(to_tensor(photometric(crop, rng, AUGMENTATION)))
@@ -144,7 +137,6 @@ def main():
         parser.add_argument('--digits-share', type=float, default=0.0,
                             help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
         parser.add_argument('--leave-out', help='a file listing Toloka photos (as in labels.csv) not to train on, to score on them')
-        parser.add_argument('--red-share', type=float, help='share of the Toloka wheels drawn from the three red ones (default: every wheel alike)')
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
 
@@ -167,8 +159,7 @@ def main():
     print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)
 
     def batch_loss(model):
-        images, labels = make_batch(windows, digit_crops, args.digits_share, args.batch, rng, digit_rng,
-                                    None if args.red_share is None else wheel_weights(args.red_share))
+        images, labels = make_batch(windows, digit_crops, args.digits_share, args.batch, rng, digit_rng)
         return F.cross_entropy(model(images), labels, label_smoothing=0.05)
 
     train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
