@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 from ensemble_wheels import ensemble
 
 from common import TOLOKA_WHEELS
-from train_wheels import digits_of, found_windows, rolled_wheel_target, wheel_quad
+from train_wheels import digits_of, found_windows, moved_ends, rolled_wheel_target, wheel_quad
 
 
 class WheelQuad(unittest.TestCase):
@@ -26,6 +26,19 @@ class WheelQuad(unittest.TestCase):
         quad = [(0, 0), (80, 8), (78, 28), (-2, 20)]
         first = np.array(wheel_quad(quad, 0))
         self.assertTrue(np.allclose(first, [(0, 0), (10, 1), (8, 21), (-2, 20)]))
+
+
+class MovedEnds(unittest.TestCase):
+    def test_each_end_moves_along_the_window_by_at_most_the_wheels_asked_for(self):
+        quad = [(10, 20), (90, 20), (90, 40), (10, 40)]  # eight wheels of 10 px
+        rng = np.random.default_rng(0)
+        moved = np.array([moved_ends(quad, rng, 0.5) for _ in range(200)])
+        self.assertTrue(np.allclose(moved[:, :, 1], [20, 20, 40, 40]))
+        self.assertTrue(np.allclose(moved[:, 0, 0], moved[:, 3, 0]) and np.allclose(moved[:, 1, 0], moved[:, 2, 0]))
+        left, right = moved[:, 0, 0] - 10, moved[:, 1, 0] - 90
+        self.assertTrue(np.abs(left).max() <= 5 and np.abs(right).max() <= 5)
+        self.assertTrue(np.abs(left).max() > 4 and np.abs(right).max() > 4)
+        self.assertLess(abs(np.corrcoef(left, right)[0, 1]), 0.3)
 
 
 class FoundWindows(unittest.TestCase):

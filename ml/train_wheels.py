@@ -54,6 +54,15 @@ def wheel_quad(quad, wheel):
     return [tl + (tr - tl) * left, tl + (tr - tl) * right, bl + (br - bl) * right, bl + (br - bl) * left]
 
 
+def moved_ends(quad, rng, wheels):
+    """The window quad with each end moved along the window, apart, by up to `wheels` wheels either way. The service
+    cuts the window where reader 3 places the wheels; on training photos, which reader 3 learned, the cut fits the
+    counter, while on new photos an end often falls inside the first or last wheel."""
+    tl, tr, br, bl = (np.asarray(p, float) for p in quad)
+    left, right = rng.uniform(-wheels, wheels, 2) / TOLOKA_WHEELS
+    return [tl + (tr - tl) * left, tl + (tr - tl) * (1 + right), bl + (br - bl) * (1 + right), bl + (br - bl) * left]
+
+
 def cut_wheel(image, quad, wheel):
     return rectify(image, wheel_quad(quad, wheel), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
@@ -104,7 +113,7 @@ def framed_digit(crop, rng, digit_rng):
     return rectify(canvas, jittered_quad(quad, rng, AUGMENTATION.max_tilt), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
 
-def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng):
+def make_batch(windows, digit_crops, digits_share, end_jitter, size, rng, digit_rng):
     images, labels = [], []
     for _ in range(size):
         if digits_share and rng.random() < digits_share:
@@ -113,6 +122,8 @@ def make_batch(windows, digit_crops, digits_share, size, rng, digit_rng):
         else:
             image, quad, reading, _ = windows[rng.integers(len(windows))]
             wheel = int(rng.integers(TOLOKA_WHEELS))
+            if end_jitter:
+                quad = moved_ends(quad, rng, end_jitter)
             crop = cut_wheel(image, jittered_quad(quad, rng, AUGMENTATION.max_tilt), wheel)
             label = rolled_wheel_target(digits_of(reading)[wheel], 0)
         images.append(to_tensor(photometric(crop, rng, AUGMENTATION)))
@@ -136,6 +147,8 @@ def main():
     def add_options(parser):
         parser.add_argument('--digits-share', type=float, default=0.0,
                             help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
+        parser.add_argument('--end-jitter', type=float, default=0.0,
+                            help='move each end of a training window along it by up to this many wheels either way')
         parser.add_argument('--leave-out', help='a file listing Toloka photos (as in labels.csv) not to train on, to score on them')
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
@@ -159,7 +172,7 @@ def main():
     print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)
 
     def batch_loss(model):
-        images, labels = make_batch(windows, digit_crops, args.digits_share, args.batch, rng, digit_rng)
+        images, labels = make_batch(windows, digit_crops, args.digits_share, args.end_jitter, args.batch, rng, digit_rng)
         return F.cross_entropy(model(images), labels, label_smoothing=0.05)
 
     train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
