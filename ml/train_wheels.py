@@ -47,20 +47,24 @@ class WheelReader(nn.Module):
         return self.layers(x)
 
 
+def span_of_quad(quad, left, right):
+    """The part of the window quad (TL, TR, BR, BL) from `left` to `right`, fractions of its length from its left end
+    (below 0 or above 1: beyond it)."""
+    tl, tr, br, bl = (np.asarray(p, float) for p in quad)
+    return [tl + (tr - tl) * left, tl + (tr - tl) * right, bl + (br - bl) * right, bl + (br - bl) * left]
+
+
 def wheel_quad(quad, wheel):
     """The wheel-th of TOLOKA_WHEELS equal slices of the window quad (TL, TR, BR, BL), left to right."""
-    tl, tr, br, bl = (np.asarray(p, float) for p in quad)
-    left, right = wheel / TOLOKA_WHEELS, (wheel + 1) / TOLOKA_WHEELS
-    return [tl + (tr - tl) * left, tl + (tr - tl) * right, bl + (br - bl) * right, bl + (br - bl) * left]
+    return span_of_quad(quad, wheel / TOLOKA_WHEELS, (wheel + 1) / TOLOKA_WHEELS)
 
 
 def moved_ends(quad, rng, wheels):
     """The window quad with each end moved along the window, apart, by up to `wheels` wheels either way. The service
     cuts the window where reader 3 places the wheels; on training photos, which reader 3 learned, the cut fits the
     counter, while on new photos an end often falls inside the first or last wheel."""
-    tl, tr, br, bl = (np.asarray(p, float) for p in quad)
     left, right = rng.uniform(-wheels, wheels, 2) / TOLOKA_WHEELS
-    return [tl + (tr - tl) * left, tl + (tr - tl) * (1 + right), bl + (br - bl) * (1 + right), bl + (br - bl) * left]
+    return span_of_quad(quad, left, 1 + right)
 
 
 def cut_wheel(image, quad, wheel):
