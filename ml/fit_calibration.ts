@@ -18,7 +18,10 @@ import { parseArgs } from 'node:util';
 import { isExact } from '../src/eval/metrics.ts';
 import { CALIBRATION_FILE, calibrate, productLogit, type Calibration } from '../src/readers/local/confidence.ts';
 import { fitLogistic } from './logistic.ts';
-import { DATASETS, SHARED_DATASETS, SHIPPED_MODELS, confidenceReport, readSplit, type EvidenceCase } from './read_splits.ts';
+import { DATASETS, SHARED_DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
+
+/** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
+const KEPT_EXACT = 0.99;
 
 const { values } = parseArgs({
   options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' } },
@@ -61,6 +64,13 @@ for (const dataset of DATASETS)
     `${dataset} calibration photos`,
     calibrationPhotos.filter((c) => c.dataset === dataset),
   );
+const escalateBelow = lowestConfidenceKeptExact(calibrationPhotos.filter((c) => c.dataset === 'toloka'));
+console.log(
+  escalateBelow
+    ? `ESCALATE_BELOW: from ${escalateBelow.threshold} up, at least ${100 * KEPT_EXACT}% of the toloka calibration photos kept local are exact ` +
+        `(at ${escalateBelow.threshold}: ${percent(escalateBelow.accuracy)} of ${percent(escalateBelow.coverage)})`
+    : `ESCALATE_BELOW: no confidence keeps ${100 * KEPT_EXACT}% of the toloka calibration photos kept local exact`,
+);
 // ... and how the validation split, read by the shipped weights, bears it out.
 const validation = await readSplit('val', SHIPPED_MODELS, values.cache);
 for (const dataset of DATASETS)
@@ -73,4 +83,22 @@ for (const dataset of DATASETS)
 function judge(title: string, photos: EvidenceCase[]): void {
   console.log(`${title}, product: ${confidenceReport(photos, (evidence) => evidence.product)}`);
   console.log(`${title}, calibrated: ${confidenceReport(photos, (evidence) => calibrate(evidence.product, calibration))}`);
+}
+
+/**
+ * The lowest whole confidence from which up every threshold keeps at least KEPT_EXACT of the photos' calibrated
+ * readings exact (Toloka's: the photos its wheel reader did not learn; the other networks learned every bdci2020
+ * photo), with its accuracy and coverage there; none when even 99 does not.
+ */
+function lowestConfidenceKeptExact(photos: EvidenceCase[]): { threshold: number; accuracy: number; coverage: number } | undefined {
+  const readings = photos.filter((c) => c.evidence).map((c) => ({ confidence: Math.round(calibrate(c.evidence!.product, calibration)), exact: isExact(c) }));
+  let lowest;
+  for (let threshold = 99; threshold > 0; threshold--) {
+    const kept = readings.filter((reading) => reading.confidence >= threshold);
+    if (kept.length === 0) continue;
+    const accuracy = kept.filter((reading) => reading.exact).length / kept.length;
+    if (accuracy < KEPT_EXACT) break;
+    lowest = { threshold, accuracy, coverage: kept.length / photos.length };
+  }
+  return lowest;
 }

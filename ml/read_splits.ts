@@ -55,6 +55,6 @@ export function confidenceReport(photos: EvidenceCase[], confidence: (evidence: 
   return `${formatCalibration(summary.calibration)}; ${selective}\n${formatReliability(summary.reliability)}`;
 }
 
-function percent(value: number | null): string {
+export function percent(value: number | null): string {
   return value === null ? 'n/a' : `${(100 * value).toFixed(1)}%`;
 }
