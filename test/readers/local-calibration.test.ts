@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
-import { CALIBRATION_FILE, calibrate, parseCalibration, productLogit } from '../../src/readers/local/confidence.ts';
+import { CALIBRATION_FILE, calibrate, parseCalibration, productGivenLayouts, productLogit } from '../../src/readers/local/confidence.ts';
 
 const SHIPPED = path.resolve(import.meta.dirname, '..', '..', 'models', CALIBRATION_FILE);
 
@@ -24,6 +24,13 @@ t.test('the shipped calibration: products that undersell the reader are raised',
   t.ok(calibrate(50, shipped) > 90, 'on the calibration photos every Toloka reading at 50–60 was exact');
   t.ok(calibrate(3, shipped) < 50, 'the floor of a reading stays a guess');
   t.match(shipped.fittedOn, /calibration photos/);
+});
+
+t.test("a layout under half of the photo's readings read is no surer than that share; a layout half of them read or more keeps its product", async (t) => {
+  t.equal(productGivenLayouts(60, 1), 60);
+  t.equal(productGivenLayouts(60, 0.5), 60, 'half is no minority');
+  t.equal(productGivenLayouts(60, 6 / 17), 60 * (6 / 17), 'a five-wheel reading where 6 of 17 readings see five wheels');
+  t.equal(productGivenLayouts(60, 0), 0);
 });
 
 t.test('a file that is not a calibration is refused, naming the file', async (t) => {

@@ -15,7 +15,16 @@ import {
   type FormattedReading,
   type LayoutReading,
 } from './decode.ts';
-import { CALIBRATION_FILE, calibrate, layoutOf, parseCalibration, shareOf, type Calibration, type ConfidenceEvidence } from './confidence.ts';
+import {
+  CALIBRATION_FILE,
+  calibrate,
+  layoutOf,
+  parseCalibration,
+  productGivenLayouts,
+  shareOf,
+  type Calibration,
+  type ConfidenceEvidence,
+} from './confidence.ts';
 import {
   isDiagonal,
   rectifyInto,
@@ -156,8 +165,9 @@ async function readMeter(
   const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
-    const confidence = clampConfidence(calibrate(chosen.formatted.confidence, calibration));
-    if (clampConfidence(chosen.formatted.confidence) < MIN_LOCAL_CONFIDENCE) {
+    const evidence = confidenceEvidence(chosen, readings);
+    const confidence = clampConfidence(calibrate(evidence.product, calibration));
+    if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
       throw noCounterRead(chosen.formatted.reading, confidence, clampConfidence(calibrate(MIN_LOCAL_CONFIDENCE, calibration)));
     }
     return {
@@ -165,7 +175,7 @@ async function readMeter(
       value: chosen.formatted.value,
       confidence,
       model: MODEL_NAME,
-      raw: { ...chosen.raw, candidates: candidates.length, evidence: confidenceEvidence(chosen, readings), ...raw },
+      raw: { ...chosen.raw, candidates: candidates.length, evidence, ...raw },
       digitConfidences: chosen.formatted.digitConfidences,
       counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
     };
@@ -329,19 +339,19 @@ function rivalsReason(reading: string, rivals: string[]): string {
 }
 
 /**
- * How far the photo's other readings agree with the chosen one: the strip readers' own readings of its window, the
- * other candidate windows' readings and layouts.
+ * How far the photo's other readings agree with the chosen one (the strip readers' own readings of its window, the
+ * other candidate windows' readings and layouts), and its product as the confidence is calibrated from it.
  */
 function confidenceEvidence(chosen: FormattedWindowReading, readings: WindowReading[]): ConfidenceEvidence {
   const text = chosen.formatted.reading;
   const layout = layoutOf(text);
   const candidateTexts = readings.map((candidate) => candidate.formatted?.reading ?? candidate.strip.text);
-  const layouts = [...candidateTexts, ...chosen.raw.readerTexts].map(layoutOf);
+  const layoutsAgreeing = shareOf([...candidateTexts, ...chosen.raw.readerTexts], (other) => layoutOf(other) === layout);
   return {
-    product: chosen.formatted.confidence,
+    product: productGivenLayouts(chosen.formatted.confidence, layoutsAgreeing),
     readersAgreeing: shareOf(chosen.raw.readerTexts, (readerText) => readerText === text),
     candidatesAgreeing: shareOf(candidateTexts, (candidateText) => candidateText === text),
-    layoutsAgreeing: shareOf(layouts, (other) => other === layout),
+    layoutsAgreeing,
   };
 }
 
