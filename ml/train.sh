@@ -100,6 +100,7 @@ if with_toloka; then
     echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
   fi
   head -n 1 "$LOGS/meterlens-calibration.log"
+  grep '^ESCALATE_BELOW' "$LOGS/meterlens-calibration.log" || true # the default the new calibration supports (src/config.ts)
 else
   rm -f ../models/wheels.onnx ../models/calibration.json
 fi
