@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { isExact } from '../src/eval/metrics.ts';
+import { isExact, selectiveAccuracy, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import { CALIBRATION_FILE, calibrate, productLogit, type Calibration } from '../src/readers/local/confidence.ts';
 import { fitLogistic } from './logistic.ts';
 import { DATASETS, SHARED_DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
@@ -90,15 +90,14 @@ function judge(title: string, photos: EvidenceCase[]): void {
  * readings exact (Toloka's: the photos its wheel reader did not learn; the other networks learned every bdci2020
  * photo), with its accuracy and coverage there; none when even 99 does not.
  */
-function lowestConfidenceKeptExact(photos: EvidenceCase[]): { threshold: number; accuracy: number; coverage: number } | undefined {
-  const readings = photos.filter((c) => c.evidence).map((c) => ({ confidence: Math.round(calibrate(c.evidence!.product, calibration)), exact: isExact(c) }));
+function lowestConfidenceKeptExact(photos: EvidenceCase[]): SelectiveAccuracy | undefined {
+  const calibrated = photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(calibrate(c.evidence.product, calibration)) : 0 }));
   let lowest;
   for (let threshold = 99; threshold > 0; threshold--) {
-    const kept = readings.filter((reading) => reading.confidence >= threshold);
-    if (kept.length === 0) continue;
-    const accuracy = kept.filter((reading) => reading.exact).length / kept.length;
-    if (accuracy < KEPT_EXACT) break;
-    lowest = { threshold, accuracy, coverage: kept.length / photos.length };
+    const kept = selectiveAccuracy(calibrated, threshold);
+    if (kept.accuracy === null) continue;
+    if (kept.accuracy < KEPT_EXACT) break;
+    lowest = kept;
   }
   return lowest;
 }

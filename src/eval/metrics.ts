@@ -125,6 +125,16 @@ export function digitMatches(c: ScoredCase): { matched: number; total: number } 
   return best;
 }
 
+/** The readings at or above `threshold`: their share of the photos, and how many of them are exact. */
+export function selectiveAccuracy(cases: ScoredCase[], threshold: number): SelectiveAccuracy {
+  const covered = cases.filter((c) => c.predicted !== undefined && c.confidence >= threshold);
+  return {
+    threshold,
+    coverage: ratio(covered.length, cases.length),
+    accuracy: covered.length ? ratio(covered.filter(isExact).length, covered.length) : null,
+  };
+}
+
 /** `confidentAt`: the threshold readings are judged kept local at, by default the service's default ESCALATE_BELOW. */
 export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: number = ENVIRONMENT.properties.ESCALATE_BELOW.default): EvalSummary {
   const share = (test: (c: ScoredCase) => boolean) => ratio(cases.filter(test).length, cases.length);
@@ -135,14 +145,7 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: num
     matched += digits.matched;
     total += digits.total;
   }
-  const selective = CONFIDENCE_THRESHOLDS.map((threshold) => {
-    const covered = cases.filter((c) => c.predicted !== undefined && c.confidence >= threshold);
-    return {
-      threshold,
-      coverage: ratio(covered.length, cases.length),
-      accuracy: covered.length ? ratio(covered.filter(isExact).length, covered.length) : null,
-    };
-  });
+  const selective = CONFIDENCE_THRESHOLDS.map((threshold) => selectiveAccuracy(cases, threshold));
   const reliability = reliabilityTable(cases);
   const latencies = cases.map((c) => c.latencyMs).sort((a, b) => a - b);
   const worst = cases

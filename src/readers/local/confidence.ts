@@ -32,7 +32,7 @@ export function layoutOf(text: string): string {
  * on its window) is no surer than that share: the photo's readings mostly see a counter of another layout, and its
  * product, which weighs the layout only within the chosen window, does not know it. On the training photos three of
  * the four readings so were wrong (of all readings, 1.7%); a 5 + 3 counter read as five wheels is the confident miss
- * this guards against (issue #15, MODEL_CARD.md "A layout most readings do not read").
+ * this guards against (issue #15, MODEL_CARD.md "Now (`local-crnn-v14`)").
  */
 export function productGivenLayouts(product: number, layoutsAgreeing: number): number {
   return layoutsAgreeing < 0.5 ? product * layoutsAgreeing : product;
