@@ -62,6 +62,8 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
     parser.add_argument('--batch', type=int, default=batch)
     parser.add_argument('--steps', type=int, help='train for this many batches instead of --minutes (reproducible)')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--leave-out', nargs='+', default=[], metavar='LIST',
+                        help='files listing photos (as in labels.csv) not to train on, to score on them (ml/splits/*-calibration.txt)')
     parser.add_argument('--output', default=str(output))
     args = parser.parse_args()
     require_datasets()
@@ -158,11 +160,13 @@ def toloka_dial_reading(label):
     return whole.zfill(TOLOKA_WHOLE_WHEELS) + '.' + fraction.ljust(TOLOKA_FRACTIONAL_WHEELS, '0')
 
 
-def split_rows(dataset):
-    """(train, validation) rows; the validation file list is the one committed in ml/splits."""
+def split_rows(dataset, leave_out=()):
+    """(train, validation) rows; the validation file list is the one committed in ml/splits. Training also leaves
+    out the photos the lists in `leave_out` name (--leave-out)."""
     listed = SPLITS / f'{dataset}-val.txt'
     validation_files = set(listed.read_text().split())
+    not_trained_on = validation_files.union(*(Path(leave_out_list).read_text().split() for leave_out_list in leave_out))
     rows = read_labels(dataset)
-    train = [r for r in rows if r['file'] not in validation_files]
+    train = [r for r in rows if r['file'] not in not_trained_on]
     validation = [r for r in rows if r['file'] in validation_files]
     return train, validation

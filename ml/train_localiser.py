@@ -166,7 +166,7 @@ def main():
 
     train_rows, validation_rows = [], []
     for dataset in TRAIN_DATASETS:
-        train, validation = split_rows(dataset)
+        train, validation = split_rows(dataset, args.leave_out)
         train_rows += training_rows(train, args.tilted_windows)
         validation_rows += validation
     images, masks = to_tensors(*load_all(train_rows, 'train'))

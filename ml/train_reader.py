@@ -237,7 +237,7 @@ def main():
 
     train_rows, validation = [], {}
     for dataset in TRAIN_DATASETS:
-        train, validation_rows = split_rows(dataset)
+        train, validation_rows = split_rows(dataset, args.leave_out)
         train_rows += train
         validation[dataset] = usable_windows(validation_rows)
     windows = usable_windows(train_rows)

@@ -11,7 +11,6 @@ RGB in [-0.5, 0.5]. Output: probabilities of the digits 0-9.
 """
 import csv
 import random
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -153,7 +152,6 @@ def main():
                             help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
         parser.add_argument('--end-jitter', type=float, default=0.5,
                             help='move each end of a training window along it by up to this many wheels either way (v13; 0: v12)')
-        parser.add_argument('--leave-out', help='a file listing Toloka photos (as in labels.csv) not to train on, to score on them')
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
 
@@ -163,14 +161,13 @@ def main():
     training_found = found_windows({int(number) for number in args.localisers.split(',')})
     # Validation windows are always the first localiser's, so runs with other training windows score alike.
     validation_found = found_windows({1})
-    left_out = set(Path(args.leave_out).read_text().split()) if args.leave_out else set()
 
     def as_found(rows, found):
         """The rows' windows where the localisers find them (cutting the labelled boxes instead reads worse)."""
         return usable_windows([dict(row, quad=quad) for row in rows if not sideways(row) for quad in found.get(row['file'], [])])
 
-    train_rows, validation_rows = split_rows('toloka')
-    windows = as_found([row for row in train_rows if row['file'] not in left_out], training_found)
+    train_rows, validation_rows = split_rows('toloka', args.leave_out)
+    windows = as_found(train_rows, training_found)
     validation = as_found(validation_rows, validation_found)
     digit_crops = labelled_digit_crops() if args.digits_share else []
     print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)

@@ -1,0 +1,43 @@
+"""Unit tests of common.py's split: python3 -m unittest test_common.py (from ml/)."""
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import common
+
+
+class SplitRowsTest(unittest.TestCase):
+    def setUp(self):
+        folder = Path(tempfile.mkdtemp())
+        (folder / 'meters').mkdir()
+        quad = '0 0 10 0 10 5 0 5'
+        (folder / 'meters' / 'labels.csv').write_text(
+            'file,reading,quad\n' + ''.join(f'{name}.jpg,0012{index},{quad}\n' for index, name in enumerate('abcde')))
+        (folder / 'meters-val.txt').write_text('a.jpg\n')
+        (folder / 'meters-calibration.txt').write_text('b.jpg\nd.jpg\n')
+        self.folder = folder
+        patches = [mock.patch.object(common, 'DATASETS', folder), mock.patch.object(common, 'SPLITS', folder)]
+        for patch in patches:
+            patch.start()
+            self.addCleanup(patch.stop)
+
+    def files(self, rows):
+        return [row['file'] for row in rows]
+
+    def test_the_validation_photos_are_kept_from_training(self):
+        train, validation = common.split_rows('meters')
+        self.assertEqual(self.files(train), ['b.jpg', 'c.jpg', 'd.jpg', 'e.jpg'])
+        self.assertEqual(self.files(validation), ['a.jpg'])
+
+    def test_the_photos_of_each_leave_out_list_are_not_trained_on(self):
+        listed = self.folder / 'meters-calibration.txt'
+        other = self.folder / 'other.txt'
+        other.write_text('e.jpg\n')
+        train, validation = common.split_rows('meters', [listed, other])
+        self.assertEqual(self.files(train), ['c.jpg'])
+        self.assertEqual(self.files(validation), ['a.jpg'])
+
+
+if __name__ == '__main__':
+    unittest.main()
