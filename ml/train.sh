@@ -25,43 +25,49 @@ git -C .. archive HEAD models | tar -x -C "$SHIPPED"
 export OPENBLAS_NUM_THREADS=1
 PYTHON=/usr/bin/python3
 LOGS="${TMPDIR:-/tmp}"
-$PYTHON -m unittest test_synth.py test_wheels.py
+$PYTHON -m unittest test_common.py test_synth.py test_wheels.py
 # A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
 export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
 $PYTHON make_split.py
 
 # The readers that vote (src/readers/local/spec.ts READER_FILES) differ by regularisation and sequence layer.
-train_reader() { # output threads steps, then train_reader.py's own options
-  output=$1 threads=$2 steps=$3
-  shift 3
-  TORCH_THREADS=$threads $PYTHON train_reader.py --output "../models/$output" --steps "$(steps "$steps")" --seed 1 "$@" \
-    > "$LOGS/meterlens-$output.log" 2>&1
+train_reader() { # output (under ml/), log name, threads, steps, then train_reader.py's own options
+  output=$1 log=$2 threads=$3 steps=$4
+  shift 4
+  TORCH_THREADS=$threads $PYTHON train_reader.py --output "$output" --steps "$(steps "$steps")" --seed 1 "$@" \
+    > "$LOGS/meterlens-$log.log" 2>&1
+}
+train_readers() { # folder, run name, then train_reader.py's own options for all three
+  folder=$1 run=$2
+  shift 2
+  # Reader 1 on both cores (about 65 minutes here) ...
+  train_reader "$folder/reader-1.onnx" "$run-1" 2 12000 --regularisation light --sequence gru "$@"
+  # ... then readers 2 and 3 side by side, one core each (about 70 minutes).
+  train_reader "$folder/reader-2.onnx" "$run-2" 1 8000 --regularisation strong --sequence gru "$@" & second=$!
+  train_reader "$folder/reader-3.onnx" "$run-3" 1 8000 --regularisation strong --sequence conv "$@" & third=$!
+  wait $second
+  wait $third
+}
+train_localiser() { # output (under ml/), log name, then train_localiser.py's own options
+  output=$1 log=$2
+  shift 2
+  TORCH_THREADS=2 $PYTHON train_localiser.py --output "$output" --steps "$(steps 2500)" --seed 1 "$@" \
+    2>&1 | tee "$LOGS/meterlens-$log.log"
 }
 
-# The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1, then reader 1,
-# each on both cores (about 15 and 65 minutes here) ...
-train_localiser() { # output, then train_localiser.py's own options
-  output=$1
-  shift
-  TORCH_THREADS=2 $PYTHON train_localiser.py --output "../models/$output" --steps "$(steps 2500)" --seed 1 "$@" \
-    2>&1 | tee "$LOGS/meterlens-$output.log"
-}
-train_localiser localiser-1.onnx
-train_reader reader-1.onnx 2 12000 --regularisation light --sequence gru
-# ... then readers 2 and 3 side by side, one core each (about 70 minutes).
-train_reader reader-2.onnx 1 8000 --regularisation strong --sequence gru & second=$!
-train_reader reader-3.onnx 1 8000 --regularisation strong --sequence conv & third=$!
-wait $second
-wait $third
+# The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1 on both cores
+# (about 15 minutes), then the readers.
+train_localiser ../models/localiser-1.onnx localiser-1
+train_readers ../models reader
 # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
 # boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
 CACHE="${METERLENS_CACHE:-/tmp/ml-cache}"
 mkdir -p "$CACHE"
 if with_toloka; then
   node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
-  train_localiser localiser-2.onnx --tilted-windows
+  train_localiser ../models/localiser-2.onnx localiser-2 --tilted-windows
 else
-  train_localiser localiser-2.onnx --seed 2
+  train_localiser ../models/localiser-2.onnx localiser-2 --seed 2
 fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): three of them,
@@ -84,16 +90,19 @@ train_wheel_readers() { # ensemble file, run name, then train_wheels.py's own op
   $PYTHON ensemble_wheels.py --output "$ensemble" "$@"
 }
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
-# (splits/*-calibration.txt) read by the new weights with a wheel reader that has not learned them: the same
-# three again, trained without them (about 3 x 30 minutes), then fit_calibration.ts (about 2 minutes). Without Toloka
-# there is no wheel reader to keep them from, every network has learned them, and the confidence stays the
-# product (MODEL_CARD: "Confidence").
+# (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel
+# readers again, trained the same way without them (about 30 + 135 + 3 x 30 minutes), then fit_calibration.ts
+# (about 2 minutes). Without Toloka there is no wheel reader, and the confidence stays the product (MODEL_CARD:
+# "Confidence").
 if with_toloka; then
   node find_windows.ts > "$CACHE/toloka-windows.csv"
   train_wheel_readers ../models/wheels.onnx wheels
   CALIBRATING=$(mktemp -d)
   trap 'rm -rf "$SHIPPED" "$CALIBRATING"' EXIT
-  for file in ../models/localiser-*.onnx ../models/reader-*.onnx; do ln -s "$PWD/$file" "$CALIBRATING/"; done
+  LEAVE_OUT="--leave-out splits/toloka-calibration.txt splits/bdci2020-calibration.txt"
+  train_localiser "$CALIBRATING/localiser-1.onnx" calibration-localiser-1 $LEAVE_OUT
+  train_localiser "$CALIBRATING/localiser-2.onnx" calibration-localiser-2 --tilted-windows $LEAVE_OUT
+  train_readers "$CALIBRATING" calibration-reader $LEAVE_OUT
   train_wheel_readers "$CALIBRATING/wheels.onnx" wheels-calibration --leave-out splits/toloka-calibration.txt
   rm -f ../models/calibration.json
   if ! node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json > "$LOGS/meterlens-calibration.log" 2>&1; then
@@ -104,7 +113,7 @@ if with_toloka; then
 else
   rm -f ../models/wheels.onnx ../models/calibration.json
 fi
-tail -n 2 "$LOGS"/meterlens-reader-*.onnx.log
+tail -n 2 "$LOGS"/meterlens-reader-?.log
 # The new weights scored beside the shipped ones on each dataset's validation photos (a few minutes each).
 score() { # dataset, then eval's own options
   dataset=$1
