@@ -103,7 +103,7 @@ if with_toloka; then
   train_localiser "$CALIBRATING/localiser-1.onnx" calibration-localiser-1 $LEAVE_OUT
   train_localiser "$CALIBRATING/localiser-2.onnx" calibration-localiser-2 --tilted-windows $LEAVE_OUT
   train_readers "$CALIBRATING" calibration-reader $LEAVE_OUT
-  train_wheel_readers "$CALIBRATING/wheels.onnx" wheels-calibration --leave-out splits/toloka-calibration.txt
+  train_wheel_readers "$CALIBRATING/wheels.onnx" wheels-calibration $LEAVE_OUT
   rm -f ../models/calibration.json
   if ! node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json > "$LOGS/meterlens-calibration.log" 2>&1; then
     echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
