@@ -32,8 +32,10 @@ export interface Config {
 
   /** Reader names in the order they are tried; undefined = the default chain. */
   readerChain: string[] | undefined;
-  /** A reading below this confidence is escalated to the next reader in the chain. */
+  /** A local reading below this (calibrated) confidence is escalated to the next reader in the chain. */
   escalateBelow: number;
+  /** A hosted reading below this (self-reported) confidence is escalated to the next reader in the chain. */
+  hostedEscalateBelow: number;
   readerTimeoutMs: number;
   readerRetries: number;
   localModelDir: string;
@@ -117,6 +119,7 @@ export const ENVIRONMENT = Type.Object({
   LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info' }),
   READER_CHAIN: unsetString('see below'),
   ESCALATE_BELOW: integer(99, { minimum: 0, maximum: 100 }),
+  HOSTED_ESCALATE_BELOW: integer(95, { minimum: 0, maximum: 100 }),
   READER_TIMEOUT_MS: integer(30_000, { minimum: 1 }),
   READER_RETRIES: integer(1, { minimum: 0 }),
   LOCAL_MODEL_DIR: unsetString('`./models`'),
@@ -181,6 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
 
     readerChain: environment.READER_CHAIN === undefined ? undefined : list(environment.READER_CHAIN),
     escalateBelow: environment.ESCALATE_BELOW,
+    hostedEscalateBelow: environment.HOSTED_ESCALATE_BELOW,
     readerTimeoutMs: environment.READER_TIMEOUT_MS,
     readerRetries: environment.READER_RETRIES,
     // The shipped weights are found from any working directory; a given path is the operator's own.

@@ -47,6 +47,7 @@ t.test('defaults and the enums that are taken', async (t) => {
   t.equal(config.signup, 'open');
   t.equal(config.logLevel, 'info');
   t.equal(config.escalateBelow, 99);
+  t.equal(config.hostedEscalateBelow, 95);
   t.equal(config.webhookAllowPrivate, false);
   t.equal(config.metricsPort, undefined);
   t.equal(loadConfig({ SIGNUP: 'closed' }).signup, 'closed');

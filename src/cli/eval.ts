@@ -22,7 +22,7 @@ const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES
   --dataset DIR   folder with labels.csv (file,reading[,alternatives]) and the photos it names
   --files LIST    only the photos named in LIST (one path a line, as in labels.csv)
   --validation    the local model's validation split: ../shared/datasets/{${VALIDATION_SETS.join(',')}} with ml/splits/*-val.txt
-  --chain NAMES   the readers tried in order, as READER_CHAIN (default local), escalating below ESCALATE_BELOW
+  --chain NAMES   the readers tried in order, as READER_CHAIN (default local), escalating as the service does
   --previous A-B  read each photo within a plausibility window: a previous reading A to B m³ below its label
                   (drawn with a fixed seed), the window from ${SIMULATED_TOLERANCE_M3} m³ below it to ${SIMULATED_MAX_CONSUMPTION_M3} m³ above it
   --json          machine-readable output

@@ -19,6 +19,7 @@ export function createAnthropicReader(config: Config): MeterReader {
 
   return {
     name: NAME,
+    hosted: true,
     async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
       const message = await askModel(NAME, isAnthropicError, () =>
         client.messages.create(

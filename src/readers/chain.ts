@@ -48,19 +48,21 @@ export class ReadFailure extends Error {
 
 /**
  * Each reader in turn until one is confident. A reader that fails, times out, answers
- * nonsense or is below `escalateBelow` passes the photo on; if every reader answered but none
+ * nonsense or is below its threshold passes the photo on; if every reader answered but none
  * was confident, the most confident answer stands, with its honest confidence.
+ * The thresholds differ because the confidences mean different things: the local reader's is calibrated
+ * (`escalateBelow`), a hosted model's is its own say-so (`hostedEscalateBelow`).
  * With a plausibility window every reading is judged against it (the local reader reads within it);
  * an implausible one passes the photo on, and stands only when no reader's answer is plausible.
  */
 export class ReaderChain {
   readonly readers: MeterReader[];
-  readonly #escalateBelow: number;
+  readonly #thresholds: Pick<Config, 'escalateBelow' | 'hostedEscalateBelow'>;
   readonly #deadlineMs: number;
 
-  constructor(readers: MeterReader[], config: Pick<Config, 'escalateBelow' | 'readerTimeoutMs' | 'readerRetries'>) {
+  constructor(readers: MeterReader[], config: Pick<Config, 'escalateBelow' | 'hostedEscalateBelow' | 'readerTimeoutMs' | 'readerRetries'>) {
     this.readers = readers;
-    this.#escalateBelow = config.escalateBelow;
+    this.#thresholds = { escalateBelow: config.escalateBelow, hostedEscalateBelow: config.hostedEscalateBelow };
     // A reader's own retries each get readerTimeoutMs; this bounds all of them together.
     this.#deadlineMs = config.readerTimeoutMs * (config.readerRetries + 1);
   }
@@ -76,10 +78,11 @@ export class ReaderChain {
       try {
         const deadline = AbortSignal.timeout(this.#deadlineMs);
         const reading = judgeReading(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window), window);
-        const confident = reading.confidence >= this.#escalateBelow;
+        const confident = reading.confidence >= this.#escalateBelowFor(reader);
         const outcome = reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
         attempts.push({ reader: reader.name, outcome, ms: elapsed(), confidence: reading.confidence });
-        if (!best || preferred(reading, best.reading)) best = { reading, reader, index };
+        // An accepted answer stands even against an earlier, more confident one held to a stricter threshold.
+        if (outcome === 'accepted' || !best || preferred(reading, best.reading)) best = { reading, reader, index };
         if (outcome === 'accepted') break;
       } catch (error) {
         signal?.throwIfAborted();
@@ -100,6 +103,10 @@ export class ReaderChain {
     }
     const reasons = attempts.filter((attempt) => attempt.outcome !== 'unavailable').map((attempt) => attempt.error);
     throw new ReadFailure('unreadable', `No reading could be made from the photo: ${reasons.join('; ')}`, attempts);
+  }
+
+  #escalateBelowFor(reader: MeterReader): number {
+    return reader.hosted ? this.#thresholds.hostedEscalateBelow : this.#thresholds.escalateBelow;
   }
 }
 

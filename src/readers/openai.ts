@@ -16,6 +16,7 @@ export function createOpenAIReader(config: Config): MeterReader {
 
   return {
     name: NAME,
+    hosted: true,
     async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
       const completion = await askModel(NAME, isOpenAIError, () =>
         client.chat.completions.create(

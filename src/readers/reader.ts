@@ -47,6 +47,11 @@ export type Plausibility = 'ok' | 'corrected' | 'implausible' | 'unknown';
 
 export interface MeterReader {
   readonly name: string;
+  /**
+   * A hosted vision model, whose confidence is its own say-so: the chain holds it to HOSTED_ESCALATE_BELOW. Any
+   * other reader (the local one, whose confidence is its calibrated chance of being exact) is held to ESCALATE_BELOW.
+   */
+  readonly hosted?: boolean;
   read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow): Promise<MeterReading>;
 }
 

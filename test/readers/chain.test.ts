@@ -12,7 +12,7 @@ import { startFakeOpenAI } from '../fakes/openai-server.ts';
 
 const photo = await renderMeterPhoto();
 
-/** openai first, anthropic second, each a loopback fake of its API. */
+/** openai first, anthropic second, each a loopback fake of its API, both held to a threshold of 80 unless `env` says otherwise. */
 async function twoReaderChain(t: Test, first: FakeBehaviour, second: FakeBehaviour, env: Record<string, string> = {}) {
   const openai = await startFakeOpenAI(first);
   const anthropic = await startFakeAnthropic(second);
@@ -28,7 +28,7 @@ async function twoReaderChain(t: Test, first: FakeBehaviour, second: FakeBehavio
       ANTHROPIC_MODEL: 'claude-test',
       READER_RETRIES: '0',
       READER_TIMEOUT_MS: '2000',
-      ESCALATE_BELOW: '80',
+      HOSTED_ESCALATE_BELOW: '80',
       ...env,
     }),
   );
@@ -79,6 +79,29 @@ t.test('low confidence escalates; if no reader is confident, the most confident 
   const result = await bothUnsure.chain.read(photo);
   t.match(result, { reading: '02390.276', confidence: 60, reader: 'openai', escalated: false });
   t.match(result.attempts, [{ outcome: 'low_confidence' }, { outcome: 'low_confidence' }]);
+});
+
+t.test("by default a hosted answer is held to 95, any other reader's (the calibrated local one) to 99", async (t) => {
+  const hosted = await twoReaderChain(t, {}, {}, { HOSTED_ESCALATE_BELOW: '' });
+  t.match(await hosted.chain.read(photo), { reader: 'openai', confidence: 97, escalated: false });
+  t.equal(hosted.anthropic.requests.length, 0, 'a hosted 97 does not buy a second hosted answer');
+
+  const calibrated: MeterReader = {
+    name: 'calibrated',
+    read: async () => ({ reading: '02390.270', value: 2390.27, confidence: 98, model: 'm', raw: null }),
+  };
+  const { chain, anthropic } = await twoReaderChain(t, {}, {}, { HOSTED_ESCALATE_BELOW: '' });
+  const escalated = await new ReaderChain([calibrated, ...chain.readers], loadConfig({})).read(photo);
+  t.match(
+    escalated,
+    { reader: 'openai', reading: '02390.276', confidence: 97, escalated: true },
+    'the accepted answer stands, not the more confident one it was asked after',
+  );
+  t.match(escalated.attempts, [
+    { reader: 'calibrated', outcome: 'low_confidence', confidence: 98 },
+    { reader: 'openai', outcome: 'accepted', confidence: 97 },
+  ]);
+  t.equal(anthropic.requests.length, 0);
 });
 
 t.test('when no reader can be reached the failure says so; when they looked, it is unreadable', async (t) => {
@@ -173,6 +196,6 @@ t.test('the reader chain measures the frame of the image it read when the readin
       ],
     }),
   };
-  const chain = new ReaderChain([boxed], { escalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
+  const chain = new ReaderChain([boxed], { escalateBelow: 80, hostedEscalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
   t.same((await chain.read(image)).frame, { width: 640, height: 480 });
 });
