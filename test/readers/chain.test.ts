@@ -82,15 +82,14 @@ t.test('low confidence escalates; if no reader is confident, the most confident 
 });
 
 t.test("by default a hosted answer is held to 95, any other reader's (the calibrated local one) to 99", async (t) => {
-  const hosted = await twoReaderChain(t, {}, {}, { HOSTED_ESCALATE_BELOW: '' });
-  t.match(await hosted.chain.read(photo), { reader: 'openai', confidence: 97, escalated: false });
-  t.equal(hosted.anthropic.requests.length, 0, 'a hosted 97 does not buy a second hosted answer');
+  const { chain, anthropic } = await twoReaderChain(t, {}, {}, { HOSTED_ESCALATE_BELOW: '' });
+  t.match(await chain.read(photo), { reader: 'openai', confidence: 97, escalated: false });
+  t.equal(anthropic.requests.length, 0, 'a hosted 97 does not buy a second hosted answer');
 
   const calibrated: MeterReader = {
     name: 'calibrated',
     read: async () => ({ reading: '02390.270', value: 2390.27, confidence: 98, model: 'm', raw: null }),
   };
-  const { chain, anthropic } = await twoReaderChain(t, {}, {}, { HOSTED_ESCALATE_BELOW: '' });
   const escalated = await new ReaderChain([calibrated, ...chain.readers], loadConfig({})).read(photo);
   t.match(
     escalated,
