@@ -1,7 +1,8 @@
 """Joins wheel readers trained apart (train_wheels.py with other seeds) into one ONNX model that averages their
-probabilities, so the service runs them as the one wheel reader it knows (models/wheels.onnx):
+probabilities, so the service runs them as the one wheel reader it knows (models/wheels.onnx, once
+quantise_wheels.py has quantised it):
 
-    /usr/bin/python3 ensemble_wheels.py --output ../models/wheels.onnx MEMBER.onnx MEMBER.onnx ...
+    /usr/bin/python3 ensemble_wheels.py --output JOINED.onnx MEMBER.onnx MEMBER.onnx ...
 
 Each member keeps its own nodes and weights under a prefix (`m0_`, `m1_`, ...); all read the one input and the
 output is the mean of their outputs, with the members' input and output names.

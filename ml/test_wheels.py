@@ -1,16 +1,20 @@
 """cd ml && /usr/bin/python3 -m unittest test_wheels: the wheel reader's slices of the counter window, the found
-windows it learns from, and wheel readers joined into one model."""
+windows it learns from, wheel readers joined into one model, and that model quantised."""
 import tempfile
 import unittest
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import onnx
+import torch
 from onnx import TensorProto, helper
 
 from ensemble_wheels import ensemble
+from quantise_wheels import evaluate, largest_activations, quantise
 
 from common import TOLOKA_WHEELS
-from train_wheels import digits_of, found_windows, moved_ends, rolled_wheel_target, wheel_quad
+from train_wheels import HEIGHT, WIDTH, WheelReader, digits_of, found_windows, moved_ends, rolled_wheel_target, wheel_quad
 
 
 class WheelQuad(unittest.TestCase):
@@ -91,6 +95,62 @@ class Ensemble(unittest.TestCase):
         self.assertEqual((mean.op_type, list(mean.input), list(mean.output)), ('Mul', ['member_sum', 'member_share'], ['probabilities']))
         share = next(t for t in model.graph.initializer if t.name == 'member_share')
         self.assertAlmostEqual(share.float_data[0], 0.5)
+
+
+def exported_wheel_readers(count, folder):
+    """`count` untrained wheel readers (seeds 0, 1, ...) exported as train_wheels.py exports them, and joined."""
+    members = []
+    for seed in range(count):
+        torch.manual_seed(seed)
+        reader = torch.nn.Sequential(WheelReader(), torch.nn.Softmax(1)).eval()
+        path = Path(folder) / f'member-{seed}.onnx'
+        torch.onnx.export(reader, torch.zeros(1, 3, HEIGHT, WIDTH), path, input_names=['wheels'], output_names=['probabilities'],
+                          dynamic_axes={'wheels': {0: 'batch'}, 'probabilities': {0: 'batch'}}, opset_version=13)
+        members.append(onnx.load(path))
+    return ensemble(members)
+
+
+class Quantise(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with tempfile.TemporaryDirectory() as folder:
+            cls.joined = exported_wheel_readers(2, folder)
+        generator = torch.Generator().manual_seed(0)
+        cls.wheels = torch.rand(64, 3, HEIGHT, WIDTH, generator=generator) - 0.5
+        cls.quantised = quantise(cls.joined, largest_activations(cls.joined, cls.wheels))
+
+    def probabilities(self, model):
+        return evaluate(model, {'wheels': self.wheels})['probabilities']
+
+    def test_every_convolution_reads_and_writes_integers_and_the_relus_are_the_quantisation(self):
+        ops = Counter(node.op_type for node in self.quantised.graph.node)
+        self.assertEqual(ops['Relu'], 0)
+        self.assertEqual(ops['Conv'], 12)
+        # Per convolution: its weights and bias, and its output; per MaxPool its output; and the input.
+        self.assertEqual(ops['DequantizeLinear'], 3 * 12 + 6 + 1)
+        self.assertEqual(ops['QuantizeLinear'], 12 + 6 + 1)
+        weights = [t for t in self.quantised.graph.initializer if t.data_type == TensorProto.INT8 and len(t.dims) == 4]
+        self.assertEqual(len(weights), 12)
+        self.assertLessEqual(max(np.abs(onnx.numpy_helper.to_array(t)).max() for t in weights), 63)
+        self.assertEqual([i.name for i in self.quantised.graph.input], ['wheels'])
+        self.assertEqual([o.name for o in self.quantised.graph.output], ['probabilities'])
+
+    def test_it_reads_as_the_float_model_does(self):
+        float_reading, quantised_reading = self.probabilities(self.joined), self.probabilities(self.quantised)
+        self.assertLess(float((float_reading - quantised_reading).abs().max()), 0.02)
+        self.assertTrue(torch.allclose(quantised_reading.sum(1), torch.ones(len(self.wheels)), atol=1e-5))
+
+    def test_the_evaluator_reads_the_float_model_as_torch_does(self):
+        torch.manual_seed(0)
+        reader = torch.nn.Sequential(WheelReader(), torch.nn.Softmax(1)).eval()
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / 'member.onnx'
+            torch.onnx.export(reader, torch.zeros(1, 3, HEIGHT, WIDTH), path, input_names=['wheels'], output_names=['probabilities'],
+                              dynamic_axes={'wheels': {0: 'batch'}, 'probabilities': {0: 'batch'}}, opset_version=13)
+            model = onnx.load(path)
+        with torch.no_grad():
+            expected = reader(self.wheels)
+        self.assertTrue(torch.allclose(evaluate(model, {'wheels': self.wheels})['probabilities'], expected, atol=1e-5))
 
 
 if __name__ == '__main__':

@@ -81,13 +81,17 @@ train_wheels() { # output name, seed, then train_wheels.py's own options
   tail -n 2 "$LOGS/meterlens-$name.log"
 }
 WHEEL_SEEDS='1 2 3'
-train_wheel_readers() { # ensemble file, run name, then train_wheels.py's own options: one run a seed, joined
+# One run a seed, joined, then quantised to 8 bits on the wheels they learned from (about a minute).
+train_wheel_readers() { # ensemble file, run name, then train_wheels.py's own options (--leave-out at most)
   ensemble=$1 run=$2
   shift 2
   for wheel_seed in $WHEEL_SEEDS; do train_wheels "$run-seed$wheel_seed" "$wheel_seed" "$@"; done
-  set --
-  for wheel_seed in $WHEEL_SEEDS; do set -- "$@" "$CACHE/$run-seed$wheel_seed.onnx"; done
-  $PYTHON ensemble_wheels.py --output "$ensemble" "$@"
+  (
+    set --
+    for wheel_seed in $WHEEL_SEEDS; do set -- "$@" "$CACHE/$run-seed$wheel_seed.onnx"; done
+    $PYTHON ensemble_wheels.py --output "$CACHE/$run-joined.onnx" "$@"
+  )
+  $PYTHON quantise_wheels.py --output "$ensemble" "$CACHE/$run-joined.onnx" "$@"
 }
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel
