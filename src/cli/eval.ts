@@ -3,18 +3,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
-import { loadFileList, loadLabelledPhotos, type LabelledPhoto } from '../eval/dataset.ts';
+import { SHARED_DATASETS, VALIDATION_SETS, loadFileList, loadLabelledPhotos, validationSplit, type LabelledPhoto } from '../eval/dataset.ts';
 import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
 import { summarise, type EvalSummary, type ScoredCase } from '../eval/metrics.ts';
 import { formatComparison, formatSummary, readPhotos } from '../eval/run.ts';
 import { ReadFailure } from '../readers/chain.ts';
 import { createReaderChain } from '../readers/registry.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
-
-const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
-const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
-/** The datasets the local model was validated on, each with the photo list no training run saw. */
-const VALIDATION_SETS = ['toloka', 'bdci2020'];
 
 const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES] [--previous A-B] [--json | --baseline FILE] [--worst N]
        meterlens eval --validation [--chain NAMES] [--previous A-B] [--json | --baseline FILE]
@@ -120,13 +115,7 @@ export async function evalReader(args: string[], readerName: string, create: (ch
       console.log(`skipped: no datasets at ${SHARED_DATASETS} (the validation photos are not part of the repository)`);
       return 0;
     }
-    targets = await Promise.all(
-      VALIDATION_SETS.map(async (name) => ({
-        name,
-        dir: path.join(SHARED_DATASETS, name),
-        only: await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${name}-val.txt`)),
-      })),
-    );
+    targets = await validationSplit();
   } else {
     const dir = path.resolve(values.dataset!);
     targets = [{ name: path.basename(dir), dir, only: values.files ? await loadFileList(values.files) : undefined }];

@@ -1,6 +1,23 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
+/** The labelled photos, beside the checkout: never part of the repository. */
+export const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
+/** The datasets the local model was validated on, each with the photo list no training run saw. */
+export const VALIDATION_SETS = ['toloka', 'bdci2020'];
+
+/** Each validation dataset's folder under SHARED_DATASETS and its validation photos (ml/splits/NAME-val.txt). */
+export function validationSplit(): Promise<Array<{ name: string; dir: string; only: Set<string> }>> {
+  return Promise.all(
+    VALIDATION_SETS.map(async (name) => ({
+      name,
+      dir: path.join(SHARED_DATASETS, name),
+      only: await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${name}-val.txt`)),
+    })),
+  );
+}
+
 export interface LabelledPhoto {
   /** Path relative to the dataset folder, as labels.csv names it. */
   file: string;
