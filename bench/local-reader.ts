@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { SHARED_DATASETS, loadLabelledPhotos, validationSplit } from '../src/eval/dataset.ts';
+import { percentile } from '../src/eval/metrics.ts';
 import { normaliseImage } from '../src/images.ts';
 import { loadMeterModel, type MeterModel } from '../src/readers/local/pipeline.ts';
 
@@ -46,10 +47,6 @@ async function timedRead(model: MeterModel, image: Buffer): Promise<{ ms: number
   return { ms: performance.now() - started, ...answer };
 }
 
-function percentile(sorted: number[], share: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)]!;
-}
-
 console.log(`baseline ${path.resolve(values.baseline)}, this run ${path.resolve(values.models)}; ${config.localReaderThreads} threads each`);
 console.log('dataset    photos   baseline p50 / p95   this run p50 / p95   ratio p50 / p95   readings differ   confidences differ (most)');
 for (const { name, dir, only } of await validationSplit()) {
@@ -73,9 +70,9 @@ for (const { name, dir, only } of await validationSplit()) {
     else if (before.confidence !== after.confidence) confidenceChanges.push(Math.abs(before.confidence - after.confidence));
   }
   const [base, now] = times.map((list) => list.sort((a, b) => a - b));
-  const cell = (list: number[]) => `${percentile(list, 0.5).toFixed(0)} / ${percentile(list, 0.95).toFixed(0)} ms`.padEnd(21);
-  const ratio = (share: number) => (percentile(now!, share) / percentile(base!, share)).toFixed(2);
+  const cell = (list: number[]) => `${percentile(list, 50).toFixed(0)} / ${percentile(list, 95).toFixed(0)} ms`.padEnd(21);
+  const ratio = (p: number) => (percentile(now!, p) / percentile(base!, p)).toFixed(2);
   console.log(
-    `${name.padEnd(10)} ${String(now!.length).padStart(6)}   ${cell(base!)}${cell(now!)}${`${ratio(0.5)} / ${ratio(0.95)}`.padEnd(18)}${String(readingsDiffer).padEnd(18)}${confidenceChanges.length} (${Math.max(0, ...confidenceChanges)})`,
+    `${name.padEnd(10)} ${String(now!.length).padStart(6)}   ${cell(base!)}${cell(now!)}${`${ratio(50)} / ${ratio(95)}`.padEnd(18)}${String(readingsDiffer).padEnd(18)}${confidenceChanges.length} (${Math.max(0, ...confidenceChanges)})`,
   );
 }

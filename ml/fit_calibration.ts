@@ -15,10 +15,11 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact, selectiveAccuracy, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import { CALIBRATION_FILE, calibrate, productLogit, type Calibration } from '../src/readers/local/confidence.ts';
 import { fitLogistic } from './logistic.ts';
-import { DATASETS, SHARED_DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
+import { DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
 const KEPT_EXACT = 0.99;

@@ -14,10 +14,11 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact } from '../src/eval/metrics.ts';
 import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
 import { fitLogistic } from './logistic.ts';
-import { DATASETS, SHARED_DATASETS, SHIPPED_MODELS, confidenceReport, readSplit } from './read_splits.ts';
+import { DATASETS, SHIPPED_MODELS, confidenceReport, readSplit } from './read_splits.ts';
 
 /** The agreements weighed (readersAgreeing is reported but left out: the wheel reader outvotes the strip readers on the red wheels by design). */
 const AGREEMENTS = ['candidatesAgreeing', 'layoutsAgreeing'] as const;

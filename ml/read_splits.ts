@@ -3,16 +3,16 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
-import { loadFileList, loadLabelledPhotos } from '../src/eval/dataset.ts';
+import { SHARED_DATASETS, VALIDATION_SETS, loadFileList, loadLabelledPhotos } from '../src/eval/dataset.ts';
 import { summarise, type ScoredCase } from '../src/eval/metrics.ts';
 import { formatCalibration, formatReliability, readPhotos } from '../src/eval/run.ts';
 import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
 import { createLocalReader } from '../src/readers/local.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
-export const SHARED_DATASETS = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 export const SHIPPED_MODELS = path.join(REPO_ROOT, 'models');
-export const DATASETS = ['toloka', 'bdci2020'];
+/** The shipped datasets, each with its ml/splits lists. */
+export const DATASETS = VALIDATION_SETS;
 
 /** A photo read, with its dataset and what the reader knows of how sure it is (`raw.evidence`; none without a reading). */
 export type EvidenceCase = ScoredCase & { dataset: string; evidence?: ConfidenceEvidence };
