@@ -113,11 +113,17 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     model.eval()
     CACHE.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    names = [export.input_name, *export.output_names]
-    torch.onnx.export(export.wrap(model), torch.zeros(*export.input_shape), args.output, input_names=[export.input_name],
-                      output_names=export.output_names, dynamic_axes={name: {0: 'batch'} for name in names}, opset_version=13)
+    export_onnx(model, export, args.output)
     print('exported', args.output)
+
+
+def export_onnx(model, export, output):
+    """The model as it ships, written to `output` as ONNX. The exporter puts a module back in the mode it found it
+    in, so it is handed one in eval mode: the model stays so."""
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    names = [export.input_name, *export.output_names]
+    torch.onnx.export(export.wrap(model).eval(), torch.zeros(*export.input_shape), output, input_names=[export.input_name],
+                      output_names=export.output_names, dynamic_axes={name: {0: 'batch'} for name in names}, opset_version=13)
 
 
 def training_progress(args, started):

@@ -13,8 +13,8 @@ from onnx import TensorProto, helper
 from ensemble_wheels import ensemble
 from quantise_wheels import evaluate, largest_activations, quantise
 
-from common import TOLOKA_WHEELS
-from train_wheels import HEIGHT, WIDTH, WheelReader, digits_of, found_windows, moved_ends, rolled_wheel_target, wheel_quad
+from common import TOLOKA_WHEELS, export_onnx
+from train_wheels import EXPORT, HEIGHT, WIDTH, WheelReader, digits_of, found_windows, moved_ends, rolled_wheel_target, wheel_quad
 
 
 class WheelQuad(unittest.TestCase):
@@ -97,24 +97,20 @@ class Ensemble(unittest.TestCase):
         self.assertAlmostEqual(share.float_data[0], 0.5)
 
 
-def exported_wheel_readers(count, folder):
-    """`count` untrained wheel readers (seeds 0, 1, ...) exported as train_wheels.py exports them, and joined."""
-    members = []
-    for seed in range(count):
-        torch.manual_seed(seed)
-        reader = torch.nn.Sequential(WheelReader(), torch.nn.Softmax(1)).eval()
-        path = Path(folder) / f'member-{seed}.onnx'
-        torch.onnx.export(reader, torch.zeros(1, 3, HEIGHT, WIDTH), path, input_names=['wheels'], output_names=['probabilities'],
-                          dynamic_axes={'wheels': {0: 'batch'}, 'probabilities': {0: 'batch'}}, opset_version=13)
-        members.append(onnx.load(path))
-    return ensemble(members)
+def exported_wheel_reader(seed):
+    """An untrained wheel reader (torch, in eval mode) and its ONNX model as train_wheels.py exports it."""
+    torch.manual_seed(seed)
+    reader = WheelReader().eval()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / 'wheels.onnx'
+        export_onnx(reader, EXPORT, path)
+        return reader, onnx.load(path)
 
 
 class Quantise(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        with tempfile.TemporaryDirectory() as folder:
-            cls.joined = exported_wheel_readers(2, folder)
+        cls.joined = ensemble([exported_wheel_reader(seed)[1] for seed in range(2)])
         generator = torch.Generator().manual_seed(0)
         cls.wheels = torch.rand(64, 3, HEIGHT, WIDTH, generator=generator) - 0.5
         cls.quantised = quantise(cls.joined, largest_activations(cls.joined, cls.wheels))
@@ -141,15 +137,9 @@ class Quantise(unittest.TestCase):
         self.assertTrue(torch.allclose(quantised_reading.sum(1), torch.ones(len(self.wheels)), atol=1e-5))
 
     def test_the_evaluator_reads_the_float_model_as_torch_does(self):
-        torch.manual_seed(0)
-        reader = torch.nn.Sequential(WheelReader(), torch.nn.Softmax(1)).eval()
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / 'member.onnx'
-            torch.onnx.export(reader, torch.zeros(1, 3, HEIGHT, WIDTH), path, input_names=['wheels'], output_names=['probabilities'],
-                              dynamic_axes={'wheels': {0: 'batch'}, 'probabilities': {0: 'batch'}}, opset_version=13)
-            model = onnx.load(path)
+        reader, model = exported_wheel_reader(0)
         with torch.no_grad():
-            expected = reader(self.wheels)
+            expected = EXPORT.wrap(reader)(self.wheels)
         self.assertTrue(torch.allclose(evaluate(model, {'wheels': self.wheels})['probabilities'], expected, atol=1e-5))
 
 

@@ -29,6 +29,8 @@ MARGIN = SPEC['wheels']['margin']
 FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
 # The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
 AUGMENTATION = REGULARISATIONS['strong']
+# As it ships: probabilities of 0-9 for a batch of wheels.
+EXPORT = Export((1, 3, HEIGHT, WIDTH), 'wheels', ['probabilities'], lambda model: nn.Sequential(model, nn.Softmax(1)))
 
 
 class WheelReader(nn.Module):
@@ -177,7 +179,7 @@ def main():
         return F.cross_entropy(model(images), labels, label_smoothing=0.05)
 
     train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
-                     Export((1, 3, HEIGHT, WIDTH), 'wheels', ['probabilities'], lambda model: nn.Sequential(model, nn.Softmax(1))),
+                     EXPORT,
                      learning_rate=2e-3, weight_decay=1e-3, warmup_steps=200, validate_every=1000, unit='wheels')
 
 
