@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from onnx import helper, numpy_helper
 
 from common import TOLOKA_WHEELS, split_rows
-from train_reader import sideways, to_tensor, usable_windows
-from train_wheels import cut_wheel, found_windows
+from train_wheels import found_windows, wheel_tensor, windows_as_found
 
 WEIGHT_LEVELS = 63
 ACTIVATION_LEVELS = 255
@@ -168,10 +167,8 @@ def quantise(model, largest):
 def training_wheels(leave_out):
     """Every wheel of the Toloka training windows localiser 1 finds, cut as train_wheels.py cuts them."""
     train_rows, _ = split_rows('toloka', leave_out)
-    found = found_windows({1})
-    windows = usable_windows([dict(row, quad=quad) for row in train_rows if not sideways(row) for quad in found.get(row['file'], [])])
-    return torch.stack([to_tensor(np.asarray(cut_wheel(image, quad, wheel), np.float32) / 255)
-                        for image, quad, _, _ in windows for wheel in range(TOLOKA_WHEELS)])
+    windows = windows_as_found(train_rows, found_windows({1}))
+    return torch.stack([wheel_tensor(image, quad, wheel) for image, quad, _, _ in windows for wheel in range(TOLOKA_WHEELS)])
 
 
 def main():

@@ -72,6 +72,17 @@ def cut_wheel(image, quad, wheel):
     return rectify(image, wheel_quad(quad, wheel), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
 
+def wheel_tensor(image, quad, wheel):
+    """A wheel as the readers take it (cut_wheel, unaugmented)."""
+    return to_tensor(np.asarray(cut_wheel(image, quad, wheel), np.float32) / 255)
+
+
+def windows_as_found(rows, found):
+    """The rows' windows where the localisers find them (`found`, as found_windows gives it; cutting the labelled boxes
+    instead reads worse), loaded as usable_windows loads them."""
+    return usable_windows([dict(row, quad=quad) for row in rows if not sideways(row) for quad in found.get(row['file'], [])])
+
+
 def found_windows(localisers, path=FOUND_WINDOWS):
     """{file: [quad]} of the windows the given localisers (numbers, as in LOCALISER_FILES) find in the Toloka photos,
     as the service cuts wheels from them."""
@@ -142,7 +153,7 @@ def evaluate(model, windows):
     right = np.zeros((len(windows), TOLOKA_WHEELS), bool)
     with torch.no_grad():
         for index, (image, quad, reading, _) in enumerate(windows):
-            crops = torch.stack([to_tensor(np.asarray(cut_wheel(image, quad, w), np.float32) / 255) for w in range(TOLOKA_WHEELS)])
+            crops = torch.stack([wheel_tensor(image, quad, w) for w in range(TOLOKA_WHEELS)])
             right[index] = model(crops).argmax(1).numpy() == digits_of(reading)
     model.train()
     return ' '.join(f'{share:.3f}' for share in right.mean(0)), f'all {right.all(1).mean():.3f}'
@@ -164,13 +175,9 @@ def main():
     # Validation windows are always the first localiser's, so runs with other training windows score alike.
     validation_found = found_windows({1})
 
-    def as_found(rows, found):
-        """The rows' windows where the localisers find them (cutting the labelled boxes instead reads worse)."""
-        return usable_windows([dict(row, quad=quad) for row in rows if not sideways(row) for quad in found.get(row['file'], [])])
-
     train_rows, validation_rows = split_rows('toloka', args.leave_out)
-    windows = as_found(train_rows, training_found)
-    validation = as_found(validation_rows, validation_found)
+    windows = windows_as_found(train_rows, training_found)
+    validation = windows_as_found(validation_rows, validation_found)
     digit_crops = labelled_digit_crops() if args.digits_share else []
     print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)
 
