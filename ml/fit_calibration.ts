@@ -1,15 +1,16 @@
 /**
  * Fits the local reader's calibration (src/readers/local/confidence.ts) and judges it (MODEL_CARD.md, "Confidence"):
  *
- *   node ml/fit_calibration.ts --models DIR [--output FILE] [--cache DIR]
+ *   node ml/fit_calibration.ts [--models DIR] [--output FILE] [--cache DIR]
  *
  * The calibration photos (ml/splits/<dataset>-calibration.txt: every fourth training photo of each labels.csv, in
- * its order) are read with the weights in --models: localisers, strip readers and wheel reader trained as the
- * shipped ones but without those photos (ml/train.sh trains them so, with `--leave-out`). Platt scaling, a logistic
- * regression of "the reading is exact" on the logit of the confidence product, is fitted on the photos read and
- * written to --output (default models/calibration.json). Then the calibration photos, and the validation split read
- * with the shipped weights (models/), are judged with the product and with the calibration: Brier score, selective
- * accuracy and the reliability table. `--cache DIR` keeps the readings in DIR and reuses them.
+ * its order) are read with the weights in --models (default ml/calibrating): localisers, strip readers and wheel
+ * reader trained as the shipped ones but without those photos (`sh ml/train.sh calibration` trains them so, with
+ * `--leave-out`). Platt scaling, a logistic regression of "the reading is exact" on the logit of the confidence
+ * product, is fitted on the photos read and written to --output (default models/calibration.json). Then the
+ * calibration photos, and the validation split read with the shipped weights (models/), are judged with the product
+ * and with the calibration: Brier score, selective accuracy and the reliability table. `--cache DIR` keeps the
+ * readings in DIR and reuses them.
  */
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -18,8 +19,9 @@ import { parseArgs } from 'node:util';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact, selectiveAccuracy, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import { CALIBRATION_FILE, calibrate, productLogit, type Calibration } from '../src/readers/local/confidence.ts';
+import { LOCALISER_FILES, READER_FILES, WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
 import { fitLogistic } from './logistic.ts';
-import { DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
+import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
 const KEPT_EXACT = 0.99;
@@ -27,16 +29,19 @@ const KEPT_EXACT = 0.99;
 const { values } = parseArgs({
   options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' } },
 });
-if (!values.models) {
-  console.error('usage: node ml/fit_calibration.ts --models DIR [--output FILE] [--cache DIR]');
-  process.exit(2);
-}
 if (!existsSync(SHARED_DATASETS)) {
   console.log(`skipped: no datasets at ${SHARED_DATASETS}`);
   process.exit(0);
 }
 
-const calibrationPhotos = await readSplit('calibration', path.resolve(values.models), values.cache);
+const models = path.resolve(values.models ?? CALIBRATING_MODELS);
+// Without its wheel reader the local reader still reads (the strip readers alone): a fit on that would be wrong.
+const missing = [...LOCALISER_FILES, ...READER_FILES, WHEEL_READER_FILE].filter((file) => !existsSync(path.join(models, file)));
+if (missing.length > 0) {
+  console.error(`no calibration fitted: ${models} lacks ${missing.join(', ')} (sh ml/train.sh calibration trains what is missing)`);
+  process.exit(1);
+}
+const calibrationPhotos = await readSplit('calibration', models, values.cache);
 const fitted = calibrationPhotos.filter((c) => c.evidence);
 const exact = fitted.filter(isExact).length;
 if (exact === 0 || exact === fitted.length) {

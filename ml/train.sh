@@ -8,11 +8,34 @@
 # localisers and strip readers learn from, e.g. `meters` for the folder `meterlens dataset export` writes. Without
 # Toloka there are no tilted Toloka windows for localiser 2 and no wheel reader (the service reads without one).
 # METERLENS_STEPS_PERCENT (default 100): a share of every run's steps, for a quick trial of the whole recipe.
+#
+#   sh ml/train.sh              everything, about nine hours here
+#   sh ml/train.sh calibration  only models/calibration.json: trains the networks of ml/calibrating/ that are not there
+#                               yet (a run stopped part way keeps those it finished), then fits
+# Like models/, ml/calibrating/ is rewritten by a trial (METERLENS_STEPS_PERCENT) or another dataset: git restores both.
 set -eu
 cd "$(dirname "$0")"
+MODE="${1:-all}"
+case "$MODE" in
+all | calibration) ;;
+*)
+  echo 'usage: sh ml/train.sh [calibration]' >&2
+  exit 2
+  ;;
+esac
+# The networks the calibration is fitted with, trained as the shipped ones without the calibration photos: kept in
+# git, since they take longer to train than everything else (src/readers/local/confidence.ts; MODEL_CARD).
+CALIBRATING=calibrating
+kept() { # true for a network of ml/calibrating that a `calibration` run finds already trained
+  [ "$MODE" = calibration ] && [ -e "$1" ] && echo "kept ml/$1"
+}
 TRAIN_DATASETS="${METERLENS_TRAIN_DATASETS:-toloka,bdci2020}"
 DATASETS="${METERLENS_DATASETS:-../../shared/datasets}"
 with_toloka() { case ",$TRAIN_DATASETS," in *,toloka,*) return 0 ;; *) return 1 ;; esac; }
+if [ "$MODE" = calibration ] && ! with_toloka; then
+  echo 'no calibration without Toloka: the confidence is the product (MODEL_CARD: "Confidence")' >&2
+  exit 2
+fi
 steps() { # the shipped step count, scaled by METERLENS_STEPS_PERCENT (at least 1)
   scaled=$(($1 * ${METERLENS_STEPS_PERCENT:-100} / 100))
   echo $((scaled > 0 ? scaled : 1))
@@ -34,6 +57,7 @@ $PYTHON make_split.py
 train_reader() { # output (under ml/), log name, threads, steps, then train_reader.py's own options
   output=$1 log=$2 threads=$3 steps=$4
   shift 4
+  if kept "$output"; then return; fi
   TORCH_THREADS=$threads $PYTHON train_reader.py --output "$output" --steps "$(steps "$steps")" --seed 1 "$@" \
     > "$LOGS/meterlens-$log.log" 2>&1
 }
@@ -51,73 +75,87 @@ train_readers() { # folder, run name, then train_reader.py's own options for all
 train_localiser() { # output (under ml/), log name, then train_localiser.py's own options
   output=$1 log=$2
   shift 2
+  if kept "$output"; then return; fi
   TORCH_THREADS=2 $PYTHON train_localiser.py --output "$output" --steps "$(steps 2500)" --seed 1 "$@" \
     2>&1 | tee "$LOGS/meterlens-$log.log"
 }
 
-# The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1 on both cores
-# (about 15 minutes), then the readers.
-train_localiser ../models/localiser-1.onnx localiser-1
-train_readers ../models reader
-# Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
-# boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
 CACHE="${METERLENS_CACHE:-/tmp/ml-cache}"
 mkdir -p "$CACHE"
-if with_toloka; then
-  node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
-  train_localiser ../models/localiser-2.onnx localiser-2 --tilted-windows
-else
-  train_localiser ../models/localiser-2.onnx localiser-2 --seed 2
-fi
 # The wheel reader (src/readers/local/spec.ts WHEEL_READER_FILE) learns from the windows localiser 1 finds in
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): three of them,
-# one a seed of WHEEL_SEEDS (1, 2 and 3), each on both cores (at 30 x 48, about 30 minutes each; 46 on a slower machine), joined into one model that averages them. Without
-# Toloka the shipped one (which learned from Toloka alone) is removed.
-train_wheels() { # output name, seed, then train_wheels.py's own options
-  name=$1 seed=$2
-  shift 2
-  TORCH_THREADS=2 $PYTHON train_wheels.py --output "$CACHE/$name.onnx" --steps "$(steps 5000)" --seed "$seed" "$@" \
-    > "$LOGS/meterlens-$name.log" 2>&1
-  tail -n 2 "$LOGS/meterlens-$name.log"
+# one a seed of WHEEL_SEEDS (1, 2 and 3), each on both cores (at 30 x 48, about 30 minutes each; 46 on a slower
+# machine), joined into one model that averages them. Without Toloka the shipped one (which learned from Toloka
+# alone) is removed.
+train_wheels() { # output, log name, seed, then train_wheels.py's own options
+  output=$1 log=$2 seed=$3
+  shift 3
+  if kept "$output"; then return; fi
+  TORCH_THREADS=2 $PYTHON train_wheels.py --output "$output" --steps "$(steps 5000)" --seed "$seed" "$@" \
+    > "$LOGS/meterlens-$log.log" 2>&1
+  tail -n 2 "$LOGS/meterlens-$log.log"
 }
 WHEEL_SEEDS='1 2 3'
 # One run a seed, joined, then quantised to 8 bits on the wheels they learned from (about a minute).
-train_wheel_readers() { # ensemble file, run name, then train_wheels.py's own options (--leave-out at most)
-  ensemble=$1 run=$2
-  shift 2
-  for wheel_seed in $WHEEL_SEEDS; do train_wheels "$run-seed$wheel_seed" "$wheel_seed" "$@"; done
+train_wheel_readers() { # ensemble file, folder of the seeds' own files, run name, then train_wheels.py's own options
+  ensemble=$1 seeds=$2 run=$3
+  shift 3
+  if kept "$ensemble"; then return; fi
+  for wheel_seed in $WHEEL_SEEDS; do
+    train_wheels "$seeds/wheels-seed$wheel_seed.onnx" "$run-seed$wheel_seed" "$wheel_seed" "$@"
+  done
   (
     set --
-    for wheel_seed in $WHEEL_SEEDS; do set -- "$@" "$CACHE/$run-seed$wheel_seed.onnx"; done
+    for wheel_seed in $WHEEL_SEEDS; do set -- "$@" "$seeds/wheels-seed$wheel_seed.onnx"; done
     $PYTHON ensemble_wheels.py --output "$CACHE/$run-joined.onnx" "$@"
   )
   $PYTHON quantise_wheels.py --output "$ensemble" "$CACHE/$run-joined.onnx" "$@"
 }
+
+if [ "$MODE" = all ]; then
+  # The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1 on both cores
+  # (about 15 minutes), then the readers.
+  train_localiser ../models/localiser-1.onnx localiser-1
+  train_readers ../models reader
+  # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
+  # boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
+  if with_toloka; then
+    node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
+    train_localiser ../models/localiser-2.onnx localiser-2 --tilted-windows
+    node find_windows.ts > "$CACHE/toloka-windows.csv"
+    train_wheel_readers ../models/wheels.onnx "$CACHE" wheels
+  else
+    train_localiser ../models/localiser-2.onnx localiser-2 --seed 2
+    rm -f ../models/wheels.onnx ../models/calibration.json
+  fi
+  tail -n 2 "$LOGS"/meterlens-reader-?.log
+  # Those of the calibration learned from the old networks' windows.
+  rm -rf "$CALIBRATING"
+else
+  # The windows the shipped networks find, as a full run has them when it reaches the calibration (3 minutes).
+  node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
+  node find_windows.ts > "$CACHE/toloka-windows.csv"
+fi
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel
-# readers again, trained the same way without them (about 30 + 135 + 3 x 30 minutes), then fit_calibration.ts
-# (about 2 minutes). Without Toloka there is no wheel reader, and the confidence stays the product (MODEL_CARD:
-# "Confidence").
+# readers again, trained the same way without them into ml/calibrating (about 30 + 135 + 3 x 30 minutes), then
+# fit_calibration.ts (about 2 minutes). Without Toloka there is no wheel reader, and the confidence stays the
+# product (MODEL_CARD: "Confidence").
 if with_toloka; then
-  node find_windows.ts > "$CACHE/toloka-windows.csv"
-  train_wheel_readers ../models/wheels.onnx wheels
-  CALIBRATING=$(mktemp -d)
-  trap 'rm -rf "$SHIPPED" "$CALIBRATING"' EXIT
+  mkdir -p "$CALIBRATING"
   LEAVE_OUT="--leave-out splits/toloka-calibration.txt splits/bdci2020-calibration.txt"
   train_localiser "$CALIBRATING/localiser-1.onnx" calibration-localiser-1 $LEAVE_OUT
   train_localiser "$CALIBRATING/localiser-2.onnx" calibration-localiser-2 --tilted-windows $LEAVE_OUT
   train_readers "$CALIBRATING" calibration-reader $LEAVE_OUT
-  train_wheel_readers "$CALIBRATING/wheels.onnx" wheels-calibration $LEAVE_OUT
+  train_wheel_readers "$CALIBRATING/wheels.onnx" "$CALIBRATING" wheels-calibration $LEAVE_OUT
+  rm -f "$CALIBRATING"/wheels-seed?.onnx # joined into wheels.onnx
   rm -f ../models/calibration.json
   if ! node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json > "$LOGS/meterlens-calibration.log" 2>&1; then
     echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
   fi
   head -n 1 "$LOGS/meterlens-calibration.log"
   grep '^ESCALATE_BELOW' "$LOGS/meterlens-calibration.log" || true # the default the new calibration supports (src/config.ts)
-else
-  rm -f ../models/wheels.onnx ../models/calibration.json
 fi
-tail -n 2 "$LOGS"/meterlens-reader-?.log
 # The new weights scored beside the shipped ones on each dataset's validation photos (a few minutes each).
 score() { # dataset, then eval's own options
   dataset=$1
