@@ -19,7 +19,8 @@ import { parseArgs } from 'node:util';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact, selectiveAccuracy, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import { CALIBRATION_FILE, calibrate, productLogit, type Calibration } from '../src/readers/local/confidence.ts';
-import { LOCALISER_FILES, READER_FILES, WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
+import { MODEL_FILES } from '../src/readers/local/pipeline.ts';
+import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
 import { fitLogistic } from './logistic.ts';
 import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
 
@@ -36,7 +37,7 @@ if (!existsSync(SHARED_DATASETS)) {
 
 const models = path.resolve(values.models ?? CALIBRATING_MODELS);
 // Without its wheel reader the local reader still reads (the strip readers alone): a fit on that would be wrong.
-const missing = [...LOCALISER_FILES, ...READER_FILES, WHEEL_READER_FILE].filter((file) => !existsSync(path.join(models, file)));
+const missing = [...MODEL_FILES, WHEEL_READER_FILE].filter((file) => !existsSync(path.join(models, file)));
 if (missing.length > 0) {
   console.error(`no calibration fitted: ${models} lacks ${missing.join(', ')} (sh ml/train.sh calibration trains what is missing)`);
   process.exit(1);
