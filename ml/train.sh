@@ -154,7 +154,7 @@ if with_toloka; then
     echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
   fi
   head -n 1 "$LOGS/meterlens-calibration.log"
-  grep '^ESCALATE_BELOW' "$LOGS/meterlens-calibration.log" || true # the default the new calibration supports (src/config.ts)
+  grep '^ESCALATE_BELOW:' "$LOGS/meterlens-calibration.log" || true # the default the new calibration supports (src/config.ts)
 fi
 # The new weights scored beside the shipped ones on each dataset's validation photos (a few minutes each).
 score() { # dataset, then eval's own options
