@@ -66,9 +66,11 @@ train_readers() { # folder, run name, then train_reader.py's own options for all
   shift 2
   # Reader 1 on both cores (about 65 minutes here) ...
   train_reader "$folder/reader-1.onnx" "$run-1" 2 12000 --regularisation light --sequence gru "$@"
-  # ... then readers 2 and 3 side by side, one core each (about 70 minutes).
-  train_reader "$folder/reader-2.onnx" "$run-2" 1 8000 --regularisation strong --sequence gru "$@" & second=$!
-  train_reader "$folder/reader-3.onnx" "$run-3" 1 8000 --regularisation strong --sequence conv "$@" & third=$!
+  # ... then readers 2 and 3 side by side, one core each (about 70 minutes); one of them alone, the other kept, on both.
+  pair_threads=1
+  if kept "$folder/reader-2.onnx" > /dev/null || kept "$folder/reader-3.onnx" > /dev/null; then pair_threads=2; fi
+  train_reader "$folder/reader-2.onnx" "$run-2" $pair_threads 8000 --regularisation strong --sequence gru "$@" & second=$!
+  train_reader "$folder/reader-3.onnx" "$run-3" $pair_threads 8000 --regularisation strong --sequence conv "$@" & third=$!
   wait $second
   wait $third
 }
