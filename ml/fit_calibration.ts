@@ -115,19 +115,20 @@ function agreementFeatures(evidence: ConfidenceEvidence): number[] {
 }
 
 /**
- * The logistic fit on agreementFeatures with no agreement weighed below 0: a disagreement never makes a reading surer
- * (fitted below 0, an agreement is left out, its weight 0, and the rest are fitted again).
+ * The logistic fit on agreementFeatures with no agreement weighed below 0: a disagreement never makes a reading surer.
+ * An agreement fitted below 0 is zeroed in every row and the fit run again: with L2_PENALTY its weight comes out 0.
  */
 function fitWithAgreement(features: number[][], outcomes: number[]): { weights: number[]; bias: number } {
-  let weighed = AGREEMENTS.map(() => true);
+  const zeroed = new Set<number>();
   for (;;) {
-    const kept = (row: number[]) => row.filter((_, i) => i === 0 || weighed[i - 1]);
-    const fit = fitLogistic(features.map(kept), outcomes, L2_PENALTY);
-    const weights = [fit.weights[0]!];
-    let next = 1;
-    for (const isWeighed of weighed) weights.push(isWeighed ? fit.weights[next++]! : 0);
-    if (weights.slice(1).every((weight) => weight >= 0)) return { weights, bias: fit.bias };
-    weighed = weighed.map((isWeighed, i) => isWeighed && weights[i + 1]! >= 0);
+    const fit = fitLogistic(
+      features.map((row) => row.map((feature, i) => (zeroed.has(i) ? 0 : feature))),
+      outcomes,
+      L2_PENALTY,
+    );
+    const negative = fit.weights.flatMap((weight, i) => (i > 0 && weight < 0 ? [i] : []));
+    if (negative.length === 0) return fit;
+    for (const i of negative) zeroed.add(i);
   }
 }
 
