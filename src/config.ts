@@ -118,7 +118,7 @@ export const ENVIRONMENT = Type.Object({
   SHUTDOWN_GRACE_SECONDS: integer(25, { minimum: 0 }),
   LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info' }),
   READER_CHAIN: unsetString('see below'),
-  ESCALATE_BELOW: integer(99, { minimum: 0, maximum: 100 }),
+  ESCALATE_BELOW: integer(97, { minimum: 0, maximum: 100 }),
   HOSTED_ESCALATE_BELOW: integer(95, { minimum: 0, maximum: 100 }),
   READER_TIMEOUT_MS: integer(30_000, { minimum: 1 }),
   READER_RETRIES: integer(1, { minimum: 0 }),

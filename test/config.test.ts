@@ -46,7 +46,7 @@ t.test('defaults and the enums that are taken', async (t) => {
   const config = loadConfig({});
   t.equal(config.signup, 'open');
   t.equal(config.logLevel, 'info');
-  t.equal(config.escalateBelow, 99);
+  t.equal(config.escalateBelow, 97);
   t.equal(config.hostedEscalateBelow, 95);
   t.equal(config.webhookAllowPrivate, false);
   t.equal(config.metricsPort, undefined);

@@ -81,24 +81,29 @@ t.test('low confidence escalates; if no reader is confident, the most confident 
   t.match(result.attempts, [{ outcome: 'low_confidence' }, { outcome: 'low_confidence' }]);
 });
 
-t.test("by default a hosted answer is held to 95, any other reader's (the calibrated local one) to 99", async (t) => {
-  const { chain, anthropic } = await twoReaderChain(t, {}, {}, { HOSTED_ESCALATE_BELOW: '' });
-  t.match(await chain.read(photo), { reader: 'openai', confidence: 97, escalated: false });
-  t.equal(anthropic.requests.length, 0, 'a hosted 97 does not buy a second hosted answer');
+t.test("by default a hosted answer is held to 95, any other reader's (the calibrated local one) to 97", async (t) => {
+  const { chain, anthropic } = await twoReaderChain(
+    t,
+    { answer: { reading: '02390.276', confidence: 95, unobstructed: true } },
+    {},
+    { HOSTED_ESCALATE_BELOW: '' },
+  );
+  t.match(await chain.read(photo), { reader: 'openai', confidence: 95, escalated: false });
+  t.equal(anthropic.requests.length, 0, 'a hosted 95 does not buy a second hosted answer');
 
   const calibrated: MeterReader = {
     name: 'calibrated',
-    read: async () => ({ reading: '02390.270', value: 2390.27, confidence: 98, model: 'm', raw: null }),
+    read: async () => ({ reading: '02390.270', value: 2390.27, confidence: 96, model: 'm', raw: null }),
   };
   const escalated = await new ReaderChain([calibrated, ...chain.readers], loadConfig({})).read(photo);
   t.match(
     escalated,
-    { reader: 'openai', reading: '02390.276', confidence: 97, escalated: true },
+    { reader: 'openai', reading: '02390.276', confidence: 95, escalated: true },
     'the accepted answer stands, not the more confident one it was asked after',
   );
   t.match(escalated.attempts, [
-    { reader: 'calibrated', outcome: 'low_confidence', confidence: 98 },
-    { reader: 'openai', outcome: 'accepted', confidence: 97 },
+    { reader: 'calibrated', outcome: 'low_confidence', confidence: 96 },
+    { reader: 'openai', outcome: 'accepted', confidence: 95 },
   ]);
   t.equal(anthropic.requests.length, 0);
 });
