@@ -239,7 +239,7 @@ t.test('--previous: each photo is read within a window from a drawn history, and
     notFlagged: 1,
     wholeUnitExactNotFlagged: 1,
     exactNotFlagged: 1,
-    confident: { threshold: 99, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
+    confident: { threshold: 97, coverage: 1 / 3, accuracy: 1, wholeUnitAccuracy: 1, wholeUnitMisreads: 0 },
   });
   t.match(
     summary.worst.find((c: { file: string }) => c.file === 'b.jpg'),
