@@ -1,29 +1,37 @@
 /**
  * Fits the local reader's calibration (src/readers/local/confidence.ts) and judges it (MODEL_CARD.md, "Confidence"):
  *
- *   node ml/fit_calibration.ts [--models DIR] [--output FILE] [--cache DIR]
+ *   node ml/fit_calibration.ts [--models DIR] [--output FILE] [--cache DIR] [--judge-with FILE]
  *
  * The calibration photos (ml/splits/<dataset>-calibration.txt: every fourth training photo of each labels.csv, in
  * its order) are read with the weights in --models (default ml/calibrating): localisers, strip readers and wheel
  * reader trained as the shipped ones but without those photos (`sh ml/train.sh calibration` trains them so, with
- * `--leave-out`). Platt scaling, a logistic regression of "the reading is exact" on the logit of the confidence
- * product, is fitted on the photos read and written to --output (default models/calibration.json). Then the
- * calibration photos, and the validation split read with the shipped weights (models/), are judged with the product
- * and with the calibration: Brier score, selective accuracy and the reliability table. Beside them, not written: a
- * calibration fitted alike that also weighs how far the photo's other readings agree (AGREEMENTS), measured here
- * before the reader uses it (issue #15, "test-time agreement as confidence"). `--cache DIR` keeps the readings in DIR
- * and reuses them.
+ * `--leave-out`). A logistic regression of "the reading is exact" on the logits of the confidence product and of the
+ * weakest digit's probability (`calibrationFeatures`) is fitted on the photos read and written to --output (default
+ * models/calibration.json). Then the calibration photos, and the validation split read with the shipped weights
+ * (models/), are judged with the product and with the calibration: Brier score, selective accuracy, the reliability
+ * table and the ESCALATE_BELOW the calibration photos support. Beside them, not written: `--judge-with FILE`'s
+ * calibration (the one shipped before, say) on the same readings, and a calibration fitted alike that also weighs
+ * how far the photo's other readings agree (AGREEMENTS), measured here before the reader uses it (issue #15,
+ * "test-time agreement as confidence"). `--cache DIR` keeps the readings in DIR and reuses them.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact, selectiveAccuracy, type SelectiveAccuracy } from '../src/eval/metrics.ts';
-import { CALIBRATION_FILE, calibrate, productLogit, type Calibration, type ConfidenceEvidence } from '../src/readers/local/confidence.ts';
+import {
+  CALIBRATION_FILE,
+  calibrate,
+  calibrationFeatures,
+  parseCalibration,
+  type Calibration,
+  type ConfidenceEvidence,
+} from '../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../src/readers/local/pipeline.ts';
 import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
-import { fitLogistic, logistic } from './logistic.ts';
+import { fitLogisticNonNegative, logistic } from './logistic.ts';
 import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
@@ -31,11 +39,11 @@ const KEPT_EXACT = 0.99;
 /** The agreement shares (`raw.evidence`) the compared calibration weighs: the logarithm of each, floored, is a feature. */
 const AGREEMENTS = ['readersAgreeing', 'candidatesAgreeing', 'layoutsAgreeing'] as const;
 const AGREEMENT_FLOOR = 0.05;
-/** L2 penalty on its weights: a handful of misreads with one disagreement must not drive a weight to infinity. */
+/** L2 penalty on the weights: a handful of misreads must not drive a weight to infinity. */
 const L2_PENALTY = 0.01;
 
 const { values } = parseArgs({
-  options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' } },
+  options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' }, 'judge-with': { type: 'string' } },
 });
 if (!existsSync(SHARED_DATASETS)) {
   console.log(`skipped: no datasets at ${SHARED_DATASETS}`);
@@ -58,32 +66,47 @@ if (exact === 0 || exact === fitted.length) {
   process.exit(1);
 }
 const outcomes = fitted.map((c) => (isExact(c) ? 1 : 0));
-const { weights, bias } = fitLogistic(
-  fitted.map((c) => [productLogit(c.evidence!.product)]),
+// A reading's product or weakest digit never makes it less sure the higher it is (parseCalibration refuses that).
+const { weights, bias } = fitLogisticNonNegative(
+  fitted.map((c) => calibrationFeatures(c.evidence!)),
   outcomes,
+  L2_PENALTY,
 );
 const calibration: Calibration = {
   slope: weights[0]!,
+  weakestDigitSlope: weights[1]!,
   intercept: bias,
   fittedOn:
     `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${exact} exactly) by ` +
     'localisers, strip readers and a wheel reader that had not learned them',
 };
-const withAgreement = fitWithAgreement(
+const withAgreement = fitLogisticNonNegative(
   fitted.map((c) => agreementFeatures(c.evidence!)),
   outcomes,
+  L2_PENALTY,
 );
-const calibrated = (evidence: ConfidenceEvidence) => calibrate(evidence.product, calibration);
-const calibratedWithAgreement = (evidence: ConfidenceEvidence) =>
-  100 * logistic(agreementFeatures(evidence).reduce((sum, feature, i) => sum + feature * withAgreement.weights[i]!, withAgreement.bias));
 const output = values.output ?? path.join(SHIPPED_MODELS, CALIBRATION_FILE);
 await writeFile(output, `${JSON.stringify(calibration, null, 2)}\n`);
-console.log(`wrote ${output}: slope ${calibration.slope.toFixed(3)}, intercept ${calibration.intercept.toFixed(3)}; ${calibration.fittedOn}`);
 console.log(
-  `compared, with agreement: product logit ${withAgreement.weights[0]!.toFixed(3)}, ` +
-    AGREEMENTS.map((name, i) => `log ${name} ${withAgreement.weights[i + 1]!.toFixed(3)}`).join(', ') +
+  `wrote ${output}: slope ${calibration.slope.toFixed(3)}, weakestDigitSlope ${calibration.weakestDigitSlope.toFixed(3)}, ` +
+    `intercept ${calibration.intercept.toFixed(3)}; ${calibration.fittedOn}`,
+);
+console.log(
+  `compared, with agreement: product logit ${withAgreement.weights[0]!.toFixed(3)}, weakest digit logit ${withAgreement.weights[1]!.toFixed(3)}, ` +
+    AGREEMENTS.map((name, i) => `log ${name} ${withAgreement.weights[i + 2]!.toFixed(3)}`).join(', ') +
     `, intercept ${withAgreement.bias.toFixed(3)}`,
 );
+
+/** The confidences judged, each a calibration of the evidence; the first is the one written. */
+const judged: Array<{ name: string; confidence: (evidence: ConfidenceEvidence) => number }> = [
+  { name: 'calibrated', confidence: (evidence) => calibrate(evidence, calibration) },
+  ...(values['judge-with'] ? [judgedWith(values['judge-with'])] : []),
+  {
+    name: 'calibrated with agreement (compared)',
+    confidence: (evidence) =>
+      100 * logistic(agreementFeatures(evidence).reduce((sum, feature, i) => sum + feature * withAgreement.weights[i]!, withAgreement.bias)),
+  },
+];
 
 // Where the calibration photos say the readings kept local are right (ESCALATE_BELOW's default is chosen there) ...
 for (const dataset of DATASETS)
@@ -92,8 +115,7 @@ for (const dataset of DATASETS)
     calibrationPhotos.filter((c) => c.dataset === dataset),
   );
 const toloka = calibrationPhotos.filter((c) => c.dataset === 'toloka');
-console.log(`ESCALATE_BELOW: ${escalationRule(lowestConfidenceKeptExact(toloka, calibrated))}`);
-console.log(`ESCALATE_BELOW with agreement (compared): ${escalationRule(lowestConfidenceKeptExact(toloka, calibratedWithAgreement))}`);
+for (const { name, confidence } of judged) console.log(`ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(toloka, confidence))}`);
 // ... and how the validation split, read by the shipped weights, bears it out.
 const validation = await readSplit('val', SHIPPED_MODELS, values.cache);
 for (const dataset of DATASETS)
@@ -102,34 +124,21 @@ for (const dataset of DATASETS)
     validation.filter((c) => c.dataset === dataset),
   );
 
-/** The photos' Brier score, selective accuracy and reliability table, with the product and with the calibration. */
+/** The photos' Brier score, selective accuracy and reliability table, with the product and with each judged confidence. */
 function judge(title: string, photos: EvidenceCase[]): void {
   console.log(`${title}, product: ${confidenceReport(photos, (evidence) => evidence.product)}`);
-  console.log(`${title}, calibrated: ${confidenceReport(photos, calibrated)}`);
-  console.log(`${title}, calibrated with agreement (compared): ${confidenceReport(photos, calibratedWithAgreement)}`);
+  for (const { name, confidence } of judged) console.log(`${title}, ${name}: ${confidenceReport(photos, confidence)}`);
 }
 
-/** The compared calibration's features: the product's logit and each agreement share's floored logarithm. */
+/** Another calibration (the one shipped before this fit, say) judged on the same readings beside the fit. */
+function judgedWith(file: string): (typeof judged)[number] {
+  const other = parseCalibration(readFileSync(file, 'utf8'), file);
+  return { name: `calibrated as ${path.basename(file)}`, confidence: (evidence) => calibrate(evidence, other) };
+}
+
+/** The compared calibration's features: the calibration's own and each agreement share's floored logarithm. */
 function agreementFeatures(evidence: ConfidenceEvidence): number[] {
-  return [productLogit(evidence.product), ...AGREEMENTS.map((name) => Math.log(Math.max(AGREEMENT_FLOOR, evidence[name])))];
-}
-
-/**
- * The logistic fit on agreementFeatures with no agreement weighed below 0: a disagreement never makes a reading surer.
- * An agreement fitted below 0 is zeroed in every row and the fit run again: with L2_PENALTY its weight comes out 0.
- */
-function fitWithAgreement(features: number[][], outcomes: number[]): { weights: number[]; bias: number } {
-  const zeroed = new Set<number>();
-  for (;;) {
-    const fit = fitLogistic(
-      features.map((row) => row.map((feature, i) => (zeroed.has(i) ? 0 : feature))),
-      outcomes,
-      L2_PENALTY,
-    );
-    const negative = fit.weights.flatMap((weight, i) => (i > 0 && weight < 0 ? [i] : []));
-    if (negative.length === 0) return fit;
-    for (const i of negative) zeroed.add(i);
-  }
+  return [...calibrationFeatures(evidence), ...AGREEMENTS.map((name) => Math.log(Math.max(AGREEMENT_FLOOR, evidence[name])))];
 }
 
 function escalationRule(lowest: SelectiveAccuracy | undefined): string {

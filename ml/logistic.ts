@@ -29,6 +29,24 @@ export function fitLogistic(features: number[][], outcomes: number[], l2Penalty 
   return { weights: coefficients.slice(0, -1), bias: coefficients.at(-1)! };
 }
 
+/**
+ * fitLogistic with no weight below 0, for features each of which says the reading is surer the higher it is: a weight
+ * fitted below 0 is zeroed in every row and the fit run again (with `l2Penalty` its weight then comes out 0).
+ */
+export function fitLogisticNonNegative(features: number[][], outcomes: number[], l2Penalty: number): { weights: number[]; bias: number } {
+  const zeroed = new Set<number>();
+  for (;;) {
+    const fit = fitLogistic(
+      features.map((row) => row.map((feature, i) => (zeroed.has(i) ? 0 : feature))),
+      outcomes,
+      l2Penalty,
+    );
+    const negative = fit.weights.flatMap((weight, i) => (weight < 0 ? [i] : []));
+    if (negative.length === 0) return fit;
+    for (const i of negative) zeroed.add(i);
+  }
+}
+
 /** Solves `matrix · x = vector` by Gaussian elimination with partial pivoting. */
 function solve(matrix: number[][], vector: number[]): number[] {
   const n = vector.length;

@@ -106,16 +106,17 @@ t.test(
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
     const { image } = await drawMeter('00758', '407');
-    const productOf = (reading: { raw?: unknown }) => (reading.raw as { evidence: ConfidenceEvidence }).evidence.product;
+    const evidenceOf = (reading: { raw?: unknown }) => (reading.raw as { evidence: ConfidenceEvidence }).evidence;
     const shipped = parseCalibration(await readFile(path.join(MODEL_DIR, CALIBRATION_FILE), 'utf8'), CALIBRATION_FILE);
     const calibrated = await (await createLocalReader(loadConfig({})))!.read(image, signal());
-    t.equal(calibrated.confidence, clampConfidence(calibrate(productOf(calibrated), shipped)));
-    t.ok(calibrated.confidence > clampConfidence(productOf(calibrated)), 'the product undersells a drawn meter read right');
+    t.equal(calibrated.confidence, clampConfidence(calibrate(evidenceOf(calibrated), shipped)));
+    t.ok(calibrated.confidence > clampConfidence(evidenceOf(calibrated).product), 'the product undersells a drawn meter read right');
+    t.equal(Math.round(evidenceOf(calibrated).weakestDigit), Math.min(...calibrated.digitConfidences!), 'the weakest digit is weighed');
 
     const uncalibrated = await modelDirWith([...MODEL_FILES, WHEEL_READER_FILE]);
     const product = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })))!.read(image, signal());
     t.equal(product.reading, calibrated.reading);
-    t.equal(product.confidence, clampConfidence(productOf(product)));
+    t.equal(product.confidence, clampConfidence(evidenceOf(product).product));
 
     await writeFile(path.join(uncalibrated, CALIBRATION_FILE), '{"slope": 1.2');
     await t.rejects(createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })), /calibration\.json is not JSON/);
@@ -133,7 +134,7 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       t.match(result.reading, /^\d{5}(\.\d{3})?$/);
       t.equal(result.value, Number(result.reading));
       t.ok(Number.isInteger(result.confidence) && result.confidence >= 0 && result.confidence <= 100);
-      t.equal(result.model, 'local-crnn-v16');
+      t.equal(result.model, 'local-crnn-v17');
       t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
       t.equal(result.counterBox?.length, 4);
       const xs = result.counterBox!.map(([x]) => x),

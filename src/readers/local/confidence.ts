@@ -1,19 +1,24 @@
 /**
  * How sure the local reader is of a reading. Its confidence is the product of its digits' probabilities (and the
- * point's, the orientation's, the layout's) put through the weights' calibration (below). Beside it, `raw.evidence`
- * reports the product and how far the photo's other readings agree with it. `ml/fit_confidence.ts` measures what a
- * product lowered by these disagreements would do (MODEL_CARD.md: on the validation split it kept fewer right
- * readings local and no fewer wrong ones, so they are reported, not used), but for one: a layout most of the photo's
- * readings do not read (`productGivenLayouts`).
+ * point's, the orientation's, the layout's) and its weakest digit's probability, put through the weights'
+ * calibration (below). Beside them, `raw.evidence` reports how far the photo's other readings agree with it.
+ * `ml/fit_confidence.ts` measures what a product lowered by these disagreements would do (MODEL_CARD.md: on the
+ * validation split it kept fewer right readings local and no fewer wrong ones, so they are reported, not used), but
+ * for one: a layout most of the photo's readings do not read (`givenLayouts`).
  */
 
 /** Every share is 0–1. */
 export interface ConfidenceEvidence {
   /**
    * The product the confidence is calibrated from: the digits' (and the point's) probabilities × orientation belief ×
-   * layout fit, 0–100, lowered for a layout most of the photo's readings do not read (`productGivenLayouts`).
+   * layout fit, 0–100, lowered for a layout most of the photo's readings do not read (`givenLayouts`).
    */
   product: number;
+  /**
+   * The least probable digit's probability, 0–100, lowered alike (`givenLayouts`). One wheel at even odds is a
+   * likelier miss than the same product spread over every wheel (MODEL_CARD.md, "The weakest wheel (v17)").
+   */
+  weakestDigit: number;
   /** Share of the strip readers whose own reading of the chosen window is the reading. */
   readersAgreeing: number;
   /** Share of the candidate windows (both localisers') read as the reading. */
@@ -30,12 +35,12 @@ export function layoutOf(text: string): string {
 /**
  * A reading in a layout that under half of the photo's readings read (its candidate windows' and the strip readers'
  * on its window) is no surer than that share: the photo's readings mostly see a counter of another layout, and its
- * product, which weighs the layout only within the chosen window, does not know it. On the training photos three of
- * the four readings so were wrong (of all readings, 1.7%); a 5 + 3 counter read as five wheels is the confident miss
- * this guards against (issue #15, MODEL_CARD.md "Now (`local-crnn-v14`)").
+ * product and weakest digit (`sureness`, 0–100), which weigh the layout only within the chosen window, do not know
+ * it. On the training photos three of the four readings so were wrong (of all readings, 1.7%); a 5 + 3 counter read
+ * as five wheels is the confident miss this guards against (issue #15, MODEL_CARD.md "Now (`local-crnn-v14`)").
  */
-export function productGivenLayouts(product: number, layoutsAgreeing: number): number {
-  return layoutsAgreeing < 0.5 ? product * layoutsAgreeing : product;
+export function givenLayouts(sureness: number, layoutsAgreeing: number): number {
+  return layoutsAgreeing < 0.5 ? sureness * layoutsAgreeing : sureness;
 }
 
 /** Share of `values` that pass `test`; 0 for none. */
@@ -45,11 +50,13 @@ export function shareOf<T>(values: T[], test: (value: T) => boolean): number {
 
 /**
  * The weights' calibration (CALIBRATION_FILE beside them, fitted by ml/fit_calibration.ts): the confidence the reader
- * reports is 100 × σ(slope × logit(product) + intercept), its estimated chance of being exact, so a client can set a
- * threshold on it. Weights without one report the product.
+ * reports is 100 × σ(slope × logit(product) + weakestDigitSlope × logit(weakest digit) + intercept), its estimated
+ * chance of being exact, so a client can set a threshold on it. Weights without one report the product.
  */
 export interface Calibration {
   slope: number;
+  /** 0 in a calibration fitted before v17, which weighs the product alone. */
+  weakestDigitSlope: number;
   intercept: number;
   /** What it was fitted on, for the people who read the file. */
   fittedOn: string;
@@ -57,19 +64,27 @@ export interface Calibration {
 
 export const CALIBRATION_FILE = 'calibration.json';
 
-/** Products are kept this far (in points) from 0 and 100, where their logit is infinite. */
-const PRODUCT_EDGE = 0.5;
+/** Probabilities are kept this far (in points) from 0 and 100, where their logit is infinite. */
+const PROBABILITY_EDGE = 0.5;
 
-/** The logit of a confidence product (0–100), the one feature of the calibration. */
-export function productLogit(product: number): number {
-  const share = Math.min(100 - PRODUCT_EDGE, Math.max(PRODUCT_EDGE, product)) / 100;
+/** The logit of a probability in points (0–100). */
+export function logitOf(points: number): number {
+  const share = Math.min(100 - PROBABILITY_EDGE, Math.max(PROBABILITY_EDGE, points)) / 100;
   return Math.log(share / (1 - share));
 }
 
-/** The product as the calibration reports it (0–100); the product itself without one. */
-export function calibrate(product: number, calibration: Calibration | undefined): number {
-  if (!calibration) return product;
-  return 100 / (1 + Math.exp(-(calibration.slope * productLogit(product) + calibration.intercept)));
+/** What the calibration weighs, in the order of its slopes: the logits of the product and of the weakest digit. */
+export function calibrationFeatures({ product, weakestDigit }: Sureness): [number, number] {
+  return [logitOf(product), logitOf(weakestDigit)];
+}
+
+export type Sureness = Pick<ConfidenceEvidence, 'product' | 'weakestDigit'>;
+
+/** The reading's confidence as the calibration reports it (0–100); the product itself without one. */
+export function calibrate(sureness: Sureness, calibration: Calibration | undefined): number {
+  if (!calibration) return sureness.product;
+  const [product, weakestDigit] = calibrationFeatures(sureness);
+  return 100 / (1 + Math.exp(-(calibration.slope * product + calibration.weakestDigitSlope * weakestDigit + calibration.intercept)));
 }
 
 /** The calibration in `file`, checked; a file that is not one stops the model from loading. */
@@ -80,9 +95,18 @@ export function parseCalibration(text: string, file: string): Calibration {
   } catch (error) {
     throw new Error(`${file} is not JSON: ${(error as Error).message}`);
   }
-  const { slope, intercept, fittedOn } = parsed ?? {};
-  if (!Number.isFinite(slope) || !(slope! > 0) || !Number.isFinite(intercept) || typeof fittedOn !== 'string') {
-    throw new Error(`${file} is not a calibration: it needs a positive number "slope", a number "intercept" and a "fittedOn" text`);
+  const { slope, weakestDigitSlope = 0, intercept, fittedOn } = parsed ?? {};
+  if (
+    !Number.isFinite(slope) ||
+    !(slope! > 0) ||
+    !Number.isFinite(weakestDigitSlope) ||
+    !(weakestDigitSlope >= 0) ||
+    !Number.isFinite(intercept) ||
+    typeof fittedOn !== 'string'
+  ) {
+    throw new Error(
+      `${file} is not a calibration: it needs a positive number "slope", a number "intercept", a "fittedOn" text and, if any, a number "weakestDigitSlope" of 0 or more`,
+    );
   }
-  return { slope: slope!, intercept: intercept!, fittedOn };
+  return { slope: slope!, weakestDigitSlope, intercept: intercept!, fittedOn };
 }

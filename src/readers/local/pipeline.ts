@@ -15,16 +15,7 @@ import {
   type FormattedReading,
   type LayoutReading,
 } from './decode.ts';
-import {
-  CALIBRATION_FILE,
-  calibrate,
-  layoutOf,
-  parseCalibration,
-  productGivenLayouts,
-  shareOf,
-  type Calibration,
-  type ConfidenceEvidence,
-} from './confidence.ts';
+import { CALIBRATION_FILE, calibrate, layoutOf, givenLayouts, parseCalibration, shareOf, type Calibration, type ConfidenceEvidence } from './confidence.ts';
 import {
   isDiagonal,
   rectifyInto,
@@ -166,9 +157,10 @@ async function readMeter(
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
     const evidence = confidenceEvidence(chosen, readings);
-    const confidence = clampConfidence(calibrate(evidence.product, calibration));
+    const confidence = clampConfidence(calibrate(evidence, calibration));
     if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
-      throw noCounterRead(chosen.formatted.reading, confidence, clampConfidence(calibrate(MIN_LOCAL_CONFIDENCE, calibration)));
+      const floor = clampConfidence(calibrate({ ...evidence, product: MIN_LOCAL_CONFIDENCE }, calibration));
+      throw noCounterRead(chosen.formatted.reading, confidence, floor);
     }
     return {
       reading: chosen.formatted.reading,
@@ -340,7 +332,8 @@ function rivalsReason(reading: string, rivals: string[]): string {
 
 /**
  * How far the photo's other readings agree with the chosen one (the strip readers' own readings of its window, the
- * other candidate windows' readings and layouts), and its product as the confidence is calibrated from it.
+ * other candidate windows' readings and layouts), and its product and weakest digit as the confidence is calibrated
+ * from them.
  */
 function confidenceEvidence(chosen: FormattedWindowReading, readings: WindowReading[]): ConfidenceEvidence {
   const text = chosen.formatted.reading;
@@ -348,7 +341,8 @@ function confidenceEvidence(chosen: FormattedWindowReading, readings: WindowRead
   const candidateTexts = readings.map((candidate) => candidate.formatted?.reading ?? candidate.strip.text);
   const layoutsAgreeing = shareOf([...candidateTexts, ...chosen.raw.readerTexts], (other) => layoutOf(other) === layout);
   return {
-    product: productGivenLayouts(chosen.formatted.confidence, layoutsAgreeing),
+    product: givenLayouts(chosen.formatted.confidence, layoutsAgreeing),
+    weakestDigit: givenLayouts(100 * Math.min(...chosen.strip.digitProbabilities), layoutsAgreeing),
     readersAgreeing: shareOf(chosen.raw.readerTexts, (readerText) => readerText === text),
     candidatesAgreeing: shareOf(candidateTexts, (candidateText) => candidateText === text),
     layoutsAgreeing,
