@@ -1,0 +1,45 @@
+import t from 'tap';
+import { fitLogistic, fitLogisticNonNegative, logistic } from '../../ml/logistic.ts';
+
+/** Outcomes of a known model, without chance: at each grid point 200 readings, the model's share of them exact. */
+function sample(weights: number[], bias: number, grid: number[][]): { features: number[][]; outcomes: number[] } {
+  const features: number[][] = [];
+  const outcomes: number[] = [];
+  for (const row of grid) {
+    const chance = logistic(row.reduce((sum, value, i) => sum + value * weights[i]!, bias));
+    for (let n = 0; n < 200; n++) {
+      features.push(row);
+      outcomes.push(n < Math.round(200 * chance) ? 1 : 0);
+    }
+  }
+  return { features, outcomes };
+}
+
+const grid = [-2, -1, 0, 1, 2].flatMap((a) => [-2, -1, 0, 1, 2].map((b) => [a, b]));
+
+t.test('the fit finds the weights the outcomes were drawn from', async (t) => {
+  const { features, outcomes } = sample([0.7, 1.6], 2, grid);
+  const { weights, bias } = fitLogistic(features, outcomes);
+  t.ok(Math.abs(weights[0]! - 0.7) < 0.05, `${weights[0]}`);
+  t.ok(Math.abs(weights[1]! - 1.6) < 0.05, `${weights[1]}`);
+  t.ok(Math.abs(bias - 2) < 0.05, `${bias}`);
+});
+
+t.test('with no weight below 0, a feature that would weigh below 0 weighs 0 and the others are fitted without it', async (t) => {
+  const { features, outcomes } = sample([1.2, -0.8], 0.5, grid);
+  const free = fitLogistic(features, outcomes, 0.01);
+  t.ok(free.weights[1]! < 0, 'unconstrained, the second feature weighs below 0');
+  const { weights, bias } = fitLogisticNonNegative(features, outcomes, 0.01);
+  t.equal(weights[1], 0);
+  const alone = fitLogistic(
+    features.map(([first]) => [first!]),
+    outcomes,
+    0.01,
+  );
+  t.ok(Math.abs(weights[0]! - alone.weights[0]!) < 1e-6 && Math.abs(bias - alone.bias) < 1e-6, 'as if fitted on the first feature alone');
+});
+
+t.test('with no weight below 0, weights fitted at 0 or more are the plain fit', async (t) => {
+  const { features, outcomes } = sample([0.7, 1.6], 2, grid);
+  t.same(fitLogisticNonNegative(features, outcomes, 0.01), fitLogistic(features, outcomes, 0.01));
+});
