@@ -42,7 +42,8 @@ async function timedRead(model: MeterModel, image: Buffer): Promise<{ ms: number
   const started = performance.now();
   const answer = await model.read(image).then(
     ({ reading, confidence }) => ({ reading, confidence }),
-    (error: Error) => ({ reading: `no reading (${error.message.replace(/confidence \d+/, 'confidence')})`, confidence: 0 }),
+    // The message's calibrated confidences (the guess's and the floor's) are not part of the reading.
+    (error: Error) => ({ reading: `no reading (${error.message.replace(/(confidence|about) \d+/g, '$1')})`, confidence: 0 }),
   );
   return { ms: performance.now() - started, ...answer };
 }
