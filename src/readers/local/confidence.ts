@@ -83,8 +83,8 @@ export type Sureness = Pick<ConfidenceEvidence, 'product' | 'weakestDigit'>;
 /** The reading's confidence as the calibration reports it (0–100); the product itself without one. */
 export function calibrate(sureness: Sureness, calibration: Calibration | undefined): number {
   if (!calibration) return sureness.product;
-  const [product, weakestDigit] = calibrationFeatures(sureness);
-  return 100 / (1 + Math.exp(-(calibration.slope * product + calibration.weakestDigitSlope * weakestDigit + calibration.intercept)));
+  const [productLogit, weakestDigitLogit] = calibrationFeatures(sureness);
+  return 100 / (1 + Math.exp(-(calibration.slope * productLogit + calibration.weakestDigitSlope * weakestDigitLogit + calibration.intercept)));
 }
 
 /** The calibration in `file`, checked; a file that is not one stops the model from loading. */
