@@ -1,6 +1,7 @@
 import sharp from 'sharp';
 import t from 'tap';
 import {
+  evenlySpaced,
   isDiagonal,
   rectifyInto,
   scaleWindow,
@@ -9,6 +10,7 @@ import {
   turnWindow,
   windowAroundWheels,
   windowCorners,
+  windowsAroundWheels,
   windowTurnedBack,
   windowsFromMask,
   windowsInscribedIn,
@@ -177,6 +179,31 @@ t.test('a window cut to its wheels: half a wheel beyond the first and last wheel
   );
   t.same(windowAroundWheels(window, [0.2]), window, 'one wheel gives no spacing: the window stays');
   t.same(spanOfWindow(window, -1.2, 1.2).halfWidth, 120, 'a span may reach past the window');
+});
+
+t.test('the wheels evenly spaced that best fit the centres the reader placed: one or two placed apart move no wheel', async (t) => {
+  const round = ({ first, spacing }: { first: number; spacing: number }) => [Number(first.toFixed(6)), Number(spacing.toFixed(6))];
+  t.same(round(evenlySpaced([-0.6, -0.3, 0, 0.3])), [-0.6, 0.3], 'evenly spaced centres are the line');
+  t.same(round(evenlySpaced([-1.2, -1, -0.3, 0, 0.3, 0.6])), [-0.9, 0.3], 'two leading centres placed early are passed over');
+  t.same(round(evenlySpaced([-0.9, -0.6, -0.3, 0, 0.35])), [-0.9, 0.3], 'one centre a little off is passed over');
+});
+
+t.test('a window cut to its wheels twice where the reader placed its first or last wheel apart from the rest', async (t) => {
+  const window = { centre: [100, 50] as [number, number], across: [1, 0] as [number, number], halfWidth: 100, halfHeight: 10 };
+  const spans = (centres: number[]) =>
+    windowsAroundWheels(window, centres).map((cut) => [Number((cut.centre[0] - cut.halfWidth).toFixed(6)), Number((cut.centre[0] + cut.halfWidth).toFixed(6))]);
+  t.same(spans([-0.6, -0.3, 0, 0.3]), [[25, 145]], 'evenly spaced: one cut');
+  t.same(spans([-0.6, -0.3, 0, 0.33]), [[25, 145]], 'a last wheel a tenth of a wheel late: one cut');
+  t.same(
+    spans([-1.2, -0.6, -0.3, 0, 0.3]),
+    [
+      [-5, 145],
+      [-38.75, 148.75],
+    ],
+    'a first wheel placed a wheel early: the cut that passes it over, then the cut from it to the last',
+  );
+  t.same(windowAroundWheels(window, [-1.2, -0.6, -0.3, 0, 0.3]), windowsAroundWheels(window, [-1.2, -0.6, -0.3, 0, 0.3])[0], 'windowAroundWheels is the first');
+  t.same(windowsAroundWheels(window, [0.2]), [window], 'one wheel: the window');
 });
 
 t.test('a window found in the photo turned by sharp is put back where it is in the photo', async (t) => {

@@ -149,15 +149,49 @@ export function spanOfWindow(window: Window, start: number, end: number): Window
 }
 
 /**
- * The window cut to the wheels: from half a wheel before the first wheel's centre to half a wheel after the last
- * (`wheelCentres` in half-widths from its centre, as spanOfWindow; wheels evenly spaced). Unchanged with fewer
- * than two wheels.
+ * The window cut to its wheels, from half a wheel before the first wheel's centre to half a wheel after the last
+ * (`wheelCentres` in half-widths from its centre, as spanOfWindow): the centres as the evenly spaced line through
+ * them (`evenlySpaced`) place them. The window itself with fewer than two wheels.
  */
 export function windowAroundWheels(window: Window, wheelCentres: number[]): Window {
-  if (wheelCentres.length < 2) return window;
-  const [first, last] = [wheelCentres[0]!, wheelCentres.at(-1)!];
-  const halfWheel = (last - first) / (wheelCentres.length - 1) / 2;
-  return spanOfWindow(window, first - halfWheel, last + halfWheel);
+  return windowsAroundWheels(window, wheelCentres)[0]!;
+}
+
+/**
+ * The window cut to its wheels as windowAroundWheels cuts it and, where either end lies more than a quarter wheel
+ * from it, cut at the first and last centres as the reader placed them. Neither cut is right for every reader: one
+ * that puts a leading 0 or two at the strip's first steps stretches the second; one that puts every leading 0 a
+ * wheel early shifts the first (MODEL_CARD.md, "Wheels placed apart (v18)").
+ */
+export function windowsAroundWheels(window: Window, wheelCentres: number[]): Window[] {
+  if (wheelCentres.length < 2) return [window];
+  const { first, spacing } = evenlySpaced(wheelCentres);
+  const last = first + spacing * (wheelCentres.length - 1);
+  const [firstPlaced, lastPlaced] = [wheelCentres[0]!, wheelCentres.at(-1)!];
+  const spacingPlaced = (lastPlaced - firstPlaced) / (wheelCentres.length - 1);
+  const fitted = spanOfWindow(window, first - spacing / 2, last + spacing / 2);
+  const endsApart = Math.max(
+    Math.abs(firstPlaced - spacingPlaced / 2 - (first - spacing / 2)),
+    Math.abs(lastPlaced + spacingPlaced / 2 - (last + spacing / 2)),
+  );
+  if (endsApart <= spacing / 4) return [fitted];
+  return [fitted, spanOfWindow(window, firstPlaced - spacingPlaced / 2, lastPlaced + spacingPlaced / 2)];
+}
+
+/**
+ * The evenly spaced wheels that best fit `centres`: the repeated median (for each wheel the median of its spacings to
+ * every other, and the median of those), then the median first centre it gives. Up to half the wheels placed apart
+ * from the rest move no wheel.
+ */
+export function evenlySpaced(centres: number[]): { first: number; spacing: number } {
+  const spacing = median(centres.map((centre, i) => median(centres.flatMap((other, j) => (j === i ? [] : [(other - centre) / (j - i)])))));
+  return { first: median(centres.map((centre, i) => centre - spacing * i)), spacing };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  return Number.isInteger(middle) ? (sorted[middle - 1]! + sorted[middle]!) / 2 : sorted[Math.floor(middle)]!;
 }
 
 /**

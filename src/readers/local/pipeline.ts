@@ -24,6 +24,7 @@ import {
   spanOfWindow,
   turnWindow,
   windowAroundWheels,
+  windowsAroundWheels,
   windowCorners,
   windowTurnedBack,
   windowsFromMask,
@@ -194,12 +195,14 @@ function noCounterRead(guess: string, confidence: number, floor: number): Reader
   );
 }
 
-/** Each candidate window turned the way its counter reads, cut to its wheels and read. */
+/** Each candidate window turned the way its counter reads, cut to its wheels and read: the cut read more surely where two are (windowsAroundWheels). */
 async function readCandidates(readers: WindowReaders, photo: RgbImage, candidates: Window[]): Promise<WindowReading[]> {
   const readings: WindowReading[] = [];
   for (const found of candidates) {
     const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
-    readings.push(await readWindow(readers, photo, { ...oriented, window: windowAroundWheels(oriented.window, wheelCentres) }));
+    const cuts: WindowReading[] = [];
+    for (const window of windowsAroundWheels(oriented.window, wheelCentres)) cuts.push(await readWindow(readers, photo, { ...oriented, window }));
+    readings.push(mostConfident(cuts) ?? cuts[0]!);
   }
   return readings;
 }
