@@ -160,8 +160,10 @@ async function readMeter(
     const evidence = confidenceEvidence(chosen, readings);
     const confidence = clampConfidence(calibrate(evidence, calibration));
     if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
-      const floor = clampConfidence(calibrate({ ...evidence, product: MIN_LOCAL_CONFIDENCE }, calibration));
-      throw noCounterRead(chosen.formatted.reading, confidence, floor);
+      // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
+      const guess = Math.floor(calibrate(evidence, calibration));
+      const floor = Math.ceil(calibrate({ ...evidence, product: MIN_LOCAL_CONFIDENCE }, calibration));
+      throw noCounterRead(chosen.formatted.reading, clampConfidence(guess), clampConfidence(floor));
     }
     return {
       reading: chosen.formatted.reading,

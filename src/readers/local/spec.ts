@@ -78,7 +78,7 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * fractional wheels read alike.
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
-export const MODEL_NAME = 'local-crnn-v17';
+export const MODEL_NAME = 'local-crnn-v18';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
  * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fall
