@@ -10,7 +10,7 @@
  * weakest digit's probability (`calibrationFeatures`) is fitted on the photos read and written to --output (default
  * models/calibration.json). Then the calibration photos, and the validation split read with the shipped weights
  * (models/), are judged with the product and with the calibration: Brier score, selective accuracy, the reliability
- * table and the ESCALATE_BELOW the calibration photos support. Beside them, not written: `--judge-with FILE`'s
+ * table and the ESCALATE_BELOW the calibration photos support (judged on the photos fitted, and cross-validated). Beside them, not written: `--judge-with FILE`'s
  * calibration (the one shipped before, say) on the same readings, and a calibration fitted alike that also weighs
  * how far the photo's other readings agree (AGREEMENTS), measured here before the reader uses it (issue #15,
  * "test-time agreement as confidence"). `--cache DIR` keeps the readings in DIR and reuses them.
@@ -20,7 +20,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
-import { isExact, selectiveAccuracy, type SelectiveAccuracy } from '../src/eval/metrics.ts';
+import { isExact, selectiveAccuracy, type ScoredCase, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import {
   CALIBRATION_FILE,
   calibrate,
@@ -31,7 +31,7 @@ import {
 } from '../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../src/readers/local/pipeline.ts';
 import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
-import { fitLogisticNonNegative, logistic } from './logistic.ts';
+import { fitLogisticNonNegative, logistic, outOfFoldProbabilities } from './logistic.ts';
 import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
@@ -41,6 +41,9 @@ const AGREEMENTS = ['readersAgreeing', 'candidatesAgreeing', 'layoutsAgreeing'] 
 const AGREEMENT_FLOOR = 0.05;
 /** L2 penalty on the weights: a handful of misreads must not drive a weight to infinity. */
 const L2_PENALTY = 0.01;
+/** The ESCALATE_BELOW rule is judged out of sample too: each deal of the photos into folds fits the calibration again on all folds but one. */
+const CROSS_VALIDATION_FOLDS = 10;
+const CROSS_VALIDATION_SEEDS = [1, 2, 3, 4, 5];
 
 const { values } = parseArgs({
   options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' }, 'judge-with': { type: 'string' } },
@@ -115,7 +118,11 @@ for (const dataset of DATASETS)
     calibrationPhotos.filter((c) => c.dataset === dataset),
   );
 const toloka = calibrationPhotos.filter((c) => c.dataset === 'toloka');
-for (const { name, confidence } of judged) console.log(`ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(toloka, confidence))}`);
+for (const { name, confidence } of judged) {
+  const calibrated = toloka.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
+  console.log(`ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(calibrated))}`);
+}
+console.log(crossValidatedRules());
 // ... and how the validation split, read by the shipped weights, bears it out.
 const validation = await readSplit('val', SHIPPED_MODELS, values.cache);
 for (const dataset of DATASETS)
@@ -150,11 +157,9 @@ function escalationRule(lowest: SelectiveAccuracy | undefined): string {
 
 /**
  * The lowest whole confidence from which up every threshold keeps at least KEPT_EXACT of the photos' calibrated
- * readings exact (Toloka's, the harder counters issue #15 sets its bar on), with its accuracy and coverage there;
- * none when even 99 does not.
+ * readings exact, with its accuracy and coverage there; none when even 99 does not.
  */
-function lowestConfidenceKeptExact(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): SelectiveAccuracy | undefined {
-  const calibrated = photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
+function lowestConfidenceKeptExact(calibrated: ScoredCase[]): SelectiveAccuracy | undefined {
   let lowest;
   for (let threshold = 99; threshold > 0; threshold--) {
     const kept = selectiveAccuracy(calibrated, threshold);
@@ -163,4 +168,31 @@ function lowestConfidenceKeptExact(photos: EvidenceCase[], confidence: (evidence
     lowest = kept;
   }
   return lowest;
+}
+
+/**
+ * The ESCALATE_BELOW rule judged out of sample: the calibration fitted as above on nine tenths of the calibration
+ * photos judges the tenth left out (CROSS_VALIDATION_FOLDS), for each of CROSS_VALIDATION_SEEDS' deals of the photos,
+ * and the rule taken on Toloka's photos and on both datasets' together, with the log loss of the confidences so judged.
+ */
+function crossValidatedRules(): string {
+  const rules = CROSS_VALIDATION_SEEDS.map((seed) => {
+    const probabilities = outOfFoldProbabilities(
+      fitted.map((c) => calibrationFeatures(c.evidence!)),
+      outcomes,
+      (features, kept) => fitLogisticNonNegative(features, kept, L2_PENALTY),
+      CROSS_VALIDATION_FOLDS,
+      seed,
+    );
+    const calibrated = fitted.map((c, i) => ({ ...c, confidence: Math.round(100 * probabilities[i]!) }));
+    const chanceOfOutcome = outcomes.map((outcome, i) => Math.min(1 - 1e-6, Math.max(1e-6, outcome ? probabilities[i]! : 1 - probabilities[i]!)));
+    const logLoss = -chanceOfOutcome.reduce((sum, chance) => sum + Math.log(chance), 0) / outcomes.length;
+    const threshold = (photos: ScoredCase[]) => lowestConfidenceKeptExact(photos)?.threshold ?? 'none';
+    return { toloka: threshold(calibrated.filter((c) => c.dataset === 'toloka')), both: threshold(calibrated), logLoss: logLoss.toFixed(3) };
+  });
+  const list = (key: keyof (typeof rules)[number]) => rules.map((rule) => rule[key]).join(', ');
+  return (
+    `ESCALATE_BELOW, calibrated, cross-validated (${CROSS_VALIDATION_FOLDS} folds, deals ${CROSS_VALIDATION_SEEDS.join(', ')}): ` +
+    `from ${list('toloka')} up on the toloka calibration photos, from ${list('both')} up on both datasets' together; log loss ${list('logLoss')}`
+  );
 }

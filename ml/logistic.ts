@@ -71,3 +71,52 @@ export function logistic(x: number): number {
 function dot(a: number[], b: number[]): number {
   return a.reduce((sum, value, i) => sum + value * b[i]!, 0);
 }
+
+/**
+ * Each row's probability from a fit (`fit`) on the rows of the other folds, the rows dealt round `folds` folds in an
+ * order shuffled by `seed` (the same seed, the same folds): every row judged by a fit that did not see it.
+ */
+export function outOfFoldProbabilities(
+  features: number[][],
+  outcomes: number[],
+  fit: (features: number[][], outcomes: number[]) => { weights: number[]; bias: number },
+  folds: number,
+  seed: number,
+): number[] {
+  const foldOf = new Array<number>(features.length);
+  shuffled(
+    features.map((_, row) => row),
+    seed,
+  ).forEach((row, position) => {
+    foldOf[row] = position % folds;
+  });
+  const probabilities = new Array<number>(features.length);
+  for (let fold = 0; fold < folds; fold++) {
+    const kept = features.flatMap((_, row) => (foldOf[row] === fold ? [] : [row]));
+    const { weights, bias } = fit(
+      kept.map((row) => features[row]!),
+      kept.map((row) => outcomes[row]!),
+    );
+    features.forEach((row, r) => {
+      if (foldOf[r] === fold) probabilities[r] = logistic(dot(weights, row) + bias);
+    });
+  }
+  return probabilities;
+}
+
+/** `values` in an order drawn from `seed` (Fisher–Yates with the mulberry32 generator). */
+function shuffled<T>(values: T[], seed: number): T[] {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const result = [...values];
+  for (let i = result.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [result[i], result[j]] = [result[j]!, result[i]!];
+  }
+  return result;
+}

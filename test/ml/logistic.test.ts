@@ -1,5 +1,5 @@
 import t from 'tap';
-import { fitLogistic, fitLogisticNonNegative, logistic } from '../../ml/logistic.ts';
+import { fitLogistic, fitLogisticNonNegative, logistic, outOfFoldProbabilities } from '../../ml/logistic.ts';
 
 /** Outcomes of a known model, without chance: at each grid point 200 readings, the model's share of them exact. */
 function sample(weights: number[], bias: number, grid: number[][]): { features: number[][]; outcomes: number[] } {
@@ -42,4 +42,42 @@ t.test('with no weight below 0, a feature that would weigh below 0 weighs 0 and 
 t.test('with no weight below 0, weights fitted at 0 or more are the plain fit', async (t) => {
   const { features, outcomes } = sample([0.7, 1.6], 2, grid);
   t.same(fitLogisticNonNegative(features, outcomes, 0.01), fitLogistic(features, outcomes, 0.01));
+});
+
+t.test('out of fold, each row is judged by a fit on the other folds only', async (t) => {
+  // A fit that knows nothing but its rows' share of exact readings.
+  const shareExact = (_features: number[][], outcomes: number[]) => {
+    const share = outcomes.reduce((sum, outcome) => sum + outcome, 0) / outcomes.length;
+    return { weights: [0], bias: Math.log(share / (1 - share)) };
+  };
+  const features = Array.from({ length: 10 }, (_, row) => [row]);
+  const outcomes = [1, 1, 1, 1, 1, 0, 0, 0, 0, 0];
+  const leftOneOut = outOfFoldProbabilities(features, outcomes, shareExact, 10, 1).map((p) => Number(p.toFixed(9)));
+  t.same(
+    leftOneOut,
+    outcomes.map((outcome) => Number(((outcome ? 4 : 5) / 9).toFixed(9))),
+    'in ten folds of ten rows, a row is judged by the nine others',
+  );
+
+  const seen: number[][] = [];
+  const recordingFit = (rows: number[][]) => {
+    seen.push(rows.map(([row]) => row!));
+    return { weights: [0], bias: seen.length - 1 };
+  };
+  const judgedBy = outOfFoldProbabilities(features, outcomes, recordingFit, 2, 7).map((p) => Math.round(Math.log(p / (1 - p))));
+  t.same(
+    seen.map((rows) => rows.length),
+    [5, 5],
+    'two folds: each fit sees half the rows',
+  );
+  t.ok(
+    judgedBy.every((fit, row) => !seen[fit]!.includes(row)),
+    'and judges the other half',
+  );
+  t.same(
+    outOfFoldProbabilities(features, outcomes, shareExact, 3, 7),
+    outOfFoldProbabilities(features, outcomes, shareExact, 3, 7),
+    'the same seed deals the same folds',
+  );
+  t.notSame(outOfFoldProbabilities(features, outcomes, shareExact, 3, 7), outOfFoldProbabilities(features, outcomes, shareExact, 3, 8), 'another seed others');
 });
