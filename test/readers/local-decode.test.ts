@@ -146,7 +146,10 @@ t.test('the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip reader
 
   const sure = read('00758.401', Array(8).fill(0.9));
   const outvoted = combineReadings([sure, sure], wheels('00658407', 0.9));
-  t.equal(outvoted.text, '00758.407', 'on a fractional wheel it outweighs two sure strip readers that agree; on a whole-unit wheel not');
+  t.equal(outvoted.text, '00658.407', 'as sure as two strip readers that agree, it outweighs them on whole-unit and fractional wheels alike');
+  const surer = read('00758.401', Array(8).fill(0.95));
+  const held = combineReadings([sure, sure, surer], wheels('00658407', 0.9));
+  t.equal(held.text, '00758.407', 'three strip readers that agree, one surer than it, hold a whole-unit wheel; on a fractional wheel it outweighs them');
 
   const fiveWheels = combineReadings([read('01348', Array(5).fill(0.9))], wheels('00758407', 0.9));
   t.equal(fiveWheels.text, '01348');

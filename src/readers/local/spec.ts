@@ -72,13 +72,14 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * How many strip readers the wheel reader counts as on a wheel's digit. On the red fractional wheels, twice the
  * three together: in the window cut to the wheels it reads them one by one better than the strip readers do
  * (often mid-roll or half hidden by the frame; on Toloka's validation photos the wheel reader alone gets 80% of
- * readings exact, the strip readers together 68.5%). On the whole-unit wheels, one: there the strip readers read
- * better (whole units 92.1% against 90.3%), and the wheel reader learned from Toloka's photos alone where they
- * learned bdci2020's and synthetic counters too. Chosen on the validation split (MODEL_CARD.md): 6 to 10 on the
- * fractional wheels read alike.
+ * readings exact, the strip readers together 68.5%). On the whole-unit wheels, the three together (one until v18,
+ * when its whole-unit slices were often a wheel off: "Wheels placed apart (v18)"). Fractional: chosen on the
+ * validation split (MODEL_CARD.md), 6 to 10 read alike. Whole units: chosen on draw 2's Toloka calibration photos
+ * (ml/calibrating, 232; exact / ±1 / whole units): 1 reads 194 / 199 / 207, 2 196 / 201 / 209, 3 196 / 202 / 210,
+ * 4 195 / 201 / 209, 6 195 / 201 / 210.
  */
-export const WHEEL_READER_WEIGHT = { wholeUnits: 1, fractional: 6 };
-export const MODEL_NAME = 'local-crnn-v18';
+export const WHEEL_READER_WEIGHT = { wholeUnits: 3, fractional: 6 };
+export const MODEL_NAME = 'local-crnn-v19';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
  * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fall
