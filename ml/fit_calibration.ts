@@ -31,8 +31,8 @@ import {
 } from '../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../src/readers/local/pipeline.ts';
 import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
-import { fitLogisticNonNegative, logistic, outOfFoldProbabilities } from './logistic.ts';
-import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, type EvidenceCase } from './read_splits.ts';
+import { fitLogisticNonNegative, outOfFoldProbabilities, predictLogistic } from './logistic.ts';
+import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, withConfidence, type EvidenceCase } from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
 const KEPT_EXACT = 0.99;
@@ -69,12 +69,9 @@ if (exact === 0 || exact === fitted.length) {
   process.exit(1);
 }
 const outcomes = fitted.map((c) => (isExact(c) ? 1 : 0));
+const features = fitted.map((c) => calibrationFeatures(c.evidence!));
 // A reading's product or weakest digit never makes it less sure the higher it is (parseCalibration refuses that).
-const { weights, bias } = fitLogisticNonNegative(
-  fitted.map((c) => calibrationFeatures(c.evidence!)),
-  outcomes,
-  L2_PENALTY,
-);
+const { weights, bias } = fitLogisticNonNegative(features, outcomes, L2_PENALTY);
 const calibration: Calibration = {
   slope: weights[0]!,
   weakestDigitSlope: weights[1]!,
@@ -106,8 +103,7 @@ const judged: Array<{ name: string; confidence: (evidence: ConfidenceEvidence) =
   ...(values['judge-with'] ? [judgedWith(values['judge-with'])] : []),
   {
     name: 'calibrated with agreement (compared)',
-    confidence: (evidence) =>
-      100 * logistic(agreementFeatures(evidence).reduce((sum, feature, i) => sum + feature * withAgreement.weights[i]!, withAgreement.bias)),
+    confidence: (evidence) => 100 * predictLogistic(withAgreement, agreementFeatures(evidence)),
   },
 ];
 
@@ -119,8 +115,7 @@ for (const dataset of DATASETS)
   );
 const toloka = calibrationPhotos.filter((c) => c.dataset === 'toloka');
 for (const { name, confidence } of judged) {
-  const calibrated = toloka.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
-  console.log(`ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(calibrated))}`);
+  console.log(`ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(withConfidence(toloka, confidence)))}`);
 }
 console.log(crossValidatedRules());
 // ... and how the validation split, read by the shipped weights, bears it out.
@@ -178,9 +173,9 @@ function lowestConfidenceKeptExact(calibrated: ScoredCase[]): SelectiveAccuracy 
 function crossValidatedRules(): string {
   const rules = CROSS_VALIDATION_SEEDS.map((seed) => {
     const probabilities = outOfFoldProbabilities(
-      fitted.map((c) => calibrationFeatures(c.evidence!)),
+      features,
       outcomes,
-      (features, kept) => fitLogisticNonNegative(features, kept, L2_PENALTY),
+      (keptFeatures, keptOutcomes) => fitLogisticNonNegative(keptFeatures, keptOutcomes, L2_PENALTY),
       CROSS_VALIDATION_FOLDS,
       seed,
     );

@@ -64,6 +64,11 @@ function solve(matrix: number[][], vector: number[]): number[] {
   return rows.map((row, i) => row[n]! / row[i]!);
 }
 
+/** The probability a fit gives a row of features. */
+export function predictLogistic({ weights, bias }: { weights: number[]; bias: number }, row: number[]): number {
+  return logistic(dot(weights, row) + bias);
+}
+
 export function logistic(x: number): number {
   return 1 / (1 + Math.exp(-x));
 }
@@ -93,12 +98,12 @@ export function outOfFoldProbabilities(
   const probabilities = new Array<number>(features.length);
   for (let fold = 0; fold < folds; fold++) {
     const kept = features.flatMap((_, row) => (foldOf[row] === fold ? [] : [row]));
-    const { weights, bias } = fit(
+    const keptFit = fit(
       kept.map((row) => features[row]!),
       kept.map((row) => outcomes[row]!),
     );
     features.forEach((row, r) => {
-      if (foldOf[r] === fold) probabilities[r] = logistic(dot(weights, row) + bias);
+      if (foldOf[r] === fold) probabilities[r] = predictLogistic(keptFit, row);
     });
   }
   return probabilities;

@@ -52,9 +52,14 @@ export async function readSplit(split: Split, modelDir: string, cacheDir?: strin
  * `meterlens eval` reports it: the calibration scores, the selective accuracies and the reliability table.
  */
 export function confidenceReport(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): string {
-  const summary = summarise(photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 })));
+  const summary = summarise(withConfidence(photos, confidence));
   const selective = summary.selective.map((s) => `≥ ${s.threshold}: ${percent(s.accuracy)} of ${percent(s.coverage)}`).join(', ');
   return `${formatCalibration(summary.calibration)}; ${selective}\n${formatReliability(summary.reliability)}`;
+}
+
+/** The photos with the confidence `confidence` gives their evidence, rounded as the reader reports it (0 without a reading). */
+export function withConfidence(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): EvidenceCase[] {
+  return photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
 }
 
 export function percent(value: number | null): string {

@@ -166,16 +166,17 @@ export function windowAroundWheels(window: Window, wheelCentres: number[]): Wind
 export function windowsAroundWheels(window: Window, wheelCentres: number[]): Window[] {
   if (wheelCentres.length < 2) return [window];
   const { first, spacing } = evenlySpaced(wheelCentres);
-  const last = first + spacing * (wheelCentres.length - 1);
-  const [firstPlaced, lastPlaced] = [wheelCentres[0]!, wheelCentres.at(-1)!];
-  const spacingPlaced = (lastPlaced - firstPlaced) / (wheelCentres.length - 1);
-  const fitted = spanOfWindow(window, first - spacing / 2, last + spacing / 2);
-  const endsApart = Math.max(
-    Math.abs(firstPlaced - spacingPlaced / 2 - (first - spacing / 2)),
-    Math.abs(lastPlaced + spacingPlaced / 2 - (last + spacing / 2)),
-  );
-  if (endsApart <= spacing / 4) return [fitted];
-  return [fitted, spanOfWindow(window, firstPlaced - spacingPlaced / 2, lastPlaced + spacingPlaced / 2)];
+  const fitted = spanAround(first, first + spacing * (wheelCentres.length - 1), wheelCentres.length);
+  const placed = spanAround(wheelCentres[0]!, wheelCentres.at(-1)!, wheelCentres.length);
+  const endsApart = Math.max(Math.abs(placed[0] - fitted[0]), Math.abs(placed[1] - fitted[1]));
+  const cut = ([start, end]: [number, number]) => spanOfWindow(window, start, end);
+  return endsApart <= spacing / 4 ? [cut(fitted)] : [cut(fitted), cut(placed)];
+}
+
+/** From half a wheel before the first of `count` evenly spaced wheel centres to half a wheel after the last. */
+function spanAround(first: number, last: number, count: number): [start: number, end: number] {
+  const halfWheel = (last - first) / (count - 1) / 2;
+  return [first - halfWheel, last + halfWheel];
 }
 
 /**

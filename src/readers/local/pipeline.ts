@@ -158,17 +158,16 @@ async function readMeter(
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
     const evidence = confidenceEvidence(chosen, readings);
-    const confidence = clampConfidence(calibrate(evidence, calibration));
+    const calibrated = calibrate(evidence, calibration);
     if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
       // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
-      const guess = Math.floor(calibrate(evidence, calibration));
       const floor = Math.ceil(calibrate({ ...evidence, product: MIN_LOCAL_CONFIDENCE }, calibration));
-      throw noCounterRead(chosen.formatted.reading, clampConfidence(guess), clampConfidence(floor));
+      throw noCounterRead(chosen.formatted.reading, clampConfidence(Math.floor(calibrated)), clampConfidence(floor));
     }
     return {
       reading: chosen.formatted.reading,
       value: chosen.formatted.value,
-      confidence,
+      confidence: clampConfidence(calibrated),
       model: MODEL_NAME,
       raw: { ...chosen.raw, candidates: candidates.length, evidence, ...raw },
       digitConfidences: chosen.formatted.digitConfidences,
