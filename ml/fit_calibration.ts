@@ -7,8 +7,8 @@
  * its order) are read with the weights in --models (default ml/calibrating): localisers, strip readers and wheel
  * reader trained as the shipped ones but without those photos (`sh ml/train.sh calibration` trains them so, with
  * `--leave-out`). A logistic regression of "the reading is exact" on the logits of the confidence product and of the
- * weakest digit's probability (`calibrationFeatures`) is fitted on the photos read and written to --output (default
- * models/calibration.json). Then the calibration photos, and the validation split read with the shipped weights
+ * weakest digit's probability (`calibrationFeatures`), with an intercept for each layout read, is fitted on the photos
+ * read and written to --output (default models/calibration.json). Then the calibration photos, and the validation split read with the shipped weights
  * (models/), are judged with the product and with the calibration: Brier score, selective accuracy, the reliability
  * table and the ESCALATE_BELOW the calibration photos support (judged on the photos fitted, and cross-validated). Beside them, not written: `--judge-with FILE`'s
  * calibration (the one shipped before, say) on the same readings, and a calibration fitted alike that also weighs
@@ -69,32 +69,45 @@ if (exact === 0 || exact === fitted.length) {
   process.exit(1);
 }
 const outcomes = fitted.map((c) => (isExact(c) ? 1 : 0));
-const features = fitted.map((c) => calibrationFeatures(c.evidence!));
-// A reading's product or weakest digit never makes it less sure the higher it is (parseCalibration refuses that).
-const { weights, bias } = fitLogisticNonNegative(features, outcomes, L2_PENALTY);
+// Each layout its own intercept: the commonest layout's is the fit's bias, every other one's an indicator added to it.
+const [commonestLayout, ...otherLayouts] = commonestFirst(fitted.map((c) => c.evidence!.layout));
+const withLayouts = (row: number[], evidence: ConfidenceEvidence) => [...row, ...otherLayouts.map((layout) => (evidence.layout === layout ? 1 : 0))];
+// A reading's product or weakest digit never makes it less sure the higher it is (parseCalibration refuses that); a
+// layout may be read less or more surely than another.
+const fitWithLayouts = (rows: number[][], rowOutcomes: number[]) => fitLogisticNonNegative(rows, rowOutcomes, L2_PENALTY, otherLayouts.length);
+const features = fitted.map((c) => withLayouts(calibrationFeatures(c.evidence!), c.evidence!));
+const {
+  weights: [slope, weakestDigitSlope, ...layoutWeights],
+  bias,
+} = fitWithLayouts(features, outcomes);
+const layoutIntercepts = Object.fromEntries([[commonestLayout!, bias], ...otherLayouts.map((layout, i) => [layout, bias + layoutWeights[i]!] as const)]);
 const calibration: Calibration = {
-  slope: weights[0]!,
-  weakestDigitSlope: weights[1]!,
-  intercept: bias,
+  slope: slope!,
+  weakestDigitSlope: weakestDigitSlope!,
+  // A layout the calibration photos did not show is taken as the least surely read of those they did.
+  intercept: Math.min(...Object.values(layoutIntercepts)),
+  layoutIntercepts,
   fittedOn:
     `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${exact} exactly) by ` +
     'localisers, strip readers and a wheel reader that had not learned them',
 };
-const withAgreement = fitLogisticNonNegative(
+const withAgreement = fitWithLayouts(
   fitted.map((c) => agreementFeatures(c.evidence!)),
   outcomes,
-  L2_PENALTY,
 );
 const output = values.output ?? path.join(SHIPPED_MODELS, CALIBRATION_FILE);
 await writeFile(output, `${JSON.stringify(calibration, null, 2)}\n`);
 console.log(
   `wrote ${output}: slope ${calibration.slope.toFixed(3)}, weakestDigitSlope ${calibration.weakestDigitSlope.toFixed(3)}, ` +
-    `intercept ${calibration.intercept.toFixed(3)}; ${calibration.fittedOn}`,
+    `intercepts ${Object.entries(layoutIntercepts)
+      .map(([layout, intercept]) => `${layout} ${intercept.toFixed(3)}`)
+      .join(', ')}; ${calibration.fittedOn}`,
 );
 console.log(
   `compared, with agreement: product logit ${withAgreement.weights[0]!.toFixed(3)}, weakest digit logit ${withAgreement.weights[1]!.toFixed(3)}, ` +
     AGREEMENTS.map((name, i) => `log ${name} ${withAgreement.weights[i + 2]!.toFixed(3)}`).join(', ') +
-    `, intercept ${withAgreement.bias.toFixed(3)}`,
+    `, intercept ${withAgreement.bias.toFixed(3)}` +
+    otherLayouts.map((layout, i) => ` (${layout} ${(withAgreement.bias + withAgreement.weights.at(i - otherLayouts.length)!).toFixed(3)})`).join(''),
 );
 
 /** The confidences judged, each a calibration of the evidence; the first is the one written. */
@@ -138,9 +151,16 @@ function judgedWith(file: string): (typeof judged)[number] {
   return { name: `calibrated as ${path.basename(file)}`, confidence: (evidence) => calibrate(evidence, other) };
 }
 
-/** The compared calibration's features: the calibration's own and each agreement share's floored logarithm. */
+/** The compared calibration's features: the calibration's own and each agreement share's floored logarithm, then the layouts'. */
 function agreementFeatures(evidence: ConfidenceEvidence): number[] {
-  return [...calibrationFeatures(evidence), ...AGREEMENTS.map((name) => Math.log(Math.max(AGREEMENT_FLOOR, evidence[name])))];
+  return withLayouts([...calibrationFeatures(evidence), ...AGREEMENTS.map((name) => Math.log(Math.max(AGREEMENT_FLOOR, evidence[name])))], evidence);
+}
+
+/** The distinct values, the commonest first (the first seen on a tie). */
+function commonestFirst(values: string[]): string[] {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([value]) => value);
 }
 
 function escalationRule(lowest: SelectiveAccuracy | undefined): string {
@@ -169,16 +189,22 @@ function lowestConfidenceKeptExact(calibrated: ScoredCase[]): SelectiveAccuracy 
  * The ESCALATE_BELOW rule judged out of sample: the calibration fitted as above on nine tenths of the calibration
  * photos judges the tenth left out (CROSS_VALIDATION_FOLDS), for each of CROSS_VALIDATION_SEEDS' deals of the photos,
  * and the rule taken on Toloka's photos and on both datasets' together, with the log loss of the confidences so judged.
+ * Beside it, the same for one intercept for every layout (the form before v20), on the same deals.
  */
 function crossValidatedRules(): string {
+  const oneIntercept = crossValidated(
+    fitted.map((c) => calibrationFeatures(c.evidence!)),
+    (rows, rowOutcomes) => fitLogisticNonNegative(rows, rowOutcomes, L2_PENALTY),
+  );
+  return (
+    `ESCALATE_BELOW, calibrated, cross-validated (${CROSS_VALIDATION_FOLDS} folds, deals ${CROSS_VALIDATION_SEEDS.join(', ')}): ` +
+    `${crossValidated(features, fitWithLayouts)}\n  with one intercept for every layout: ${oneIntercept}`
+  );
+}
+
+function crossValidated(rowFeatures: number[][], fit: (rows: number[][], rowOutcomes: number[]) => { weights: number[]; bias: number }): string {
   const rules = CROSS_VALIDATION_SEEDS.map((seed) => {
-    const probabilities = outOfFoldProbabilities(
-      features,
-      outcomes,
-      (keptFeatures, keptOutcomes) => fitLogisticNonNegative(keptFeatures, keptOutcomes, L2_PENALTY),
-      CROSS_VALIDATION_FOLDS,
-      seed,
-    );
+    const probabilities = outOfFoldProbabilities(rowFeatures, outcomes, fit, CROSS_VALIDATION_FOLDS, seed);
     const calibrated = fitted.map((c, i) => ({ ...c, confidence: Math.round(100 * probabilities[i]!) }));
     const chanceOfOutcome = outcomes.map((outcome, i) => Math.min(1 - 1e-6, Math.max(1e-6, outcome ? probabilities[i]! : 1 - probabilities[i]!)));
     const logLoss = -chanceOfOutcome.reduce((sum, chance) => sum + Math.log(chance), 0) / outcomes.length;
@@ -186,8 +212,5 @@ function crossValidatedRules(): string {
     return { toloka: threshold(calibrated.filter((c) => c.dataset === 'toloka')), both: threshold(calibrated), logLoss: logLoss.toFixed(3) };
   });
   const list = (key: keyof (typeof rules)[number]) => rules.map((rule) => rule[key]).join(', ');
-  return (
-    `ESCALATE_BELOW, calibrated, cross-validated (${CROSS_VALIDATION_FOLDS} folds, deals ${CROSS_VALIDATION_SEEDS.join(', ')}): ` +
-    `from ${list('toloka')} up on the toloka calibration photos, from ${list('both')} up on both datasets' together; log loss ${list('logLoss')}`
-  );
+  return `from ${list('toloka')} up on the toloka calibration photos, from ${list('both')} up on both datasets' together; log loss ${list('logLoss')}`;
 }

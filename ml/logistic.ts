@@ -31,9 +31,11 @@ export function fitLogistic(features: number[][], outcomes: number[], l2Penalty 
 
 /**
  * fitLogistic with no weight below 0, for features each of which says the reading is surer the higher it is: a weight
- * fitted below 0 is zeroed in every row and the fit run again (with `l2Penalty` its weight then comes out 0).
+ * fitted below 0 is zeroed in every row and the fit run again (with `l2Penalty` its weight then comes out 0). The last
+ * `eitherSign` features (a layout's indicator, say) may weigh either way.
  */
-export function fitLogisticNonNegative(features: number[][], outcomes: number[], l2Penalty: number): { weights: number[]; bias: number } {
+export function fitLogisticNonNegative(features: number[][], outcomes: number[], l2Penalty: number, eitherSign = 0): { weights: number[]; bias: number } {
+  const signed = (features[0]?.length ?? 0) - eitherSign;
   const zeroed = new Set<number>();
   for (;;) {
     const fit = fitLogistic(
@@ -41,7 +43,7 @@ export function fitLogisticNonNegative(features: number[][], outcomes: number[],
       outcomes,
       l2Penalty,
     );
-    const negative = fit.weights.flatMap((weight, i) => (weight < 0 ? [i] : []));
+    const negative = fit.weights.flatMap((weight, i) => (weight < 0 && i < signed ? [i] : []));
     if (negative.length === 0) return fit;
     for (const i of negative) zeroed.add(i);
   }

@@ -44,6 +44,23 @@ t.test('with no weight below 0, weights fitted at 0 or more are the plain fit', 
   t.same(fitLogisticNonNegative(features, outcomes, 0.01), fitLogistic(features, outcomes, 0.01));
 });
 
+t.test('the last features named either-sign keep a weight below 0; the others are still held at 0 or more', async (t) => {
+  // The third feature is a layout's indicator: readings in that layout are less often right.
+  const withIndicator = grid.flatMap((row) => [
+    [...row, 0],
+    [...row, 1],
+  ]);
+  const drawn = sample([1.2, 0.6, -1.5], 0.5, withIndicator);
+  const { weights } = fitLogisticNonNegative(drawn.features, drawn.outcomes, 0.01, 1);
+  t.ok(Math.abs(weights[2]! + 1.5) < 0.05, `the indicator weighs ${weights[2]}`);
+  t.equal(fitLogisticNonNegative(drawn.features, drawn.outcomes, 0.01, 0).weights[2], 0, 'not named either-sign: held at 0');
+
+  const secondBelowZero = sample([1.2, -0.8, -1.5], 0.5, withIndicator);
+  const held = fitLogisticNonNegative(secondBelowZero.features, secondBelowZero.outcomes, 0.01, 1);
+  t.equal(held.weights[1], 0);
+  t.ok(held.weights[2]! < 0);
+});
+
 t.test('out of fold, each row is judged by a fit on the other folds only', async (t) => {
   // A fit that knows nothing but its rows' share of exact readings.
   const shareExact = (_features: number[][], outcomes: number[]) => {

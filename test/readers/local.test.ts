@@ -134,7 +134,7 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       t.match(result.reading, /^\d{5}(\.\d{3})?$/);
       t.equal(result.value, Number(result.reading));
       t.ok(Number.isInteger(result.confidence) && result.confidence >= 0 && result.confidence <= 100);
-      t.equal(result.model, 'local-crnn-v19');
+      t.equal(result.model, 'local-crnn-v20');
       t.equal(result.digitConfidences?.length, result.reading.replace('.', '').length);
       t.equal(result.counterBox?.length, 4);
       const xs = result.counterBox!.map(([x]) => x),

@@ -19,6 +19,11 @@ export interface ConfidenceEvidence {
    * likelier miss than the same product spread over every wheel (MODEL_CARD.md, "The weakest wheel (v17)").
    */
   weakestDigit: number;
+  /**
+   * The reading's wheel layout (`ddddd.ddd`), whose intercept the calibration takes: the wheel reader votes on the
+   * wheels of one layout only, so the same product means more there (MODEL_CARD.md, "One intercept a layout (v20)").
+   */
+  layout: string;
   /** Share of the strip readers whose own reading of the chosen window is the reading. */
   readersAgreeing: number;
   /** Share of the candidate windows (both localisers') read as the reading. */
@@ -50,14 +55,17 @@ export function shareOf<T>(values: T[], test: (value: T) => boolean): number {
 
 /**
  * The weights' calibration (CALIBRATION_FILE beside them, fitted by ml/fit_calibration.ts): the confidence the reader
- * reports is 100 × σ(slope × logit(product) + weakestDigitSlope × logit(weakest digit) + intercept), its estimated
- * chance of being exact, so a client can set a threshold on it. Weights without one report the product.
+ * reports is 100 × σ(slope × logit(product) + weakestDigitSlope × logit(weakest digit) + the layout's intercept), its
+ * estimated chance of being exact, so a client can set a threshold on it. Weights without one report the product.
  */
 export interface Calibration {
   slope: number;
   /** 0 in a calibration fitted before v17, which weighs the product alone. */
   weakestDigitSlope: number;
+  /** The intercept of a layout without its own in `layoutIntercepts` (the fit writes the lowest of them). */
   intercept: number;
+  /** Each layout's intercept (`ddddd.ddd`: 2.4); empty in a calibration fitted before v20, one intercept for all. */
+  layoutIntercepts: Record<string, number>;
   /** What it was fitted on, for the people who read the file. */
   fittedOn: string;
 }
@@ -74,17 +82,18 @@ export function logitOf(points: number): number {
 }
 
 /** What the calibration weighs, in the order of its slopes: the logits of the product and of the weakest digit. */
-export function calibrationFeatures({ product, weakestDigit }: Sureness): [number, number] {
+export function calibrationFeatures({ product, weakestDigit }: Pick<Sureness, 'product' | 'weakestDigit'>): [number, number] {
   return [logitOf(product), logitOf(weakestDigit)];
 }
 
-export type Sureness = Pick<ConfidenceEvidence, 'product' | 'weakestDigit'>;
+export type Sureness = Pick<ConfidenceEvidence, 'product' | 'weakestDigit' | 'layout'>;
 
 /** The reading's confidence as the calibration reports it (0–100); the product itself without one. */
 export function calibrate(sureness: Sureness, calibration: Calibration | undefined): number {
   if (!calibration) return sureness.product;
   const [productLogit, weakestDigitLogit] = calibrationFeatures(sureness);
-  return 100 / (1 + Math.exp(-(calibration.slope * productLogit + calibration.weakestDigitSlope * weakestDigitLogit + calibration.intercept)));
+  const intercept = calibration.layoutIntercepts[sureness.layout] ?? calibration.intercept;
+  return 100 / (1 + Math.exp(-(calibration.slope * productLogit + calibration.weakestDigitSlope * weakestDigitLogit + intercept)));
 }
 
 /** The calibration in `file`, checked; a file that is not one stops the model from loading. */
@@ -95,18 +104,29 @@ export function parseCalibration(text: string, file: string): Calibration {
   } catch (error) {
     throw new Error(`${file} is not JSON: ${(error as Error).message}`);
   }
-  const { slope, weakestDigitSlope = 0, intercept, fittedOn } = parsed ?? {};
+  const { slope, weakestDigitSlope = 0, intercept, layoutIntercepts = {}, fittedOn } = parsed ?? {};
   if (
     !Number.isFinite(slope) ||
     !(slope! > 0) ||
     !Number.isFinite(weakestDigitSlope) ||
     !(weakestDigitSlope >= 0) ||
     !Number.isFinite(intercept) ||
+    !isLayoutIntercepts(layoutIntercepts) ||
     typeof fittedOn !== 'string'
   ) {
     throw new Error(
-      `${file} is not a calibration: it needs a positive number "slope", a number "intercept", a "fittedOn" text and, if any, a number "weakestDigitSlope" of 0 or more`,
+      `${file} is not a calibration: it needs a positive number "slope", a number "intercept", a "fittedOn" text and, if any, ` +
+        'a number "weakestDigitSlope" of 0 or more and "layoutIntercepts", a number for each layout such as "ddddd.ddd"',
     );
   }
-  return { slope: slope!, weakestDigitSlope, intercept: intercept!, fittedOn };
+  return { slope: slope!, weakestDigitSlope, intercept: intercept!, layoutIntercepts, fittedOn };
+}
+
+function isLayoutIntercepts(value: unknown): value is Record<string, number> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.entries(value).every(([layout, intercept]) => /^d+(\.d+)?$/.test(layout) && Number.isFinite(intercept))
+  );
 }

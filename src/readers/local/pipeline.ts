@@ -347,6 +347,7 @@ function confidenceEvidence(chosen: FormattedWindowReading, readings: WindowRead
   return {
     product: givenLayouts(chosen.formatted.confidence, layoutsAgreeing),
     weakestDigit: givenLayouts(100 * Math.min(...chosen.strip.digitProbabilities), layoutsAgreeing),
+    layout,
     readersAgreeing: shareOf(chosen.raw.readerTexts, (readerText) => readerText === text),
     candidatesAgreeing: shareOf(candidateTexts, (candidateText) => candidateText === text),
     layoutsAgreeing,

@@ -79,7 +79,7 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * 4 195 / 201 / 209, 6 195 / 201 / 210.
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 3, fractional: 6 };
-export const MODEL_NAME = 'local-crnn-v19';
+export const MODEL_NAME = 'local-crnn-v20';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
  * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fall
