@@ -7,10 +7,11 @@
  * its order) are read with the weights in --models (default ml/calibrating): localisers, strip readers and wheel
  * reader trained as the shipped ones but without those photos (`sh ml/train.sh calibration` trains them so, with
  * `--leave-out`). A logistic regression of "the reading is exact" on the logits of the confidence product and of the
- * weakest digit's probability (`calibrationFeatures`), with an intercept for each layout read, is fitted on the photos
- * read and written to --output (default models/calibration.json). Then the calibration photos, and the validation split read with the shipped weights
- * (models/), are judged with the product and with the calibration: Brier score, selective accuracy, the reliability
- * table and the ESCALATE_BELOW the calibration photos support (judged on the photos fitted, and cross-validated). Beside them, not written: `--judge-with FILE`'s
+ * weakest digit's probability (`calibrationFeatures`), with an intercept for each layout read, is fitted on the
+ * photos read and written to --output (default models/calibration.json). Then the calibration photos, and the
+ * validation split read with the shipped weights (models/), are judged with the product and with the calibration:
+ * Brier score, selective accuracy, the reliability table and the ESCALATE_BELOW the calibration photos support (judged
+ * on the photos fitted, and cross-validated). Beside them, not written: `--judge-with FILE`'s
  * calibration (the one shipped before, say) on the same readings, and a calibration fitted alike that also weighs
  * how far the photo's other readings agree (AGREEMENTS), measured here before the reader uses it (issue #15,
  * "test-time agreement as confidence"). `--cache DIR` keeps the readings in DIR and reuses them.
@@ -66,6 +67,11 @@ const exact = fitted.filter(isExact).length;
 if (exact === 0 || exact === fitted.length) {
   // A logistic fit needs right and wrong readings both (weights trained with a small share of their steps read none).
   console.error(`no calibration fitted: ${fitted.length} calibration photos read, ${exact} exactly; it needs right and wrong readings both`);
+  process.exit(1);
+}
+if (fitted.some((c) => c.evidence!.layout === undefined)) {
+  // Readings cached before v20 lack the layout each intercept is fitted for.
+  console.error(`no calibration fitted: the readings cached in ${values.cache} name no layout; read them again into a fresh --cache`);
   process.exit(1);
 }
 const outcomes = fitted.map((c) => (isExact(c) ? 1 : 0));
