@@ -84,9 +84,7 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
     load(READER_FILES, STRIP_HEIGHT, STRIP_WIDTH),
   ]);
   const calibration = loadCalibration(modelDir);
-  // Experiment (issue #15, taken out again): ml/train_rolls.py's roll reader on the last wheel, into raw.evidence.
-  const rollReader = process.env.ROLLS_ONNX ? await ort.InferenceSession.create(process.env.ROLLS_ONNX) : undefined;
-  return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders, rollReader }, image, window, calibration) };
+  return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders }, image, window, calibration) };
 }
 
 /**
@@ -128,14 +126,13 @@ interface Sessions {
   /** Without it the strip readers alone decide (as training code reads, and weights trained without Toloka). */
   wheelReader?: ort.InferenceSession;
   stripReaders: ort.InferenceSession[];
-  rollReader?: ort.InferenceSession;
 }
 
 /** The readers of a window. */
 export type WindowReaders = Omit<Sessions, 'localisers'>;
 
 async function readMeter(
-  { localisers, rollReader, ...readers }: Sessions,
+  { localisers, ...readers }: Sessions,
   image: Buffer,
   window: PlausibilityWindow | undefined,
   calibration: Calibration | undefined,
@@ -159,9 +156,8 @@ async function readMeter(
   if (pastWholeUnits) readings.push(pastWholeUnits);
   const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
-  const roll = rollReader ? await lastWheelRoll(rollReader, photo, best) : undefined;
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
-    const evidence = { ...confidenceEvidence(chosen, readings), ...roll };
+    const evidence = confidenceEvidence(chosen, readings);
     const calibrated = calibrate(evidence, calibration);
     if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
       // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
@@ -521,20 +517,6 @@ async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, wi
   const averaged = mean(WHEEL_SHIFTS.map((_, shift) => probabilities.subarray(shift * perShift, (shift + 1) * perShift)));
   const digits = averaged.length / WHEEL_COUNT;
   return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(averaged.subarray(wheel * digits, (wheel + 1) * digits)));
-}
-
-/** How far the chosen reading's last wheel has rolled: 0 at a whole digit, 1 half way (and the tenths' probabilities). */
-async function lastWheelRoll(session: ort.InferenceSession, photo: RgbImage, chosen: FormattedWindowReading) {
-  const count = chosen.formatted.reading.replace('.', '').length;
-  const size = 3 * WHEEL_HEIGHT * WHEEL_WIDTH;
-  const slices = WHEEL_SHIFTS.map((shift) => sliceWindow(chosen.window, count - 1 + shift, count));
-  const crops = new Float32Array(slices.length * size);
-  slices.forEach((slice, index) => rectifyInto(photo, slice, WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, crops, index * size));
-  const output = await session.run({ wheels: new ort.Tensor('float32', crops, [slices.length, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
-  const tenths = mean(WHEEL_SHIFTS.map((_, i) => (output.probabilities!.data as Float32Array).subarray(i * 10, i * 10 + 10)));
-  const rollTenths = Array.from(tenths).map((p) => Math.round(p * 1000) / 1000);
-  const lastWheelRoll = rollTenths.reduce((sum, p, t) => sum + (p * Math.min(t, 10 - t)) / 5, 0);
-  return { lastWheelRoll, rollTenths };
 }
 
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
