@@ -156,9 +156,8 @@ async function readMeter(
   if (pastWholeUnits) readings.push(pastWholeUnits);
   const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
-  const tta = process.env.WHEEL_TTA && readers.wheelReader ? await wheelStability(readers.wheelReader, photo, best) : undefined;
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
-    const evidence = { ...confidenceEvidence(chosen, readings), ...tta };
+    const evidence = confidenceEvidence(chosen, readings);
     const calibrated = calibrate(evidence, calibration);
     if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
       // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
@@ -518,54 +517,6 @@ async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, wi
   const averaged = mean(WHEEL_SHIFTS.map((_, shift) => probabilities.subarray(shift * perShift, (shift + 1) * perShift)));
   const digits = averaged.length / WHEEL_COUNT;
   return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(averaged.subarray(wheel * digits, (wheel + 1) * digits)));
-}
-
-// Experiment (issue #15, taken out again): with WHEEL_TTA set, the chosen window's wheels read again with each slice
-// moved across the counter (dy, in half-heights), taller or shorter (sy) and narrower or wider (sx), into raw.evidence:
-// the least probability any wheel's read digit keeps (ttaWeakest; ttaLast for the last wheel) and how many wheel reads change digit.
-const PERTURBATIONS: Array<[number, number, number]> = [
-  [0.2, 1, 1],
-  [-0.2, 1, 1],
-  [0, 0.8, 1],
-  [0, 1.25, 1],
-  [0, 1, 0.8],
-  [0.1, 1.1, 0.9],
-  [-0.1, 0.9, 1.1],
-];
-async function wheelStability(wheelReader: ort.InferenceSession, photo: RgbImage, chosen: FormattedWindowReading) {
-  const digits = chosen.formatted.reading.replace('.', '');
-  if (digits.length !== WHEEL_COUNT) return { ttaWeakest: 100, ttaLast: 100, ttaFlips: 0 };
-  const size = 3 * WHEEL_HEIGHT * WHEEL_WIDTH;
-  const w = chosen.window;
-  const normal: Point = [-w.across[1], w.across[0]];
-  const slices = PERTURBATIONS.flatMap(([dy, sy, sx]) =>
-    Array.from({ length: WHEEL_COUNT }, (_, wheel) => {
-      const s = sliceWindow(w, wheel, WHEEL_COUNT);
-      return {
-        ...s,
-        centre: [s.centre[0] + dy * w.halfHeight * normal[0], s.centre[1] + dy * w.halfHeight * normal[1]] as Point,
-        halfHeight: s.halfHeight * sy,
-        halfWidth: s.halfWidth * sx,
-      };
-    }),
-  );
-  const crops = new Float32Array(slices.length * size);
-  slices.forEach((slice, index) => rectifyInto(photo, slice, WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, crops, index * size));
-  const output = await wheelReader.run({ wheels: new ort.Tensor('float32', crops, [slices.length, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
-  const p = output.probabilities!.data as Float32Array;
-  let ttaWeakest = 1,
-    ttaLast = 1,
-    ttaFlips = 0;
-  PERTURBATIONS.forEach((_, k) => {
-    for (let wheel = 0; wheel < WHEEL_COUNT; wheel++) {
-      const row = p.subarray((k * WHEEL_COUNT + wheel) * 10, (k * WHEEL_COUNT + wheel + 1) * 10);
-      const q = row[Number(digits[wheel])]!;
-      ttaWeakest = Math.min(ttaWeakest, q);
-      if (wheel === WHEEL_COUNT - 1) ttaLast = Math.min(ttaLast, q);
-      if (row.indexOf(Math.max(...row)) !== Number(digits[wheel])) ttaFlips++;
-    }
-  });
-  return { ttaWeakest: 100 * ttaWeakest, ttaLast: 100 * ttaLast, ttaFlips };
 }
 
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
