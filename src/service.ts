@@ -64,7 +64,7 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
 
   let stopping = false;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) return log(`${signal}: already shutting down`);
     stopping = true;
     const graceMs = config.shutdownGraceSeconds * 1000;
     const graceEnds = Date.now() + graceMs;
@@ -82,8 +82,10 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
     log('stopped');
     process.exit(0);
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // Kept for the whole shutdown (not `once`): a signal that comes again, as Ctrl-C under `npm start` does (the terminal's
+  // and the one npm forwards), would otherwise end the process at once and leave the embedded PostgreSQL running.
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 /** Time to close the pool after the grace period: a connection still checked out is not waited for longer. */

@@ -67,10 +67,46 @@ t.test('the all-in-one service on its embedded database', async (t) => {
   while (model.requests.length === 0) await sleep(20);
   const exitCode = exited(second.child);
   second.child.kill('SIGTERM');
+  await sleep(100);
+  second.child.kill('SIGTERM'); // as Ctrl-C under `npm start` arrives twice: the terminal's and the one npm forwards
   const response = await inFlight;
-  t.equal(response.status, 200, 'SIGTERM lets the request in flight finish');
+  t.equal(response.status, 200, 'SIGTERM lets the request in flight finish, a signal sent again meanwhile too');
   t.match(await response.json(), { status: 'completed', reading: '02390.276' });
   t.equal(await exitCode, 0, 'then exits cleanly');
+  t.match(second.output(), /SIGTERM: already shutting down/);
   t.match(second.output(), /stopped/);
   t.notOk(existsSync(postmasterPid), 'and stops its PostgreSQL');
+});
+
+/**
+ * A supervisor that signals the process it started, when that is `npm start`: npm forwards the signal to its script,
+ * which must be the service itself (`exec`), not a shell that would die and leave the service and its PostgreSQL running.
+ */
+t.test('`npm start` stops in order when npm is sent SIGTERM', async (t) => {
+  const model = await startFakeOpenAI();
+  const { dataDir, env, port } = await embeddedServeEnv(model.url);
+  const postmasterPid = path.join(dataDir, 'postgres', 'postmaster.pid');
+  const npm = spawn('npm', ['start', '--silent'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const npmExited = new Promise((resolve) => npm.once('exit', resolve));
+  t.teardown(async () => {
+    npm.kill('SIGKILL');
+    await model.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  let ready = false;
+  for (let i = 0; i < 300 && npm.exitCode === null && !ready; i++) {
+    ready = (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200;
+    if (!ready) await sleep(100);
+  }
+  t.ok(ready, 'npm start: ready');
+
+  npm.kill('SIGTERM');
+  await npmExited;
+  for (let i = 0; i < 100 && !/stopped/.test(output); i++) await sleep(100);
+  t.match(output, /SIGTERM: shutting down/, 'the service itself got the signal');
+  t.match(output, /stopped/, 'and stopped in order');
+  t.notOk(existsSync(postmasterPid), 'with its PostgreSQL');
+  t.equal(await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => 'refused'), 'refused', 'nothing listens on its port');
 });
