@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { ServiceDeps } from './deps.ts';
-import errorEnvelope, { clientErrorEnvelope } from './plugins/app/error-envelope.ts';
+import errorEnvelope, { clientErrorEnvelope, frameworkErrorEnvelope } from './plugins/app/error-envelope.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import metrics from './plugins/app/metrics.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
@@ -31,6 +31,7 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
     // graceful-close refuses requests that arrive while closing, in the error envelope.
     return503OnClosing: false,
     clientErrorHandler: clientErrorEnvelope,
+    frameworkErrors: frameworkErrorEnvelope,
   });
   app.decorate('deps', deps);
   await app.register(requestIdHeader);

@@ -39,6 +39,27 @@ export function clientErrorEnvelope(error: Error & { code?: string }, socket: So
   socket.destroySoon();
 }
 
+/** The router's refusals of a URL path, which it answers before any route or error handler. */
+const ROUTER_ERRORS: Record<string, [status: number, message: string]> = {
+  FST_ERR_BAD_URL: [400, 'The URL path is not valid percent-encoding'],
+  FST_ERR_MAX_PARAM_LENGTH: [414, 'A part of the URL path is longer than 100 characters'],
+};
+
+/**
+ * Fastify's `frameworkErrors`: the router refuses a path it cannot decode, or one with a part longer than its
+ * `maxParamLength`, with a body of its own; this gives those answers the envelope. Anything else it reports
+ * (an async constraint that failed) is ours to fix: a 500 like any other.
+ */
+export function frameworkErrorEnvelope(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = ROUTER_ERRORS[error.code];
+  if (known) {
+    reply.code(known[0]).send(errorBody('request', known[1]));
+    return;
+  }
+  request.log.error({ err: error }, 'unexpected error');
+  reply.code(500).send(errorBody('server', 'Internal server error', { request_id: request.id }));
+}
+
 /** Every error, ours or Fastify's, leaves in the documented envelope; a 500 never shows a stack. */
 export default fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) => {

@@ -233,6 +233,13 @@ t.test('meter-reading API', async (t) => {
     t.equal(notFound.status, 404);
     t.same(await notFound.json(), { errors: { route: ['Not found: GET /api/nothing-here'] } });
 
+    const badPath = await fetch(`${service.url}/api/meter-reading/%E0%A4%A`);
+    t.equal(badPath.status, 400, 'a path that is not valid percent-encoding');
+    t.same(await badPath.json(), { errors: { request: ['The URL path is not valid percent-encoding'] } });
+    const longPart = await fetch(`${service.url}/api/meters/${'a'.repeat(3000)}/readings`);
+    t.equal(longPart.status, 414, 'a path part longer than the router takes');
+    t.same(await longPart.json(), { errors: { request: ['A part of the URL path is longer than 100 characters'] } });
+
     const customer = await createCustomer(service.db);
     await service.db.schema.alterTable('meter_images').renameTo('meter_images_gone').execute();
     t.teardown(() => service.db.schema.alterTable('meter_images_gone').renameTo('meter_images').execute());
