@@ -3,7 +3,16 @@ import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors.ts';
 import { meterResult, meterResults } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
-import { errorEnvelope, INPUT_ERROR, MeterListQuery, MeterReferenceParams, MeterResult, MeterResultList, SERVER_ERROR } from '../../schemas/meter-reading.ts';
+import {
+  errorEnvelope,
+  INPUT_ERROR,
+  MeterListQuery,
+  MeterReferenceParams,
+  MeterResult,
+  MeterResultList,
+  MeterStatus,
+  SERVER_ERROR,
+} from '../../schemas/meter-reading.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -73,9 +82,17 @@ function account(request: FastifyRequest): string {
   return request.accountId;
 }
 
+/** What each list parameter must be, said as the README says it (the schema's own messages are Ajv's, one per union member). */
+const LIST_QUERY_RULES: Record<string, string> = {
+  status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
+  created_after: 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z',
+  limit: `limit must be an integer from 1 to ${MeterListQuery.properties.limit.maximum}`,
+  starting_after: 'starting_after must be the next_cursor of the previous page (a reference_id)',
+};
+
 /** A bad query parameter is a 422 naming the parameter, like every other input error of the API. */
 function queryError(error: Error & { validation?: Array<{ instancePath: string; params?: Record<string, unknown> }> }): DomainError {
   const issue = error.validation?.[0];
   const field = issue?.instancePath.replace(/^\//, '') || String(issue?.params?.missingProperty ?? 'query');
-  return new DomainError('invalid', field, error.message.replace(/^querystring\/\S+ /, ''));
+  return new DomainError('invalid', field, LIST_QUERY_RULES[field] ?? error.message.replace(/^querystring\/\S+ /, ''));
 }

@@ -204,20 +204,20 @@ t.test('results by reference and lists', async (t) => {
 
   t.test('bad list parameters are 422 naming the parameter', async (t) => {
     const customer = await createCustomer(service.db);
-    const cases: Array<[string, string]> = [
-      ['limit=0', 'limit'],
-      ['limit=101', 'limit'],
-      ['limit=ten', 'limit'],
-      ['status=done', 'status'],
-      ['created_after=yesterday', 'created_after'],
-      ['starting_after=nope', 'starting_after'],
-      ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after'],
+    const cases: Array<[string, string, RegExp]> = [
+      ['limit=0', 'limit', /^limit must be an integer from 1 to 100$/],
+      ['limit=101', 'limit', /^limit must be an integer from 1 to 100$/],
+      ['limit=ten', 'limit', /^limit must be an integer from 1 to 100$/],
+      ['status=done', 'status', /^status must be one of pending, processing, completed, failed$/],
+      ['created_after=yesterday', 'created_after', /^created_after must be an RFC 3339 date-time/],
+      ['starting_after=nope', 'starting_after', /^starting_after must be the next_cursor of the previous page/],
+      ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after', /^No submission of this account has this reference_id$/],
     ];
-    for (const [query, field] of cases) {
+    for (const [query, field, message] of cases) {
       const result = await get(service, `/api/meter-readings?${query}`, customer.key);
       t.equal(result.status, 422, query);
       t.same(Object.keys(result.body.errors), [field], query);
-      t.type(result.body.errors[field][0], 'string');
+      t.match(result.body.errors[field], [message], `${query}: one message that says what ${field} must be`);
     }
   });
 
