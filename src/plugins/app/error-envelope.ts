@@ -56,6 +56,11 @@ export function frameworkErrorEnvelope(error: FastifyError, request: FastifyRequ
     reply.code(known[0]).send(errorBody('request', known[1]));
     return;
   }
+  answerUnexpected(error, request, reply);
+}
+
+/** A 500 that shows the client a request id to quote and the operator the error, never the client a stack. */
+function answerUnexpected(error: Error, request: FastifyRequest, reply: FastifyReply): void {
   request.log.error({ err: error }, 'unexpected error');
   reply.code(500).send(errorBody('server', 'Internal server error', { request_id: request.id }));
 }
@@ -85,8 +90,7 @@ export default fp(async (app: FastifyInstance) => {
       reply.send(errorBody('database', 'The database is unavailable. Try again shortly.'));
       return;
     }
-    request.log.error({ err: error }, 'unexpected error');
-    reply.code(500).send(errorBody('server', 'Internal server error', { request_id: request.id }));
+    answerUnexpected(error, request, reply);
   });
 });
 
