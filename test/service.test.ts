@@ -11,6 +11,26 @@ import { embeddedServeEnv } from './helpers/serve.ts';
 
 const root = path.join(import.meta.dirname, '..');
 
+/** `command` started in the checkout with `env`, and what it has printed so far. */
+function start(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output };
+}
+
+/** Whether the service at `url` answers /readyz before `child` exits or 30 s pass. */
+async function ready(url: string, child: ChildProcess): Promise<boolean> {
+  for (let i = 0; i < 300 && child.exitCode === null; i++) {
+    const response = await fetch(`${url}/readyz`).catch(() => undefined);
+    if (response?.status === 200) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
 /**
  * `npm start` as a user runs it: no DATABASE_URL, so an embedded PostgreSQL under DATA_DIR.
  */
@@ -27,24 +47,13 @@ t.test('the all-in-one service on its embedded database', async (t) => {
   });
 
   const serve = () => {
-    const child = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
-    started.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    return { child, output: () => output };
+    const service = start(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], env);
+    started.push(service.child);
+    return service;
   };
-  const ready = async (child: ChildProcess) => {
-    for (let i = 0; i < 300 && child.exitCode === null; i++) {
-      const response = await fetch(`${url}/readyz`).catch(() => undefined);
-      if (response?.status === 200) return true;
-      await sleep(100);
-    }
-    return false;
-  };
-  const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const first = serve();
-  t.ok(await ready(first.child), 'first start: ready');
+  t.ok(await ready(url, first.child), 'first start: ready');
   t.match(first.output(), /initialising PostgreSQL/);
   t.match(first.output(), /listening on http:\/\/localhost:\d+/, 'prints its URL');
 
@@ -53,7 +62,7 @@ t.test('the all-in-one service on its embedded database', async (t) => {
   t.ok(existsSync(postmasterPid), 'SIGKILL leaves the postmaster running');
 
   const second = serve();
-  t.ok(await ready(second.child), 'started again after SIGKILL');
+  t.ok(await ready(url, second.child), 'started again after SIGKILL');
   t.match(second.output(), /reusing PostgreSQL already running/);
 
   const cli = async (...args: string[]) =>
@@ -86,27 +95,21 @@ t.test('`npm start` stops in order when npm is sent SIGTERM', async (t) => {
   const model = await startFakeOpenAI();
   const { dataDir, env, port } = await embeddedServeEnv(model.url);
   const postmasterPid = path.join(dataDir, 'postgres', 'postmaster.pid');
-  const npm = spawn('npm', ['start', '--silent'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  let output = '';
-  npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const npmExited = new Promise((resolve) => npm.once('exit', resolve));
+  const url = `http://127.0.0.1:${port}`;
+  const npm = start('npm', ['start', '--silent'], env);
   t.teardown(async () => {
-    npm.kill('SIGKILL');
+    npm.child.kill('SIGKILL');
     await model.close();
     await rm(dataDir, { recursive: true, force: true });
   });
-  let ready = false;
-  for (let i = 0; i < 300 && npm.exitCode === null && !ready; i++) {
-    ready = (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200;
-    if (!ready) await sleep(100);
-  }
-  t.ok(ready, 'npm start: ready');
+  t.ok(await ready(url, npm.child), 'npm start: ready');
 
-  npm.kill('SIGTERM');
+  const npmExited = exited(npm.child);
+  npm.child.kill('SIGTERM');
   await npmExited;
-  for (let i = 0; i < 100 && !/stopped/.test(output); i++) await sleep(100);
-  t.match(output, /SIGTERM: shutting down/, 'the service itself got the signal');
-  t.match(output, /stopped/, 'and stopped in order');
+  for (let i = 0; i < 100 && !/stopped/.test(npm.output()); i++) await sleep(100);
+  t.match(npm.output(), /SIGTERM: shutting down/, 'the service itself got the signal');
+  t.match(npm.output(), /stopped/, 'and stopped in order');
   t.notOk(existsSync(postmasterPid), 'with its PostgreSQL');
-  t.equal(await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => 'refused'), 'refused', 'nothing listens on its port');
+  t.equal(await fetch(`${url}/readyz`).catch(() => 'refused'), 'refused', 'nothing listens on its port');
 });
