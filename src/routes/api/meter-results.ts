@@ -82,7 +82,7 @@ function account(request: FastifyRequest): string {
   return request.accountId;
 }
 
-/** What each list parameter must be, said as the README says it (the schema's own messages are Ajv's, one per union member). */
+/** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
 const LIST_QUERY_RULES: Record<string, string> = {
   status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
   created_after: 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z',
