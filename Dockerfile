@@ -18,7 +18,7 @@ FROM --platform=linux/amd64 node:22-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/app/data PORT=3000 HOST=0.0.0.0
 COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
-COPY package.json ./
+COPY package.json LICENSE ./
 COPY bin ./bin
 COPY sql ./sql
 COPY src ./src

@@ -128,7 +128,8 @@ if [ "$MODE" = all ]; then
     train_wheel_readers ../models/wheels.onnx "$CACHE" wheels
   else
     train_localiser ../models/localiser-2.onnx localiser-2 --seed 2
-    rm -f ../models/wheels.onnx ../models/calibration.json
+    # provenance.json describes the shipped weights' data; without it the service logs these weights' licence as unknown.
+    rm -f ../models/wheels.onnx ../models/calibration.json ../models/provenance.json
   fi
   tail -n 2 "$LOGS"/meterlens-reader-?.log
   # Those of the calibration learned from the old networks' windows.

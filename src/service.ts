@@ -5,6 +5,7 @@ import { connectDatabase } from './db/connect.ts';
 import { createDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { createBoss, ensureQueues } from './queue.ts';
+import { describeWeights } from './readers/local/provenance.ts';
 import { createReaderChain } from './readers/registry.ts';
 import { startWorker } from './worker.ts';
 
@@ -46,6 +47,7 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
   await boss.start();
   const readers = await createReaderChain(config);
   log(`reader chain: ${readers.readers.map((reader) => reader.name).join(' → ') || '(none configured)'}`);
+  if (readers.readers.some((reader) => reader.name === 'local')) log(await describeWeights(config.localModelDir));
 
   if (roles.worker) {
     await startWorker({ config, db, boss, readers });

@@ -93,7 +93,8 @@ t.test('the all-in-one service on its embedded database', async (t) => {
  */
 t.test('`npm start` stops in order when npm is sent SIGTERM', async (t) => {
   const model = await startFakeOpenAI();
-  const { dataDir, env, port } = await embeddedServeEnv(model.url);
+  // The default chain's local reader, as a user's `npm start` loads it.
+  const { dataDir, env, port } = await embeddedServeEnv(model.url, { READER_CHAIN: 'local,openai' });
   const postmasterPid = path.join(dataDir, 'postgres', 'postmaster.pid');
   const url = `http://127.0.0.1:${port}`;
   const npm = start('npm', ['start', '--silent'], env);
@@ -103,6 +104,11 @@ t.test('`npm start` stops in order when npm is sent SIGTERM', async (t) => {
     await rm(dataDir, { recursive: true, force: true });
   });
   t.ok(await ready(url, npm.child), 'npm start: ready');
+  t.match(
+    npm.output(),
+    /weights local-crnn-v20: NOT for commercial use, learned from Toloka Water Meters \(CC BY-NC-ND 4\.0\)/,
+    'says once what its weights may be used for',
+  );
 
   const npmExited = exited(npm.child);
   npm.child.kill('SIGTERM');

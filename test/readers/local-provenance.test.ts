@@ -1,0 +1,42 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { CALIBRATION_FILE } from '../../src/readers/local/confidence.ts';
+import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
+import { describeWeights, licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
+import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
+
+const shippedDir = path.join(import.meta.dirname, '..', '..', 'models');
+const shipped = (await import(path.join(shippedDir, PROVENANCE_FILE), { with: { type: 'json' } })).default as Provenance;
+
+t.test('the shipped provenance describes every file the reader loads and every dataset it names', async (t) => {
+  t.same(Object.keys(shipped.files).sort(), [...MODEL_FILES, WHEEL_READER_FILE, CALIBRATION_FILE].sort());
+  for (const [file, datasets] of Object.entries(shipped.files)) {
+    t.ok(datasets.length > 0, `${file} names what it learned from`);
+    for (const id of datasets) t.ok(shipped.datasets[id]?.licence, `${file}: ${id} has a licence stated`);
+  }
+});
+
+t.test('the licence line says whether the weights may be used commercially', async (t) => {
+  t.match(
+    await describeWeights(shippedDir),
+    /^weights local-crnn-v20: NOT for commercial use, learned from Toloka Water Meters \(CC BY-NC-ND 4\.0\); BDCI 2020/,
+  );
+  const clean: Provenance = {
+    set: 'clean-1',
+    datasets: { 'digits-clean': { name: 'digits-clean', licence: 'Apache-2.0, MIT', commercialUse: true }, toloka: shipped.datasets.toloka! },
+    files: { 'reader-1.onnx': ['digits-clean'] },
+  };
+  t.equal(licenceLine(clean), 'weights clean-1: learned only from data that allows commercial use', 'a dataset described but unused does not count');
+  t.match(
+    licenceLine({ ...clean, files: { 'reader-1.onnx': ['mystery'] } }),
+    /NOT for commercial use, learned from a dataset provenance.json does not describe/,
+  );
+
+  const ownDir = await mkdtemp(path.join(tmpdir(), 'meterlens-weights-'));
+  t.teardown(() => rm(ownDir, { recursive: true, force: true }));
+  t.equal(await describeWeights(ownDir), `weights in ${ownDir}: no provenance.json, so their licence is unknown`);
+  await writeFile(path.join(ownDir, PROVENANCE_FILE), JSON.stringify(clean));
+  t.match(await describeWeights(ownDir), /learned only from data that allows commercial use/);
+});
