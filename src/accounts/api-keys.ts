@@ -2,10 +2,17 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ApiKeyStatus } from '../db/schema.ts';
 import { DomainError, requireId, requireText } from '../errors.ts';
+import { checkBound, lockAccount } from './account-bounds.ts';
 import { hashApiKey, newApiKey } from './api-key-format.ts';
 import { requireAccount } from './require-account.ts';
 
 export const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];
+
+/** Keys an account may have that are not deleted, inactive ones included (they can be enabled again): one per app or site, and some to rotate. */
+export const API_KEYS_PER_ACCOUNT = 20;
+
+/** A project name is a label for people, as long as the dashboard's field lets one type. */
+export const PROJECT_NAME_MAX_LENGTH = 200;
 
 /** What may be shown about a key after creation: never the key or its hash. */
 export interface ApiKeySummary {
@@ -27,22 +34,32 @@ export async function createApiKey(
   input: { accountId: string | number; projectName: string; status?: ApiKeyStatus },
 ): Promise<{ id: string; key: string }> {
   const accountId = await requireAccount(db, input.accountId);
-  const projectName = requireText(input.projectName, 'project name');
+  const projectName = requireProjectName(input.projectName);
   const status = requireStatus(input.status ?? 'active');
   const { key, displayPrefix, displaySuffix } = newApiKey();
-  const row = await db
-    .insertInto('api_keys')
-    .values({
-      account_id: accountId,
-      project_name: projectName,
-      status,
-      key_sha256: hashApiKey(key),
-      display_prefix: displayPrefix,
-      display_suffix: displaySuffix,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return { id: row.id, key };
+  return db.transaction().execute(async (tx) => {
+    await lockAccount(tx, accountId);
+    const { count } = await tx
+      .selectFrom('api_keys')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('account_id', '=', accountId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    checkBound(count, API_KEYS_PER_ACCOUNT, 'keys', `the account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`);
+    const row = await tx
+      .insertInto('api_keys')
+      .values({
+        account_id: accountId,
+        project_name: projectName,
+        status,
+        key_sha256: hashApiKey(key),
+        display_prefix: displayPrefix,
+        display_suffix: displaySuffix,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return { id: row.id, key };
+  });
 }
 
 /** The account's keys that are not deleted, oldest first. */
@@ -84,6 +101,14 @@ function scopedKey(db: Db, accountId: string | number | undefined, id: string | 
   let query = db.updateTable('api_keys').where('id', '=', requireId(id, 'key id')).where('deleted_at', 'is', null);
   if (accountId !== undefined) query = query.where('account_id', '=', requireId(accountId, 'account id'));
   return query;
+}
+
+function requireProjectName(value: string): string {
+  const projectName = requireText(value, 'project name');
+  if (projectName.length > PROJECT_NAME_MAX_LENGTH) {
+    throw new DomainError('invalid', 'project name', `project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`);
+  }
+  return projectName;
 }
 
 function requireStatus(status: ApiKeyStatus): ApiKeyStatus {

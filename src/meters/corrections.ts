@@ -1,9 +1,14 @@
+import { sql } from 'kysely';
+import { checkBound } from '../accounts/account-bounds.ts';
 import type { Db } from '../db/database.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
 export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
+
+/** Corrections one submission may have: a person changes their mind a few times, not hundreds. */
+export const CORRECTIONS_PER_SUBMISSION = 20;
 
 export type CorrectionOutcome = { outcome: 'corrected'; record: SubmissionRecord } | { outcome: 'not_found' } | { outcome: 'not_finished' };
 
@@ -15,18 +20,29 @@ export type CorrectionOutcome = { outcome: 'corrected'; record: SubmissionRecord
  */
 export async function correctReading(db: Db, accountId: string, referenceId: string, reading: string, by: Corrector): Promise<CorrectionOutcome> {
   if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
-  const meter = await db
-    .selectFrom('meters')
-    .select(['id', 'status'])
-    .where('account_id', '=', accountId)
-    .where('reference_id', '=', referenceId)
-    .executeTakeFirst();
-  if (!meter) return { outcome: 'not_found' };
-  if (meter.status !== 'completed' && meter.status !== 'failed') return { outcome: 'not_finished' };
-  await db
-    .insertInto('reading_corrections')
-    .values({ meter_id: meter.id, reading, value: reading, api_key_id: by.apiKeyId ?? null, user_id: by.userId ?? null, corrected_by: by.label })
-    .execute();
-  const record = await submissionRecords(db, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
-  return { outcome: 'corrected', record };
+  return db.transaction().execute(async (tx): Promise<CorrectionOutcome> => {
+    // The submission's row stays locked until the correction is stored, so that concurrent
+    // corrections of it are counted one after another and the bound holds exactly.
+    const meter = await tx
+      .selectFrom('meters')
+      .select(['id', 'status'])
+      .where('account_id', '=', accountId)
+      .where('reference_id', '=', referenceId)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
+    if (!meter) return { outcome: 'not_found' };
+    if (meter.status !== 'completed' && meter.status !== 'failed') return { outcome: 'not_finished' };
+    const { count } = await tx
+      .selectFrom('reading_corrections')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('meter_id', '=', meter.id)
+      .executeTakeFirstOrThrow();
+    checkBound(count, CORRECTIONS_PER_SUBMISSION, 'corrections', `This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`);
+    await tx
+      .insertInto('reading_corrections')
+      .values({ meter_id: meter.id, reading, value: reading, api_key_id: by.apiKeyId ?? null, user_id: by.userId ?? null, corrected_by: by.label })
+      .execute();
+    const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
+    return { outcome: 'corrected', record };
+  });
 }

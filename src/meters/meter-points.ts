@@ -1,4 +1,6 @@
-import type { Db } from '../db/database.ts';
+import { sql } from 'kysely';
+import { checkBound, lockAccount } from '../accounts/account-bounds.ts';
+import type { Db, Tx } from '../db/database.ts';
 
 /** The account's meter point named `externalId`, created on its first submission. */
 export async function upsertMeterPoint(db: Db, accountId: string, externalId: string): Promise<string> {
@@ -28,15 +30,50 @@ export function isMaxFlow(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 && value <= MAX_FLOW_LIMIT;
 }
 
-/** Sets (null: clears, back to the account's) one meter's max flow; creates the meter point if needed. */
+/**
+ * The meters a setting may create in one account: a utility has many, so this is no product limit,
+ * only a stop for a client naming meters in a loop. A submission's new meter_id is not held to it
+ * (each one counts against the plan).
+ */
+export const METER_POINTS_PER_ACCOUNT = 100_000;
+
+/** Sets (null: clears, back to the account's) one meter's max flow; creates the meter point if needed, within the bound. */
 export async function setMeterMaxFlow(db: Db, accountId: string, externalId: string, maxFlow: number | null) {
-  const point = await db
+  return db.transaction().execute(async (tx) => {
+    const existing = await tx
+      .updateTable('meter_points')
+      .set({ max_flow_m3_per_hour: maxFlow })
+      .where('account_id', '=', accountId)
+      .where('external_id', '=', externalId)
+      .returning('id')
+      .executeTakeFirst();
+    return meterSettings(tx, existing?.id ?? (await createMeterPoint(tx, accountId, externalId, maxFlow)));
+  });
+}
+
+async function createMeterPoint(tx: Tx, accountId: string, externalId: string, maxFlow: number | null): Promise<string> {
+  await lockAccount(tx, accountId);
+  const { count } = await tx
+    .selectFrom('meter_points')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where('account_id', '=', accountId)
+    // Not itself: a concurrent request for the same new meter may have created it while this one waited for the lock.
+    .where('external_id', '<>', externalId)
+    .executeTakeFirstOrThrow();
+  checkBound(
+    count,
+    METER_POINTS_PER_ACCOUNT,
+    'meters',
+    `The account has ${METER_POINTS_PER_ACCOUNT} meters, the most a setting may create: a new meter_id is named by submitting its first photo`,
+  );
+  const point = await tx
     .insertInto('meter_points')
     .values({ account_id: accountId, external_id: externalId, max_flow_m3_per_hour: maxFlow })
+    // A submission, which does not take the account's lock, may have created it meanwhile.
     .onConflict((conflict) => conflict.columns(['account_id', 'external_id']).doUpdateSet({ max_flow_m3_per_hour: maxFlow }))
     .returning('id')
     .executeTakeFirstOrThrow();
-  return meterSettings(db, point.id);
+  return point.id;
 }
 
 /** A meter's own max flow (null: none) and the one its plausibility windows use. */

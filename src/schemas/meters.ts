@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
-import { MAX_FLOW_LIMIT } from '../meters/meter-points.ts';
+import { CORRECTIONS_PER_SUBMISSION } from '../meters/corrections.ts';
+import { MAX_FLOW_LIMIT, METER_POINTS_PER_ACCOUNT } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { errorEnvelope, MeterReferenceParams, MeterResult, SERVER_ERROR } from './meter-reading.ts';
 
@@ -83,7 +84,7 @@ export const MeterHistory = {
 export const MeterSettingsChange = {
   tags,
   summary: 'Set a meter’s max flow for its plausibility window',
-  description: 'Creates the meter if it has had no photo yet.',
+  description: `Not counted as usage, but needs an active subscription. Creates the meter if it has had no photo yet, while the account has fewer than ${METER_POINTS_PER_ACCOUNT} meters.`,
   documentation: {
     params: MeterParams,
     body: Type.Object(
@@ -99,7 +100,9 @@ export const MeterSettingsChange = {
     200: MeterSettings,
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`meter_id\` or \`max_flow_m3_per_hour\` malformed`),
+    422: errorEnvelope(
+      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account already has ${METER_POINTS_PER_ACCOUNT}; or \`meter_id\` or \`max_flow_m3_per_hour\` malformed`,
+    ),
     500: errorEnvelope(SERVER_ERROR),
   },
 };
@@ -108,7 +111,7 @@ export const MeterSettingsChange = {
 export const ReadingCorrection = {
   tags,
   summary: 'Correct or confirm a submission’s reading',
-  description: 'The corrected value becomes the meter’s reference for its next photo; the machine’s reading stays.',
+  description: `Not counted as usage; works without a current subscription. The corrected value becomes the meter’s reference for its next photo; the machine’s reading stays. At most ${CORRECTIONS_PER_SUBMISSION} corrections per submission.`,
   params: MeterReferenceParams,
   documentation: {
     body: Type.Object(
@@ -126,7 +129,7 @@ export const ReadingCorrection = {
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope('`reference_id`: the submission is still being read'),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`reading\` malformed`),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already; or \`reading\` malformed`),
     500: errorEnvelope(SERVER_ERROR),
   },
 };

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createAccount } from '../../src/accounts/accounts.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../src/accounts/api-key-format.ts';
-import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus } from '../../src/accounts/api-keys.ts';
+import { API_KEYS_PER_ACCOUNT, createApiKey, deleteApiKey, listApiKeys, PROJECT_NAME_MAX_LENGTH, setApiKeyStatus } from '../../src/accounts/api-keys.ts';
 import { createPlan, listPlans } from '../../src/accounts/plans.ts';
 import { cancelSubscription, getSubscription, setSubscription } from '../../src/accounts/subscriptions.ts';
 import { createDatabase } from '../../src/db/database.ts';
@@ -11,6 +11,12 @@ import { createTestDatabase } from '../helpers/database.ts';
 
 const invalid = { name: 'DomainError', kind: 'invalid' };
 const notFound = { name: 'DomainError', kind: 'not_found' };
+const keysFull = {
+  name: 'DomainError',
+  kind: 'refused',
+  field: 'keys',
+  message: `the account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`,
+};
 
 const database = await createTestDatabase();
 const db = createDatabase(database.url, 2);
@@ -153,4 +159,35 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
 
   await t.rejects(createApiKey(db, { accountId: '999999', projectName: 'X' }), notFound);
   await t.rejects(createApiKey(db, { accountId, projectName: '' }), invalid);
+});
+
+t.test('an account has at most API_KEYS_PER_ACCOUNT keys, exactly under a parallel burst; project names are bounded', async (t) => {
+  const { id: accountId } = await createAccount(db, { name: 'Many keys' });
+  // A pool of its own, so that the creations really run side by side.
+  const burstDb = createDatabase(database.url, 10);
+  t.teardown(() => burstDb.destroy());
+  const burst = await Promise.allSettled(
+    Array.from({ length: API_KEYS_PER_ACCOUNT + 5 }, (_, i) =>
+      createApiKey(burstDb, { accountId, projectName: `site ${i}`, status: i % 2 ? 'inactive' : 'active' }),
+    ),
+  );
+  const created = burst.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  t.equal(created.length, API_KEYS_PER_ACCOUNT, 'inactive keys count too: they can be enabled again');
+  for (const result of burst.filter((result) => result.status === 'rejected')) t.match(result.reason, keysFull);
+  t.equal((await listApiKeys(db, accountId)).length, API_KEYS_PER_ACCOUNT);
+
+  await t.rejects(createApiKey(db, { accountId, projectName: 'one more' }), keysFull);
+  await deleteApiKey(db, accountId, created[0]!.id);
+  await createApiKey(db, { accountId, projectName: 'replacement' });
+  await t.rejects(createApiKey(db, { accountId, projectName: 'one more' }), keysFull, 'a deleted key frees its place, once');
+  const { id: other } = await createAccount(db, { name: 'Other keys' });
+  await createApiKey(db, { accountId: other, projectName: 'own bound' });
+
+  const longest = 'p'.repeat(PROJECT_NAME_MAX_LENGTH);
+  t.match(await createApiKey(db, { accountId: other, projectName: ` ${longest} ` }), { id: String });
+  await t.rejects(createApiKey(db, { accountId: other, projectName: `${longest}p` }), {
+    ...invalid,
+    field: 'project name',
+    message: `project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`,
+  });
 });

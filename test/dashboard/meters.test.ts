@@ -1,5 +1,6 @@
 import t from 'tap';
 import { createApiKey } from '../../src/accounts/api-keys.ts';
+import { CORRECTIONS_PER_SUBMISSION } from '../../src/meters/corrections.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
 import { startTestService } from '../helpers/service.ts';
@@ -60,4 +61,10 @@ t.test('dashboard: meter page with its chart, and corrections from the reading p
   await stranger.get('/dashboard/usage');
   t.equal((await stranger.post(`/dashboard/readings/${second}/correction`, { reading: '1' })).status, 404, "another account's reading");
   t.equal((await client.get('/dashboard/meters/bad%20id')).status, 404);
+
+  for (let i = 1; i < CORRECTIONS_PER_SUBMISSION; i++)
+    t.equal((await client.post(`/dashboard/readings/${second}/correction`, { reading: '02391.500' })).status, 303);
+  const full = await client.post(`/dashboard/readings/${second}/correction`, { reading: '02391.600' });
+  t.equal(full.status, 403, 'a submission at its bound of corrections');
+  t.match(full.text, `This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`);
 });

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import t from 'tap';
+import { API_KEYS_PER_ACCOUNT, createApiKey, listApiKeys, PROJECT_NAME_MAX_LENGTH } from '../../src/accounts/api-keys.ts';
 import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/sign-in.ts';
 import { setSubscription } from '../../src/accounts/subscriptions.ts';
 import { buildApp } from '../../src/app.ts';
@@ -209,6 +210,22 @@ t.test('dashboard routes', async (t) => {
     t.equal(unoffered.status, 400, 'a status the form does not offer is refused');
     t.match(unoffered.text, 'status field is not what this page sends');
     t.equal((await client.post('/dashboard/keys', { _csrf: 'forged', status: 'paused' })).status, 403, 'a forged form is refused as forged, before its fields');
+  });
+
+  t.test('API keys: a project name too long, or keys at their bound, come back on the form with the message', async (t) => {
+    const { client, accountId } = await signedUp(service);
+    const tooLong = await createKey(client, 'n'.repeat(PROJECT_NAME_MAX_LENGTH + 1));
+    t.equal(tooLong.response.status, 400);
+    t.match(tooLong.response.text, `Project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`);
+    t.match(tooLong.response.text, `maxlength="${PROJECT_NAME_MAX_LENGTH}"`, 'the field says so too');
+    for (let i = (await listApiKeys(service.db, accountId)).length; i < API_KEYS_PER_ACCOUNT; i++)
+      await createApiKey(service.db, { accountId, projectName: `site ${i}` });
+    const full = await createKey(client, 'one more');
+    t.equal(full.response.status, 403);
+    t.notOk(full.key, 'no key created');
+    t.match(full.response.text, `The account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`);
+    t.match(full.response.text, 'value="one more"', 'the name is kept');
+    t.equal((await listApiKeys(service.db, accountId)).length, API_KEYS_PER_ACCOUNT);
   });
 
   t.test('webhooks: add, show and rotate the secret, disable, test event, deliveries, redeliver', async (t) => {

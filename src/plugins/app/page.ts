@@ -1,5 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
+import type { DomainError, ErrorKind } from '../../errors.ts';
+import { API_STATUS, httpStatus } from './error-envelope.ts';
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -33,4 +35,11 @@ export default fp(async (app) => {
 /** The services' messages start in lower case (they also go to the CLI); a form shows them as sentences. */
 export function sentence(message: string): string {
   return message.charAt(0).toUpperCase() + message.slice(1);
+}
+
+/** Pages refuse bad input with 400 and a forged form or a full account with 403; otherwise they answer as the API does. */
+const PAGE_STATUS: Record<ErrorKind, number> = { ...API_STATUS, invalid: 400, refused: 403 };
+
+export function pageStatus(error: DomainError): number {
+  return httpStatus(error, PAGE_STATUS);
 }

@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../
 import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
 import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
+import { checkSubscription } from '../../pipeline/check-subscription.ts';
 import { meterIdField, readingField } from '../../pipeline/identify-meter.ts';
 import { MeterHistory, MeterSettingsChange, ReadingCorrection } from '../../schemas/meters.ts';
 
@@ -21,8 +22,10 @@ type SettingsRequest = { Params: { meter_id: string }; Body: unknown };
 type CorrectionRequest = { Params: { reference_id: string }; Body: unknown };
 
 /**
- * A meter's history and corrections of readings. Authenticated like the submit endpoints, but
- * neither counts as a request nor needs a current subscription: a client can always see and fix its data.
+ * A meter's history, its settings and corrections of readings. Authenticated like the submit
+ * endpoints; none counts as a request. History and corrections need no current subscription: a
+ * client can always see and fix its data. Settings do: they shape the readings of photos to come,
+ * which only a subscribed account may submit, and they may create meters.
  */
 export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.deps;
@@ -47,6 +50,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 
   /** The meter's own max flow for its plausibility window (null: the account's); names a meter before its first photo too. */
   app.patch<SettingsRequest>('/meters/:meter_id', { schema: MeterSettingsChange }, async (request) => {
+    checkSubscription(apiKey(request).subscription);
     const meterId = meterIdField(request.params.meter_id);
     const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
     if (maxFlow !== null && !isMaxFlow(maxFlow)) {

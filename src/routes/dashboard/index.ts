@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError, type ErrorKind } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import csrf from '../../plugins/app/csrf.ts';
-import { answeredDatabaseOutage, API_STATUS, httpStatus } from '../../plugins/app/error-envelope.ts';
-import page from '../../plugins/app/page.ts';
+import { answeredDatabaseOutage } from '../../plugins/app/error-envelope.ts';
+import page, { pageStatus } from '../../plugins/app/page.ts';
 import securityHeaders from '../../plugins/app/security-headers.ts';
 import session from '../../plugins/app/session.ts';
 import cookie from '../../plugins/external/cookie.ts';
@@ -59,11 +59,8 @@ async function requireUser(request: FastifyRequest, reply: FastifyReply): Promis
   if (!request.user) return reply.redirect('/dashboard/login', 303);
 }
 
-/** Pages refuse bad input with 400 and a forged form with 403; otherwise they answer as the API does. */
-const PAGE_STATUS: Record<ErrorKind, number> = { ...API_STATUS, invalid: 400, refused: 403 };
-
 function errorStatus(error: FastifyError | DomainError): number {
-  if (error instanceof DomainError) return httpStatus(error, PAGE_STATUS);
+  if (error instanceof DomainError) return pageStatus(error);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return error.statusCode;
   return 500;
 }

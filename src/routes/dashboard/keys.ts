@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createApiKey, deleteApiKey, listApiKeys, setApiKeyStatus } from '../../accounts/api-keys.ts';
+import { createApiKey, deleteApiKey, listApiKeys, PROJECT_NAME_MAX_LENGTH, setApiKeyStatus } from '../../accounts/api-keys.ts';
 import { isDomainError } from '../../errors.ts';
-import { sentence } from '../../plugins/app/page.ts';
+import { pageStatus, sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { ApiKeyForm } from '../../schemas/dashboard-forms.ts';
 
@@ -13,7 +13,13 @@ const keyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
 
   const keysPage = async (request: FastifyRequest, reply: FastifyReply, data: Record<string, unknown> = {}) =>
-    reply.page('keys', { title: 'API Keys', keys: await listApiKeys(db, accountId(request)), projectName: '', ...data });
+    reply.page('keys', {
+      title: 'API Keys',
+      keys: await listApiKeys(db, accountId(request)),
+      projectName: '',
+      projectNameMaxLength: PROJECT_NAME_MAX_LENGTH,
+      ...data,
+    });
 
   app.get('/keys', async (request, reply) => keysPage(request, reply));
 
@@ -23,8 +29,9 @@ const keyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const created = await createApiKey(db, { accountId: accountId(request), projectName, status });
       return keysPage(request, reply, { newKey: { ...created, projectName: projectName.trim() } });
     } catch (error) {
-      if (!isDomainError(error, 'invalid')) throw error;
-      return keysPage(request, reply.code(400), { error: sentence(error.message), projectName });
+      // A bad name, or keys at their bound: the form comes back with the message, the name kept.
+      if (!isDomainError(error, 'invalid') && !isDomainError(error, 'refused')) throw error;
+      return keysPage(request, reply.code(pageStatus(error)), { error: sentence(error.message), projectName });
     }
   });
 

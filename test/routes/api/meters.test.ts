@@ -1,4 +1,7 @@
+import { sql } from 'kysely';
 import t from 'tap';
+import { CORRECTIONS_PER_SUBMISSION } from '../../../src/meters/corrections.ts';
+import { METER_POINTS_PER_ACCOUNT } from '../../../src/meters/meter-points.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
@@ -257,5 +260,112 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     }
     t.match(await api(customer.key, 'GET', '/meters/H2/readings?cursor=nonsense'), { status: 422, body: { errors: { cursor: [String] } } });
     t.match(await api(customer.key, 'GET', '/meters/H2/readings?limit=100'), { status: 200, body: { next_cursor: null } });
+  });
+
+  t.test('PATCH needs an active subscription; the history and corrections do not', async (t) => {
+    const customer = await createCustomer(service.db);
+    const done = await submit(customer.key, { meter_id: 'S1' });
+    t.equal((await api(customer.key, 'PATCH', '/meters/S1', { max_flow_m3_per_hour: 4 })).status, 200);
+    await service.db
+      .updateTable('subscriptions')
+      .set({ period_start: sql<Date>`now() - interval '1 month'`, period_end: sql<Date>`now() - interval '1 minute'` })
+      .where('account_id', '=', customer.accountId)
+      .execute();
+    for (const meterId of ['S1', 'S-new']) {
+      t.match(
+        await api(customer.key, 'PATCH', `/meters/${meterId}`, { max_flow_m3_per_hour: 6 }),
+        { status: 422, body: { errors: { subscription: [/^Subscription expired on /] } } },
+        `expired: ${meterId} refused`,
+      );
+    }
+    const points = await service.db
+      .selectFrom('meter_points')
+      .select(['external_id', 'max_flow_m3_per_hour'])
+      .where('account_id', '=', customer.accountId)
+      .execute();
+    t.same(points, [{ external_id: 'S1', max_flow_m3_per_hour: '4' }], 'nothing created or changed');
+    t.match(
+      await api(customer.key, 'GET', '/meters/S1/readings'),
+      { status: 200, body: { readings: [{ reference_id: done.body.reference_id }] } },
+      'the history stays readable',
+    );
+    t.match(
+      await api(customer.key, 'POST', `/meter-reading/${done.body.reference_id}/correction`, { reading: '02390.300' }),
+      { status: 200, body: { correction: { reading: '02390.300' } } },
+      'and the data correctable',
+    );
+    for (const subscription of ['none', 'cancelled'] as const) {
+      const unsubscribed = await createCustomer(service.db, { subscription });
+      t.match(
+        await api(unsubscribed.key, 'PATCH', '/meters/X1', { max_flow_m3_per_hour: 6 }),
+        { status: 422, body: { errors: { subscription: [String] } } },
+        subscription,
+      );
+    }
+  });
+
+  t.test('PATCH creates meters up to the bound, exactly under a parallel burst; existing meters stay settable', async (t) => {
+    const customer = await createCustomer(service.db);
+    const free = 3;
+    await sql`INSERT INTO meter_points (account_id, external_id)
+      SELECT ${customer.accountId}, 'bulk-' || n FROM generate_series(1, ${METER_POINTS_PER_ACCOUNT - free}) AS n`.execute(service.db);
+    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => api(customer.key, 'PATCH', `/meters/burst-${i}`, { max_flow_m3_per_hour: 5 })));
+    t.equal(burst.filter((response) => response.status === 200).length, free, 'as many as there was room for');
+    const refused = burst.filter((response) => response.status !== 200);
+    t.equal(refused.length, 12 - free);
+    for (const response of refused) t.match(response, { status: 422, body: { errors: { meters: [new RegExp(`has ${METER_POINTS_PER_ACCOUNT} meters`)] } } });
+    const { count } = await service.db
+      .selectFrom('meter_points')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('account_id', '=', customer.accountId)
+      .executeTakeFirstOrThrow();
+    t.equal(count, METER_POINTS_PER_ACCOUNT, 'the bound holds');
+    t.match(
+      await api(customer.key, 'PATCH', '/meters/bulk-7', { max_flow_m3_per_hour: 7 }),
+      { status: 200, body: { max_flow_m3_per_hour: 7 } },
+      'an existing meter is still set',
+    );
+    t.match(await api(customer.key, 'PATCH', '/meters/another', { max_flow_m3_per_hour: 7 }), { status: 422, body: { errors: { meters: [String] } } });
+    t.equal(
+      (await submit(customer.key, { meter_id: 'photographed' })).body.meter_id,
+      'photographed',
+      'a submission still names a new meter: it is counted as usage',
+    );
+    const sameMeter = await Promise.all([1, 2].map(() => api(customer.key, 'PATCH', '/meters/photographed', { max_flow_m3_per_hour: 8 })));
+    t.same(
+      sameMeter.map((response) => response.status),
+      [200, 200],
+      'and that meter is settable',
+    );
+  });
+
+  t.test('corrections: at most CORRECTIONS_PER_SUBMISSION per submission, exactly under a parallel burst', async (t) => {
+    const customer = await createCustomer(service.db);
+    const done = await submit(customer.key, { meter_id: 'K1' });
+    const other = await submit(customer.key, { meter_id: 'K1' });
+    const meter = await service.db.selectFrom('meters').select('id').where('reference_id', '=', done.body.reference_id).executeTakeFirstOrThrow();
+    const free = 2;
+    await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
+      SELECT ${meter.id}, '1', 1, 'test' FROM generate_series(1, ${CORRECTIONS_PER_SUBMISSION - free})`.execute(service.db);
+    const path = `/meter-reading/${done.body.reference_id}/correction`;
+    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => api(customer.key, 'POST', path, { reading: `0239${i}` })));
+    t.equal(burst.filter((response) => response.status === 200).length, free);
+    for (const response of burst.filter((response) => response.status !== 200)) {
+      t.match(response, {
+        status: 422,
+        body: { errors: { corrections: [`This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`] } },
+      });
+    }
+    const { count } = await service.db
+      .selectFrom('reading_corrections')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('meter_id', '=', meter.id)
+      .executeTakeFirstOrThrow();
+    t.equal(count, CORRECTIONS_PER_SUBMISSION, 'the bound holds');
+    t.equal(
+      (await api(customer.key, 'POST', `/meter-reading/${other.body.reference_id}/correction`, { reading: '1' })).status,
+      200,
+      'another submission has its own',
+    );
   });
 });
