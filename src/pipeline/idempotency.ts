@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { DomainError, type ErrorKind } from '../errors.ts';
 
-export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** How long a key's response is replayed (Stripe's 24 hours). */
 const IDEMPOTENCY_KEY_HOURS = 24;
 /** 1–255 printable ASCII characters, as Stripe allows. */
@@ -16,6 +16,10 @@ const ABANDONED_AFTER_SECONDS = 600;
 const WAIT_FOR_FIRST_MS = 20_000;
 /** Response headers a replay repeats. */
 const REPLAYED_HEADERS = ['location', 'retry-after'];
+
+/** A key row a new request may take over: past its 24 hours, or a first request that never answered (a crashed process). */
+const claimable = sql<boolean>`(idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS})
+  OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS})))`;
 
 interface Claim {
   accountId: string;
@@ -54,17 +58,42 @@ export function idempotentResponses(app: FastifyInstance): void {
 }
 
 /**
+ * The `Idempotency-Key` header, checked from the headers alone: undefined when there is none; one
+ * that is not 1–255 printable ASCII characters is a 422 `idempotency`.
+ */
+export function idempotencyKey(request: FastifyRequest): string | undefined {
+  const key = request.headers[IDEMPOTENCY_KEY_HEADER];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+    throw idempotencyError('invalid', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters');
+  }
+  return key;
+}
+
+/**
+ * Whether a request with this key may be a retry: the key holds a stored answer, or a first request
+ * still running. A new request could not claim it; only its upload says whether it is the same request.
+ */
+export async function isKeyTaken(db: Db, accountId: string, key: string): Promise<boolean> {
+  const taken = await db
+    .selectFrom('idempotency_keys')
+    .select('idempotency_key')
+    .where('account_id', '=', accountId)
+    .where('idempotency_key', '=', key)
+    .where(sql<boolean>`NOT ${claimable}`)
+    .executeTakeFirst();
+  return taken !== undefined;
+}
+
+/**
  * Before the work of a POST: without an `Idempotency-Key` nothing happens. With one, the first
  * request claims the key and goes on; a retry gets the stored response (waiting while the first
  * is still running), with `Idempotent-Replayed: true`. Returns true when it replayed: the reply is sent.
  * The same key with another route or upload is a 422 `idempotency`.
  */
 export async function replayOrClaim(db: Db, request: FastifyRequest, reply: FastifyReply, accountId: string, upload: Buffer): Promise<boolean> {
-  const key = request.headers[IDEMPOTENCY_KEY_HEADER];
+  const key = idempotencyKey(request);
   if (key === undefined) return false;
-  if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
-    throw idempotencyError('invalid', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters');
-  }
   const claim = { accountId, key };
   const fingerprint = createHash('sha256')
     .update(request.routeOptions.url ?? request.url)
@@ -107,7 +136,7 @@ export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
   return Number(purged.numDeletedRows);
 }
 
-/** One statement, so two concurrent requests cannot both claim: a new key, or an expired or abandoned one. */
+/** One statement, so two concurrent requests cannot both claim: a new key, or a claimable one. */
 async function claimKey(db: Db, claim: Claim, fingerprint: string): Promise<boolean> {
   const claimed = await sql`
     INSERT INTO idempotency_keys (account_id, idempotency_key, request_sha256)
@@ -115,9 +144,7 @@ async function claimKey(db: Db, claim: Claim, fingerprint: string): Promise<bool
     ON CONFLICT (account_id, idempotency_key) DO UPDATE
       SET request_sha256 = excluded.request_sha256, created_at = now(),
           status_code = NULL, response_headers = NULL, response_body = NULL
-      WHERE idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS})
-         OR (idempotency_keys.status_code IS NULL
-             AND idempotency_keys.created_at < now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS}))
+      WHERE ${claimable}
     RETURNING 1`.execute(db);
   return claimed.rows.length > 0;
 }
