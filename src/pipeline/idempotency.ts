@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { DomainError, type ErrorKind } from '../errors.ts';
+import { UPLOAD_TEXT_FIELDS, type Upload } from './validate-image.ts';
 
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** How long a key's response is replayed (Stripe's 24 hours). */
@@ -24,6 +25,13 @@ const claimable = sql<boolean>`(idempotency_keys.created_at < now() - make_inter
 interface Claim {
   accountId: string;
   key: string;
+}
+
+/** What makes a request the same request (columns request_sha256 and fields_sha256). */
+interface Fingerprint {
+  routeAndUpload: string;
+  /** The SHA-256 of each text field as sent, or null for one not sent. */
+  fields: Record<string, string | null>;
 }
 
 interface StoredResponse {
@@ -89,17 +97,13 @@ export async function isKeyTaken(db: Db, accountId: string, key: string): Promis
  * Before the work of a POST: without an `Idempotency-Key` nothing happens. With one, the first
  * request claims the key and goes on; a retry gets the stored response (waiting while the first
  * is still running), with `Idempotent-Replayed: true`. Returns true when it replayed: the reply is sent.
- * The same key with another route or upload is a 422 `idempotency`.
+ * The same key with another route, upload or text field is a 422 `idempotency` naming what differs.
  */
-export async function replayOrClaim(db: Db, request: FastifyRequest, reply: FastifyReply, accountId: string, upload: Buffer): Promise<boolean> {
+export async function replayOrClaim(db: Db, request: FastifyRequest, reply: FastifyReply, accountId: string, upload: Upload): Promise<boolean> {
   const key = idempotencyKey(request);
   if (key === undefined) return false;
   const claim = { accountId, key };
-  const fingerprint = createHash('sha256')
-    .update(request.routeOptions.url ?? request.url)
-    .update('\0')
-    .update(upload)
-    .digest('hex');
+  const fingerprint = requestFingerprint(request.routeOptions.url ?? request.url, upload);
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
     if (await claimKey(db, claim, fingerprint)) {
@@ -108,12 +112,14 @@ export async function replayOrClaim(db: Db, request: FastifyRequest, reply: Fast
     }
     const existing = await db
       .selectFrom('idempotency_keys')
-      .select(['request_sha256', 'status_code', 'response_headers', 'response_body'])
+      .select(['request_sha256', 'fields_sha256', 'status_code', 'response_headers', 'response_body'])
       .where('account_id', '=', accountId)
       .where('idempotency_key', '=', key)
       .executeTakeFirst();
-    if (existing && existing.request_sha256 !== fingerprint) {
-      throw idempotencyError('invalid', 'This Idempotency-Key was used with another request (another image or endpoint)');
+    const differences = existing ? differingParts(existing, fingerprint) : [];
+    if (differences.length > 0) {
+      const verb = differences.length > 1 ? 'differ' : 'differs';
+      throw idempotencyError('invalid', `This Idempotency-Key was used with another request: ${differences.join(', ')} ${verb}`);
     }
     if (existing?.status_code != null && existing.response_body !== null) {
       // Not the reply itself: a FastifyReply is a thenable, which an async function would await.
@@ -136,17 +142,34 @@ export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
   return Number(purged.numDeletedRows);
 }
 
+function requestFingerprint(route: string, upload: Upload): Fingerprint {
+  const fields = Object.fromEntries(UPLOAD_TEXT_FIELDS.map((name) => [name, upload.fields[name] === undefined ? null : sha256(upload.fields[name])]));
+  return { routeAndUpload: createHash('sha256').update(route).update('\0').update(upload.image).digest('hex'), fields };
+}
+
+/** The parts of the stored request that the new one changes. A key claimed before its fields were recorded compares route and upload only. */
+function differingParts(stored: { request_sha256: string; fields_sha256: Record<string, string | null> | null }, fingerprint: Fingerprint): string[] {
+  const parts = stored.request_sha256 === fingerprint.routeAndUpload ? [] : ['image or endpoint'];
+  const storedFields = stored.fields_sha256;
+  if (!storedFields) return parts;
+  return [...parts, ...UPLOAD_TEXT_FIELDS.filter((name) => (storedFields[name] ?? null) !== fingerprint.fields[name])];
+}
+
 /** One statement, so two concurrent requests cannot both claim: a new key, or a claimable one. */
-async function claimKey(db: Db, claim: Claim, fingerprint: string): Promise<boolean> {
+async function claimKey(db: Db, claim: Claim, fingerprint: Fingerprint): Promise<boolean> {
   const claimed = await sql`
-    INSERT INTO idempotency_keys (account_id, idempotency_key, request_sha256)
-    VALUES (${claim.accountId}, ${claim.key}, ${fingerprint})
+    INSERT INTO idempotency_keys (account_id, idempotency_key, request_sha256, fields_sha256)
+    VALUES (${claim.accountId}, ${claim.key}, ${fingerprint.routeAndUpload}, ${JSON.stringify(fingerprint.fields)}::jsonb)
     ON CONFLICT (account_id, idempotency_key) DO UPDATE
-      SET request_sha256 = excluded.request_sha256, created_at = now(),
+      SET request_sha256 = excluded.request_sha256, fields_sha256 = excluded.fields_sha256, created_at = now(),
           status_code = NULL, response_headers = NULL, response_body = NULL
       WHERE ${claimable}
     RETURNING 1`.execute(db);
   return claimed.rows.length > 0;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 function createdMeter(statusCode: number, body: string): boolean {

@@ -60,7 +60,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { key, plan } = submitter(request);
     const { image, fields } = await validateImage(request, config);
     const identity = identifyMeter(fields);
-    if (await replayOrClaim(db, request, reply, key.accountId, image.upload)) return reply;
+    if (await replayOrClaim(db, request, reply, key.accountId, { image: image.upload, fields })) return reply;
     // One let through over the limit as a possible retry is new after all: refused before its upload is stored.
     await checkUsage(key.monthlyUsage, plan);
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'async' });
@@ -75,7 +75,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { key, plan } = submitter(request);
     const { image, fields } = await validateImage(request, config);
     const identity = identifyMeter(fields);
-    if (await replayOrClaim(db, request, reply, key.accountId, image.upload)) return reply;
+    if (await replayOrClaim(db, request, reply, key.accountId, { image: image.upload, fields })) return reply;
     // One let through over the limit as a possible retry is new after all: refused before its upload is stored.
     await checkUsage(key.monthlyUsage, plan);
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });

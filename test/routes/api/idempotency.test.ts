@@ -99,6 +99,41 @@ t.test('Idempotency-Key on both POST endpoints', async (t) => {
     t.equal(await meterCount(service, customer), 1);
   });
 
+  t.test('the same key and photo with another meter_id, previous_reading or previous_read_at is a 422 idempotency naming it', async (t) => {
+    const customer = await createCustomer(service.db);
+    const fields = { meter_id: 'SN-4711', previous_reading: '02380.114', previous_read_at: '2026-11-01' };
+    const first = await submitPhoto(service, { key: customer.key, image: photo, fields, ...withKey('fields') });
+    t.equal(first.status, 202);
+    const changes: Array<[Record<string, string>, RegExp]> = [
+      [{ ...fields, meter_id: 'SN-4712' }, /another request: meter_id differs$/],
+      [{ ...fields, previous_reading: '02380.115' }, /another request: previous_reading differs$/],
+      [{ ...fields, previous_read_at: '2026-11-02' }, /another request: previous_read_at differs$/],
+      [{ previous_reading: fields.previous_reading, previous_read_at: fields.previous_read_at }, /another request: meter_id differs$/],
+      [{ meter_id: 'SN-4712', previous_reading: '606' }, /another request: meter_id, previous_reading, previous_read_at differ$/],
+    ];
+    for (const [changed, message] of changes) {
+      const response = await submitPhoto(service, { key: customer.key, image: photo, fields: changed, ...withKey('fields') });
+      t.match(response, { status: 422, body: { errors: { idempotency: [message] } } }, JSON.stringify(changed));
+    }
+    const otherImage = await submitPhoto(service, { key: customer.key, image: otherPhoto, fields: { ...fields, meter_id: 'SN-4712' }, ...withKey('fields') });
+    t.match(otherImage, { status: 422, body: { errors: { idempotency: [/another request: image or endpoint, meter_id differ$/] } } });
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, fields, ...withKey('fields') });
+    t.match(retry, { status: 202, body: first.body });
+    t.equal(retry.headers.get('idempotent-replayed'), 'true');
+    t.equal(await meterCount(service, customer), 1);
+  });
+
+  t.test('a key claimed before its text fields were recorded compares route and photo, as when it was claimed', async (t) => {
+    const customer = await createCustomer(service.db);
+    const first = await submitPhoto(service, { key: customer.key, image: photo, fields: { meter_id: 'SN-1' }, ...withKey('before-016') });
+    await service.db.updateTable('idempotency_keys').set({ fields_sha256: null }).where('account_id', '=', customer.accountId).execute();
+    const retry = await submitPhoto(service, { key: customer.key, image: photo, fields: { meter_id: 'SN-1' }, ...withKey('before-016') });
+    t.match(retry, { status: 202, body: first.body });
+    t.equal(retry.headers.get('idempotent-replayed'), 'true');
+    const otherImage = await submitPhoto(service, { key: customer.key, image: otherPhoto, fields: { meter_id: 'SN-1' }, ...withKey('before-016') });
+    t.match(otherImage, { status: 422, body: { errors: { idempotency: [/another request: image or endpoint differs$/] } } });
+  });
+
   t.test('over the limit, a new key is refused from the headers: the body is not awaited, and the connection stays usable', async (t) => {
     const customer = await createCustomer(service.db, { monthlyLimit: 0 });
     const connection = await RawConnection.open(service.url);
