@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { ServiceDeps } from './deps.ts';
 import errorEnvelope, { clientErrorEnvelope, frameworkErrorEnvelope } from './plugins/app/error-envelope.ts';
+import expectContinue from './plugins/app/expect-continue.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import metrics from './plugins/app/metrics.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
@@ -37,6 +38,7 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
   await app.register(requestIdHeader);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
+  await app.register(expectContinue);
   await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });
   await app.register(requestDeadline);
   await app.register(multipart);

@@ -238,6 +238,8 @@ export interface IdempotencyKeysTable {
   account_id: IdRef;
   idempotency_key: string;
   request_sha256: string;
+  /** Per text field; null on keys claimed before migration 016. */
+  fields_sha256: ColumnType<Record<string, string | null> | null, string | null, string | null>;
   status_code: number | null;
   response_headers: ColumnType<Record<string, string> | null, string | null, string | null>;
   response_body: string | null;

@@ -239,7 +239,15 @@ const SubmissionHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       description:
-        'Any 1–255 printable ASCII characters, unique per submission (e.g. a UUID). A retry with the same key within 24 h gets the first response back, with `Idempotent-Replayed: true`, and is neither stored nor counted',
+        'Any 1–255 printable ASCII characters, unique per submission (e.g. a UUID). A retry with the same key within 24 h gets the first response back, with `Idempotent-Replayed: true`, and is neither stored nor counted. ' +
+        'The same key with another request (image, endpoint, `meter_id`, `previous_reading` or `previous_read_at`) is a 422 `idempotency` naming what differs. ' +
+        'Over the monthly limit, a key not used before is refused (`usage`) before the upload is read',
+    }),
+  ),
+  expect: Type.Optional(
+    Type.String({
+      description:
+        '`100-continue`: the server answers `100 Continue` once the key, subscription and usage checks have passed, and only then should the photo be sent; a refused request gets its final 422 instead, and the connection is closed',
     }),
   ),
 });

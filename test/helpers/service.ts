@@ -109,9 +109,12 @@ export async function submitPhoto(
     sync?: boolean;
     filename?: string;
     headers?: Record<string, string>;
+    /** Text fields, sent before the file. */
+    fields?: Record<string, string>;
   },
 ): Promise<{ status: number; headers: Headers; body: any }> {
   const form = new FormData();
+  for (const [name, value] of Object.entries(options.fields ?? {})) form.append(name, value);
   if (options.image !== null) {
     form.append(options.field ?? 'image', new Blob([options.image ?? Buffer.alloc(0)]), options.filename ?? 'meter.jpg');
   }

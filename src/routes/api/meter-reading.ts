@@ -6,13 +6,13 @@ import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate
 import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscription.ts';
 import { checkUsage } from '../../pipeline/check-usage.ts';
 import { identifyMeter } from '../../pipeline/identify-meter.ts';
-import { IDEMPOTENCY_KEY_HEADER, idempotentResponses, replayOrClaim } from '../../pipeline/idempotency.ts';
+import { idempotencyKey, idempotentResponses, isKeyTaken, replayOrClaim } from '../../pipeline/idempotency.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
 import { plausibilityJson, readContext } from '../../pipeline/plausibility.ts';
 import { readPhoto } from '../../pipeline/read.ts';
 import { readingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
-import { notMultipart, validateImage } from '../../pipeline/validate-image.ts';
+import { discardRestOfBody, notMultipart, validateImage } from '../../pipeline/validate-image.ts';
 import { ReadFailure } from '../../readers/chain.ts';
 import { AsyncSubmission, SyncSubmission } from '../../schemas/meter-reading.ts';
 
@@ -30,14 +30,21 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.decorateRequest('submitter', null);
   idempotentResponses(app);
 
-  // Steps 1–3 run on the headers alone, before a byte of the upload is read.
+  // Steps 1–3 run on the headers alone: a refused request is answered before a byte of its upload
+  // is read, or sent by a client that waits for `100 Continue` (plugins/app/expect-continue.ts).
   app.addHook('onRequest', async (request) => {
-    const key = await authenticate(db, request.headers.authorization);
-    const plan = checkSubscription(key.subscription);
-    // A retry with an Idempotency-Key may be a replay, which a used-up quota must not refuse;
-    // reserveUsage still refuses a new submission over the limit.
-    if (!request.headers[IDEMPOTENCY_KEY_HEADER]) checkUsage(key.monthlyUsage, plan);
-    request.submitter = { key, plan };
+    try {
+      const key = await authenticate(db, request.headers.authorization);
+      const plan = checkSubscription(key.subscription);
+      const retryKey = idempotencyKey(request);
+      // A retry of an accepted request is answered from its key's stored response, which a used-up
+      // quota must not refuse; only its upload says whether it is that retry.
+      await checkUsage(key.monthlyUsage, plan, async () => retryKey !== undefined && (await isKeyTaken(db, key.accountId, retryKey)));
+      request.submitter = { key, plan };
+    } catch (error) {
+      discardRestOfBody(request.raw);
+      throw error;
+    }
   });
 
   // A body that is not multipart reaches the route unread, to be refused as a 422 `image` like
@@ -50,10 +57,13 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/meter-reading', { schema: AsyncSubmission }, async (request, reply) => {
+    const { key, plan } = submitter(request);
     const { image, fields } = await validateImage(request, config);
     const identity = identifyMeter(fields);
-    if (await replayOrClaim(db, request, reply, submitter(request).key.accountId, image.upload)) return reply;
-    const accepted = await persistAndEnqueue({ db, boss }, { ...submitter(request), image, identity, mode: 'async' });
+    if (await replayOrClaim(db, request, reply, key.accountId, { image: image.upload, fields })) return reply;
+    // One let through over the limit as a possible retry is new after all: refused before its upload is stored.
+    await checkUsage(key.monthlyUsage, plan);
+    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'async' });
     acceptedSubmissions.inc({ mode: 'async' });
     return reply
       .code(202)
@@ -65,7 +75,9 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { key, plan } = submitter(request);
     const { image, fields } = await validateImage(request, config);
     const identity = identifyMeter(fields);
-    if (await replayOrClaim(db, request, reply, key.accountId, image.upload)) return reply;
+    if (await replayOrClaim(db, request, reply, key.accountId, { image: image.upload, fields })) return reply;
+    // One let through over the limit as a possible retry is new after all: refused before its upload is stored.
+    await checkUsage(key.monthlyUsage, plan);
     const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });
     acceptedSubmissions.inc({ mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
