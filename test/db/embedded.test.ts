@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { chmod, cp, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -121,6 +122,96 @@ t.test('stop stops the postmaster running now, also after a restart from outside
   await server.stop();
   t.notOk(isRunning(restartedPid), 'the restarted postmaster is stopped');
   t.notOk(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), 'and its pid file is gone');
+});
+
+/**
+ * Another process using the embedded server on `dataDir`, as a second `npm start` would: started as
+ * an owner, it reuses the running server; `stop()` has it stop its handle and exit.
+ */
+async function otherProcess(t: Test, dataDir: string, port: number) {
+  const script = [
+    `const { startEmbeddedPostgres } = await import(${JSON.stringify(pathToFileURL(path.join(root, 'src', 'db', 'embedded.ts')).href)});`,
+    "const server = await startEmbeddedPostgres({ dataDir: process.env.DATA_DIR, port: Number(process.env.PORT), role: 'owner', log: console.log });",
+    "console.log('ready');",
+    "process.stdin.once('data', async () => { await server.stop(); process.exit(0); });",
+  ].join('\n');
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  t.teardown(() => child.kill('SIGKILL'));
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+  while (!output.includes('ready\n')) {
+    if (child.exitCode !== null) throw new Error(`the other process exited: ${output}`);
+    await sleep(50);
+  }
+  return {
+    output: () => output,
+    stop: async () => {
+      const exited = once(child, 'exit');
+      child.stdin.write('stop\n');
+      await exited;
+    },
+    kill: async () => {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    return (await client.query('SELECT 1 AS one')).rows[0].one === 1;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+t.test('two processes on one server: whichever stops first leaves it running for the other; the last stops it', async (t) => {
+  t.test('the process that reused it stops first', async (t) => {
+    const dataDir = await dataDirReachableByEveryone(t);
+    const port = await freePort();
+    const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet });
+    const pid = await postmasterPid(dataDir);
+    const second = await otherProcess(t, dataDir, port);
+    t.match(second.output(), /reusing PostgreSQL already running/);
+    await second.stop();
+    t.ok(isRunning(pid), 'still running after the second process stopped');
+    t.ok(await answers(first.url), 'and the first still uses it');
+    await first.stop();
+    t.notOk(isRunning(pid), 'the last one out stopped it');
+  });
+
+  t.test('the process that started it stops first', async (t) => {
+    const dataDir = await dataDirReachableByEveryone(t);
+    const port = await freePort();
+    const messages: string[] = [];
+    const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: (message) => messages.push(message) });
+    const pid = await postmasterPid(dataDir);
+    const second = await otherProcess(t, dataDir, port);
+    await first.stop();
+    t.ok(isRunning(pid), 'left running for the second process');
+    t.ok(await answers(first.url), 'which can still use it');
+    t.match(messages.join('\n'), /leaving PostgreSQL running on .*: process \d+ still uses it/);
+    await second.stop();
+    t.notOk(isRunning(pid), 'the second, last out, stopped it');
+  });
+
+  t.test('a process killed with SIGKILL does not keep it running', async (t) => {
+    const dataDir = await dataDirReachableByEveryone(t);
+    const port = await freePort();
+    const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet });
+    const pid = await postmasterPid(dataDir);
+    await (await otherProcess(t, dataDir, port)).kill();
+    await first.stop();
+    t.notOk(isRunning(pid), 'stopped: the killed process is not counted');
+  });
 });
 
 t.test('a port taken by another PostgreSQL: one line that says so, never the other server', async (t) => {

@@ -10,7 +10,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 /**
  * Times every request by its route pattern (never the raw URL: ids would make a series each)
  * and serves GET /metrics: to `Authorization: Bearer <METRICS_TOKEN>` when a token is set,
- * otherwise to loopback clients only.
+ * otherwise to loopback clients that connect directly (see `isDirectLoopback`).
  */
 export default fp(async (app: FastifyInstance, options: { db: Db; token: string | undefined }) => {
   app.addHook('onResponse', async (request, reply) => {
@@ -26,10 +26,15 @@ export default fp(async (app: FastifyInstance, options: { db: Db; token: string 
 
 function authorizeScrape(request: FastifyRequest, token: string | undefined): void {
   if (token === undefined) {
-    if (!LOOPBACK.test(request.ip)) {
-      throw new DomainError('refused', 'authorization', 'Metrics are served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere', {
-        status: 403,
-      });
+    if (!isDirectLoopback(request)) {
+      throw new DomainError(
+        'refused',
+        'authorization',
+        'Metrics are served to loopback clients only, not through a proxy; set METRICS_TOKEN to scrape from elsewhere',
+        {
+          status: 403,
+        },
+      );
     }
     return;
   }
@@ -41,4 +46,15 @@ function authorizeScrape(request: FastifyRequest, token: string | undefined): vo
       headers: { 'www-authenticate': 'Bearer realm="metrics"' },
     });
   }
+}
+
+/**
+ * The connection itself comes from loopback, and no proxy forwarded the request. `request.ip` is not
+ * used: under TRUST_PROXY it is whatever a trusted (by default any private) address claims in
+ * X-Forwarded-For. A proxy on the same host connects from loopback too, so a forwarded request is
+ * refused even then: it comes from whoever reached the proxy.
+ */
+function isDirectLoopback(request: FastifyRequest): boolean {
+  const forwarded = request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined;
+  return !forwarded && LOOPBACK.test(request.socket.remoteAddress ?? '');
 }
