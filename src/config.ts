@@ -62,6 +62,8 @@ export interface Config {
   webhookConcurrency: number;
   /** Webhook attempts in flight to one endpoint, across all workers: a slow receiver holds no more slots. */
   webhookEndpointConcurrency: number;
+  /** Webhook endpoints one account may have: each event is POSTed to every one of them. */
+  webhookEndpointsPerAccount: number;
 
   /** Photos older than this are deleted (meters and readings stay); 0 keeps them forever. */
   imageRetentionDays: number;
@@ -142,6 +144,7 @@ export const ENVIRONMENT = Type.Object({
   WEBHOOK_TIMEOUT_MS: integer(10_000, { minimum: 1 }),
   WEBHOOK_CONCURRENCY: integer(16, { minimum: 1 }),
   WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, { minimum: 1 }),
+  WEBHOOK_ENDPOINTS_PER_ACCOUNT: integer(10, { minimum: 1 }),
   IMAGE_RETENTION_DAYS: integer(90, { minimum: 0 }),
   WEBHOOK_RETENTION_DAYS: integer(30, { minimum: 0 }),
   FINISHED_JOB_RETENTION_DAYS: integer(7, { minimum: 0 }),
@@ -204,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: environment.WEBHOOK_TIMEOUT_MS,
     webhookConcurrency: environment.WEBHOOK_CONCURRENCY,
     webhookEndpointConcurrency: environment.WEBHOOK_ENDPOINT_CONCURRENCY,
+    webhookEndpointsPerAccount: environment.WEBHOOK_ENDPOINTS_PER_ACCOUNT,
 
     imageRetentionDays: environment.IMAGE_RETENTION_DAYS,
     webhookRetentionDays: environment.WEBHOOK_RETENTION_DAYS,

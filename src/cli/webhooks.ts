@@ -1,8 +1,8 @@
 import { requireAccount } from '../accounts/require-account.ts';
 import { requireId } from '../errors.ts';
-import { addWebhookEndpoint, listWebhookEndpoints } from '../webhooks/endpoints.ts';
+import { addWebhookEndpoint, listWebhookEndpoints, setWebhookEndpointEnabled } from '../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS } from '../webhooks/events.ts';
-import { optionalOption, requiredOption } from './args.ts';
+import { optionalOption, requiredOption, singlePositional } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId, table } from './output.ts';
 
@@ -58,4 +58,20 @@ export const webhookCommands: Command[] = [
       );
     },
   },
+  switchCommand('enable', true, 'enable a webhook endpoint again, such as one disabled after its deliveries kept failing'),
+  switchCommand('disable', false, 'disable a webhook endpoint: its pending deliveries fail now and no events are sent to it'),
 ];
+
+function switchCommand(verb: string, enabled: boolean, description: string): Command {
+  return {
+    name: `webhooks ${verb}`,
+    synopsis: 'ID',
+    description,
+    positionals: true,
+    async run({ database, output }, args) {
+      const id = requireId(singlePositional(args, 'endpoint id'), 'endpoint id');
+      await setWebhookEndpointEnabled(await database(), undefined, id, enabled);
+      output.print({ id: jsonId(id), enabled }, `webhook endpoint ${id} is now ${verb}d`);
+    },
+  };
+}

@@ -20,6 +20,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_manual_sends: WebhookManualSendsTable;
   users: UsersTable;
   sessions: SessionsTable;
   login_attempts: LoginAttemptsTable;
@@ -175,6 +176,9 @@ export interface WebhookEndpointsTable {
   enabled: Generated<boolean>;
   disabled_reason: string | null;
   created_at: CreatedAt;
+  /** The first failed attempt of the current run of failures; null once an attempt succeeds. */
+  failing_since: ColumnType<Date | null, never, Date | null>;
+  consecutive_failures: Generated<number>;
 }
 export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;
 
@@ -206,6 +210,12 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   status_code: number | null;
   error: string | null;
+}
+
+export interface WebhookManualSendsTable {
+  id: Id;
+  endpoint_id: IdRef;
+  sent_at: CreatedAt;
 }
 
 export interface UsersTable {

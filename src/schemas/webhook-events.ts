@@ -43,6 +43,16 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
   'subscription.updated': { summary: 'The subscription changed plan or period', data: SubscriptionChange },
   'subscription.cancelled': { summary: 'The subscription was cancelled', data: SubscriptionChange },
   'subscription.expired': { summary: 'The subscription’s period ended (once per period end)', data: SubscriptionChange },
+  'webhook_endpoint.disabled': {
+    summary: 'Another endpoint of the account was disabled: it answered 410 Gone, or every attempt to it failed for a day',
+    data: Type.Object({
+      endpoint_id: Type.Integer({ description: 'The endpoint that was disabled' }),
+      url: Type.String(),
+      reason: Type.String({ description: 'Why, as the dashboard shows it' }),
+      failing_since: Type.String({ format: 'date-time', description: 'The first failed attempt of the run that ended in disabling it' }),
+      failed_attempts: Type.Integer({ description: 'Attempts in a row that failed' }),
+    }),
+  },
 };
 
 /** Each event as it is POSTed: its name, when it was sent, its data. */

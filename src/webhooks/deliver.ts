@@ -10,7 +10,7 @@ import { DomainError, requireId } from '../errors.ts';
 import { observeWebhookAttempt } from '../metrics.ts';
 import { enqueueDelivery } from '../queue.ts';
 import { publicOnlyAgent } from './address-guard.ts';
-import { endpointNotFound, requireEndpointId } from './endpoints.ts';
+import { disableEndpoint, endpointDisabledError, endpointNotFound, lockEndpoint, requireEndpointId } from './endpoints.ts';
 import { EXAMPLE_EVENT_DATA, TEST_EVENT_KINDS, type DeliveryEvent, type WebhookEvent } from './events.ts';
 import { webhookHeaders } from './signature.ts';
 
@@ -21,6 +21,21 @@ import { webhookHeaders } from './signature.ts';
  */
 export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [5, 30, 2 * 60, 10 * 60, 30 * 60, 60 * 60, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 24 * 3600];
 const LONGEST_DELAY_SECONDS = Math.max(...WEBHOOK_RETRY_DELAYS_SECONDS);
+
+/**
+ * An endpoint is disabled when its attempts have all failed, at least this many in a row and for
+ * at least this long: attempts, not deliveries that used up their retries (that takes ~71 hours
+ * per delivery, while every new event would add 12 more attempts), and a duration too, so that
+ * a burst of events during a short outage does not disable it.
+ */
+export const DISABLE_AFTER_FAILED_ATTEMPTS = 20;
+export const DISABLE_AFTER_FAILING_HOURS = 24;
+
+/**
+ * Test events and redeliveries together, per endpoint and rolling minute: the POSTs a person asks
+ * for. Enough to try every event kind once and redeliver a few.
+ */
+export const MANUAL_SENDS_PER_MINUTE = 20;
 
 type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => Expression<SqlBool>;
 
@@ -96,10 +111,11 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
     .executeTakeFirst();
   if (delivery?.status !== 'pending') return;
 
+  // Disabling ends pending deliveries; this one was queued while the endpoint was being disabled.
   if (!delivery.enabled) {
     await deps.db
       .updateTable('webhook_deliveries')
-      .set({ status: 'failed', next_attempt_at: null, last_error: `Endpoint disabled: ${delivery.disabled_reason ?? 'no reason given'}` })
+      .set({ status: 'failed', next_attempt_at: null, last_error: endpointDisabledError(delivery.disabled_reason) })
       .where('id', '=', delivery.id)
       .where('status', '=', 'pending')
       .execute();
@@ -113,6 +129,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
   const next = nextStep(attempt, result);
 
   await deps.db.transaction().execute(async (tx) => {
+    await lockEndpoint(tx, delivery.endpoint_id);
     // Conditional on the attempt count, so a duplicate run of the same attempt records nothing.
     const updated = await tx
       .updateTable('webhook_deliveries')
@@ -140,17 +157,60 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
         error: result.error,
       })
       .execute();
-    if (next.disableEndpoint) {
-      await tx
-        .updateTable('webhook_endpoints')
-        .set({ enabled: false, disabled_reason: `The receiver answered 410 Gone on ${startedAt.toISOString()}` })
-        .where('id', '=', delivery.endpoint_id)
-        .execute();
-    }
-    if (next.retryAt) {
+    const disabled = await recordOnEndpoint(tx, deps.boss, delivery.endpoint_id, startedAt, result, next.gone === true);
+    if (next.retryAt && !disabled) {
       await enqueueDelivery(deps.boss, bossAdapter(tx), { deliveryId: delivery.id, endpointId: delivery.endpoint_id }, next.retryAt);
     }
   });
+}
+
+/**
+ * Counts the attempt in the endpoint's run of failures (a 2xx ends the run) and disables the
+ * endpoint after 410 Gone or a long enough run, telling the account's other endpoints. Returns
+ * whether it disabled the endpoint.
+ */
+async function recordOnEndpoint(tx: Tx, boss: PgBoss, endpointId: string, startedAt: Date, result: AttemptResult, gone: boolean): Promise<boolean> {
+  if (result.error === null) {
+    await tx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: null, consecutive_failures: 0 })
+      .where('id', '=', endpointId)
+      .where('consecutive_failures', '>', 0)
+      .execute();
+    return false;
+  }
+  const run = await tx
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({
+      consecutive_failures: eb('consecutive_failures', '+', 1),
+      failing_since: eb.fn.coalesce('failing_since', eb.val(startedAt)),
+    }))
+    .where('id', '=', endpointId)
+    // A second attempt finishing after the endpoint was disabled neither counts nor disables again.
+    .where('enabled', '=', true)
+    .returning(['account_id', 'url', 'failing_since', 'consecutive_failures'])
+    .executeTakeFirst();
+  if (!run?.failing_since) return false;
+  const failingHours = (startedAt.getTime() - run.failing_since.getTime()) / 3600_000;
+  const reason = gone
+    ? `The receiver answered 410 Gone on ${startedAt.toISOString()}`
+    : run.consecutive_failures >= DISABLE_AFTER_FAILED_ATTEMPTS && failingHours >= DISABLE_AFTER_FAILING_HOURS
+      ? `Every attempt since ${run.failing_since.toISOString()} failed (${run.consecutive_failures} attempts, over ${DISABLE_AFTER_FAILING_HOURS} hours); the last: ${result.error}`
+      : null;
+  if (reason === null) return false;
+  await disableEndpoint(tx, endpointId, reason);
+  await queueAccountEvent(tx, boss, {
+    accountId: run.account_id,
+    type: 'webhook_endpoint.disabled',
+    data: {
+      endpoint_id: Number(endpointId),
+      url: run.url,
+      reason,
+      failing_since: run.failing_since.toISOString(),
+      failed_attempts: run.consecutive_failures,
+    },
+  });
+  return true;
 }
 
 async function post(delivery: { event_id: string; url: string; secret: string; payload: string }, startedAt: Date, config: Config): Promise<AttemptResult> {
@@ -180,9 +240,9 @@ async function post(delivery: { event_id: string; url: string; secret: string; p
   }
 }
 
-function nextStep(attempt: number, result: AttemptResult): { status: DeliveryStatus; retryAt?: Date; disableEndpoint?: boolean } {
+function nextStep(attempt: number, result: AttemptResult): { status: DeliveryStatus; retryAt?: Date; gone?: boolean } {
   if (result.error === null) return { status: 'delivered' };
-  if (result.statusCode === 410) return { status: 'failed', disableEndpoint: true };
+  if (result.statusCode === 410) return { status: 'failed', gone: true };
   const step = WEBHOOK_RETRY_DELAYS_SECONDS[attempt - 1];
   if (step === undefined) return { status: 'failed' };
   const delaySeconds = Math.max(step, Math.min(result.retryAfterSeconds ?? 0, LONGEST_DELAY_SECONDS));
@@ -217,6 +277,7 @@ export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliver
     if (!delivery) throw notFound();
     if (delivery.status === 'pending') throw new DomainError('invalid', 'delivery id', 'This delivery is already scheduled');
     assertEnabled(delivery.enabled);
+    await countManualSend(tx, delivery.endpoint_id);
     await tx
       .updateTable('webhook_deliveries')
       .set({ status: 'pending', next_attempt_at: new Date(), delivered_at: null })
@@ -248,6 +309,7 @@ export async function sendTestEvent(
       .executeTakeFirst();
     if (!endpoint) throw endpointNotFound();
     assertEnabled(endpoint.enabled);
+    await countManualSend(tx, endpoint.id);
     const [deliveryId] = await queueEvent(
       tx,
       boss,
@@ -258,6 +320,34 @@ export async function sendTestEvent(
     if (!deliveryId) throw endpointNotFound();
     return { deliveryId };
   });
+}
+
+/**
+ * Counts a test event or redelivery against the endpoint's MANUAL_SENDS_PER_MINUTE, or refuses it
+ * with 429 and the seconds until the oldest send in the window leaves it. The endpoint's row lock
+ * makes concurrent sends count one after another.
+ */
+async function countManualSend(tx: Tx, endpointId: string): Promise<void> {
+  await lockEndpoint(tx, endpointId);
+  await tx.deleteFrom('webhook_manual_sends').where('endpoint_id', '=', endpointId).where('sent_at', '<=', sql<Date>`now() - interval '1 minute'`).execute();
+  const window = await tx
+    .selectFrom('webhook_manual_sends')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('count'),
+      sql<number>`ceil(extract(epoch FROM min(sent_at) + interval '1 minute' - now()))::int`.as('retryAfterSeconds'),
+    ])
+    .where('endpoint_id', '=', endpointId)
+    .executeTakeFirstOrThrow();
+  if (Number(window.count) >= MANUAL_SENDS_PER_MINUTE) {
+    const seconds = Math.max(1, window.retryAfterSeconds);
+    throw new DomainError(
+      'refused',
+      'endpoint id',
+      `At most ${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint. Try again in ${seconds} seconds.`,
+      { status: 429, headers: { 'retry-after': String(seconds) } },
+    );
+  }
+  await tx.insertInto('webhook_manual_sends').values({ endpoint_id: endpointId }).execute();
 }
 
 function assertEnabled(enabled: boolean): void {

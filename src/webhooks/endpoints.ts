@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { Db } from '../db/database.ts';
+import type { Db, Tx } from '../db/database.ts';
 import type { WebhookEndpoint } from '../db/schema.ts';
 import { DomainError, requireId } from '../errors.ts';
 import { assertPublicUrl } from './address-guard.ts';
@@ -8,7 +8,10 @@ import { newWebhookSecret } from './signature.ts';
 
 const MAX_URL_LENGTH = 2048;
 
-/** The secret is returned here and by rotateWebhookSecret only: show it to the user once. */
+/**
+ * The secret is returned here and by rotateWebhookSecret only: show it to the user once. An
+ * account has at most WEBHOOK_ENDPOINTS_PER_ACCOUNT endpoints, since each event is POSTed to all.
+ */
 export async function addWebhookEndpoint(
   db: Db,
   config: Config,
@@ -17,15 +20,34 @@ export async function addWebhookEndpoint(
   const url = await validateUrl(input.url, config);
   const events = validateEvents(input.events ?? [...DEFAULT_WEBHOOK_EVENTS]);
   const secret = newWebhookSecret();
-  const { id } = await db
-    .insertInto('webhook_endpoints')
-    .values({ account_id: input.accountId, url, secret, events, disabled_reason: null })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return { id, secret };
+  return db.transaction().execute(async (tx) => {
+    await assertEndpointSlot(tx, input.accountId, config.webhookEndpointsPerAccount);
+    const { id } = await tx
+      .insertInto('webhook_endpoints')
+      .values({ account_id: input.accountId, url, secret, events, disabled_reason: null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return { id, secret };
+  });
 }
 
-export type WebhookEndpointSummary = Omit<WebhookEndpoint, 'secret' | 'account_id'>;
+/**
+ * Locks the account's row first, so that concurrent adds count one after another: the cap is exact.
+ * NO KEY UPDATE leaves the row free for the key-share locks of inserts that reference the account.
+ */
+async function assertEndpointSlot(tx: Tx, accountId: string, limit: number): Promise<void> {
+  await tx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
+  const { count } = await tx
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  if (Number(count) >= limit) {
+    throw new DomainError('conflict', 'endpoints', `This account already has ${count} webhook endpoints, the most it may have (${limit})`);
+  }
+}
+
+export type WebhookEndpointSummary = Omit<WebhookEndpoint, 'secret' | 'account_id' | 'failing_since' | 'consecutive_failures'>;
 
 export async function listWebhookEndpoints(db: Db, accountId: string): Promise<WebhookEndpointSummary[]> {
   return db
@@ -36,15 +58,52 @@ export async function listWebhookEndpoints(db: Db, accountId: string): Promise<W
     .execute();
 }
 
-export async function setWebhookEndpointEnabled(db: Db, accountId: string, id: string, enabled: boolean): Promise<void> {
-  const result = await db
-    .updateTable('webhook_endpoints')
-    .set({ enabled, disabled_reason: enabled ? null : 'Disabled by the account' })
-    .where('id', '=', requireEndpointId(id))
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw endpointNotFound();
+/**
+ * The account's switch (dashboard), or the operator's (CLI: no account). Enabling starts a new
+ * run of failures from nothing; disabling ends the endpoint's pending deliveries at once.
+ */
+export async function setWebhookEndpointEnabled(db: Db, accountId: string | undefined, id: string, enabled: boolean): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const endpoint = await tx
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('id', '=', requireEndpointId(id))
+      .$if(accountId !== undefined, (query) => query.where('account_id', '=', accountId!))
+      .forNoKeyUpdate()
+      .executeTakeFirst();
+    if (!endpoint) throw endpointNotFound();
+    if (!enabled) return disableEndpoint(tx, endpoint.id, accountId === undefined ? 'Disabled by the operator' : 'Disabled by the account');
+    await tx
+      .updateTable('webhook_endpoints')
+      .set({ enabled: true, disabled_reason: null, failing_since: null, consecutive_failures: 0 })
+      .where('id', '=', endpoint.id)
+      .execute();
+  });
 }
+
+/**
+ * Stops deliveries to the endpoint: its pending deliveries fail now, with the reason as their
+ * last error, instead of waiting out their retries.
+ */
+export async function disableEndpoint(tx: Tx, endpointId: string, reason: string): Promise<void> {
+  await tx.updateTable('webhook_endpoints').set({ enabled: false, disabled_reason: reason }).where('id', '=', endpointId).execute();
+  await tx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', next_attempt_at: null, last_error: endpointDisabledError(reason) })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/**
+ * Every transaction that changes an endpoint's deliveries and the endpoint itself locks the
+ * endpoint first, as disabling does, so that they cannot deadlock.
+ */
+export async function lockEndpoint(tx: Tx, endpointId: string): Promise<void> {
+  await tx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).forNoKeyUpdate().execute();
+}
+
+export const endpointDisabledError = (reason: string | null): string => `Endpoint disabled: ${reason ?? 'no reason given'}`;
 
 /** The old secret stops working at once; deliveries still pending are signed with the new one. */
 export async function rotateWebhookSecret(db: Db, accountId: string, id: string): Promise<{ secret: string }> {

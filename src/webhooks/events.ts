@@ -14,6 +14,7 @@ export const WEBHOOK_EVENTS = [
   'subscription.updated',
   'subscription.cancelled',
   'subscription.expired',
+  'webhook_endpoint.disabled',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -60,4 +61,11 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
   'subscription.updated': { ...exampleSubscription, plan: 'pro', previous: exampleTerms },
   'subscription.cancelled': { ...exampleSubscription, status: 'cancelled', previous: exampleTerms },
   'subscription.expired': { ...exampleSubscription, status: 'expired', previous: null },
+  'webhook_endpoint.disabled': {
+    endpoint_id: 7,
+    url: 'https://example.com/meterlens',
+    reason: 'Every attempt since 2026-11-21T08:00:00.000Z failed (31 attempts, over 24 hours); the last: The receiver answered HTTP 503 Service Unavailable',
+    failing_since: '2026-11-21T08:00:00.000Z',
+    failed_attempts: 31,
+  },
 };

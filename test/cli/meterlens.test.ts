@@ -72,6 +72,8 @@ t.test('help lists every command', async (t) => {
       'keys delete',
       'webhooks add',
       'webhooks list',
+      'webhooks enable',
+      'webhooks disable',
       'users create',
       'read',
       'eval',
@@ -177,6 +179,36 @@ t.test('webhooks add and list', async (t) => {
   const { endpoints } = await json(['webhooks', 'list', '--account', String(accountId)]);
   t.match(endpoints, [{ id: added.id, url: 'http://127.0.0.1:9/hook', events: ['reading.failed'], enabled: true }]);
   t.notOk(JSON.stringify(endpoints).includes(added.secret), 'the secret is shown once only');
+
+  const capped = await meterlens(['webhooks', 'add', '--account', String(accountId), '--url', 'http://127.0.0.1:9/second'], {
+    ...env,
+    WEBHOOK_ENDPOINTS_PER_ACCOUNT: '1',
+  });
+  t.match(capped, { code: 1, stderr: /This account already has 1 webhook endpoints, the most it may have \(1\)/ }, 'WEBHOOK_ENDPOINTS_PER_ACCOUNT');
+});
+
+t.test('webhooks disable and enable: an endpoint disabled after failing is enabled again, its run of failures forgotten', async (t) => {
+  const { id: accountId } = await json(['accounts', 'create', '--name', 'Failing']);
+  const { id } = await db
+    .insertInto('webhook_endpoints')
+    .values({ account_id: accountId, url: 'http://127.0.0.1:9/hook', secret: newWebhookSecret(), disabled_reason: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  t.same(await json(['webhooks', 'disable', id]), { id: Number(id), enabled: false });
+  t.match(await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow(), {
+    enabled: false,
+    disabled_reason: 'Disabled by the operator',
+  });
+  await db.updateTable('webhook_endpoints').set({ failing_since: new Date(), disabled_reason: 'Every attempt since … failed' }).where('id', '=', id).execute();
+  const enabled = await meterlens(['webhooks', 'enable', id]);
+  t.match(enabled, { code: 0, stdout: `webhook endpoint ${id} is now enabled\n` });
+  t.match(await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow(), {
+    enabled: true,
+    disabled_reason: null,
+    failing_since: null,
+    consecutive_failures: 0,
+  });
+  t.match(await meterlens(['webhooks', 'enable', '999999']), { code: 1, stderr: /Webhook endpoint not found/ });
 });
 
 t.test('users create: a given password, or a generated one printed once; both sign in', async (t) => {

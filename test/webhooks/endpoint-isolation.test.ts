@@ -1,5 +1,5 @@
 import t from 'tap';
-import { sendTestEvent } from '../../src/webhooks/deliver.ts';
+import { queueEvent, sendTestEvent } from '../../src/webhooks/deliver.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import { startWebhookReceiver, type Answer } from '../fakes/webhook-receiver.ts';
 import { createCustomer, startTestService, waitFor } from '../helpers/service.ts';
@@ -16,7 +16,12 @@ t.test("a receiver that never answers does not delay another account's webhooks"
   const slow = await addWebhookEndpoint(service.db, service.config, { accountId: slowAccount.accountId, url: `${receiver.url}/slow` });
   const other = await addWebhookEndpoint(service.db, service.config, { accountId: otherAccount.accountId, url: `${receiver.url}/other` });
 
-  for (let i = 0; i < slowEvents; i++) await sendTestEvent(service.db, service.boss, slowAccount.accountId, String(slow.id));
+  // Queued as any event is: test events are limited per endpoint and minute.
+  await service.db.transaction().execute(async (tx) => {
+    for (let i = 0; i < slowEvents; i++) {
+      await queueEvent(tx, service.boss, { type: 'reading.completed', data: { index: i }, meterId: null }, (eb) => eb('id', '=', slow.id));
+    }
+  });
   await waitFor(
     async () => receiver.requestsTo('/slow').length,
     (count) => count > 0,

@@ -40,6 +40,8 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
       request.log.error({ err: error }, 'unexpected error');
       return errorPage(reply, 500, `Something went wrong on our side. Quote this reference if it happens again: ${request.id}`);
     }
+    // A refusal's own headers (a 429's Retry-After) go out with the page.
+    if (error instanceof DomainError) reply.headers(error.headers);
     return errorPage(reply, status, error.validation ? invalidFormMessage(error) : error.message);
   });
 
@@ -71,7 +73,13 @@ function invalidFormMessage(error: FastifyError): string {
   return `${field ? `The form's ${field} field is` : 'The form is'} not what this page sends. Go back, reload the page and try again.`;
 }
 
-const ERROR_TITLES: Record<number, string> = { 400: 'That did not work', 403: 'Not allowed', 404: 'Not found', 500: 'Server error' };
+const ERROR_TITLES: Record<number, string> = {
+  400: 'That did not work',
+  403: 'Not allowed',
+  404: 'Not found',
+  429: 'Too many requests',
+  500: 'Server error',
+};
 
 function errorPage(reply: FastifyReply, status: number, message: string): FastifyReply {
   return reply.code(status).page('error', { title: ERROR_TITLES[status] ?? 'Error', message });

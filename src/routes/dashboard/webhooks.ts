@@ -49,8 +49,9 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId: accountId(request), url, events });
       return endpointPage(request, reply, id, { value: secret, reason: 'created' });
     } catch (error) {
-      if (!isDomainError(error, 'invalid')) throw error;
-      return listPage(request, reply.code(400), { error: sentence(error.message), form: { url, events } });
+      // A bad URL or events (400), or the account's endpoints at their cap (409): the form stays filled in.
+      if (!isDomainError(error, 'invalid') && !isDomainError(error, 'conflict')) throw error;
+      return listPage(request, reply.code(error.kind === 'invalid' ? 400 : 409), { error: sentence(error.message), form: { url, events } });
     }
   });
 
