@@ -23,6 +23,7 @@ export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
   login_attempts: LoginAttemptsTable;
+  signup_attempts: SignupAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
 
@@ -230,6 +231,12 @@ export interface SessionsTable {
 export interface LoginAttemptsTable {
   id: Id;
   email: string;
+  ip: string;
+  attempted_at: CreatedAt;
+}
+
+export interface SignupAttemptsTable {
+  id: Id;
   ip: string;
   attempted_at: CreatedAt;
 }

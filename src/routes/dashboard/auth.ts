@@ -54,10 +54,11 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { email, organisation, password } = request.body;
     let userId: string;
     try {
-      ({ userId } = await signUp(db, { accountName: organisation, email, password, planCode: config.defaultPlan }));
+      ({ userId } = await signUp(db, { accountName: organisation, email, password, planCode: config.defaultPlan, ip: request.ip }));
     } catch (error) {
-      if (!isDomainError(error, 'invalid')) throw error;
-      return reply.code(400).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
+      if (!isDomainError(error, 'invalid') && !isDomainError(error, 'refused')) throw error;
+      // A field's problem is a 400; too many sign-ups from the address carries its 429.
+      return reply.code(error.status ?? 400).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
     }
     await reply.signIn(userId);
     return reply.redirect('/dashboard/keys', 303);
