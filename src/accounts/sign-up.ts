@@ -8,10 +8,14 @@ import { insertUser, requireEmail } from './users.ts';
 const SIGNUP_WINDOW_MINUTES = 60;
 export const MAX_SIGNUPS_PER_IP = 5;
 
-/** Self sign-up: a new account on `planCode` for one month and its first user, all or nothing; limited per client address. */
+/**
+ * Self sign-up: a new account and its first user, all or nothing. The account gets `planCode` for
+ * one month at once, or, with `awaitVerification`, once the user's email is verified. Sign-ups
+ * are limited per client address.
+ */
 export async function signUp(
   db: Db,
-  input: { accountName: string; email: string; password: string; planCode: string; ip: string },
+  input: { accountName: string; email: string; password: string; planCode: string; awaitVerification: boolean; ip: string },
 ): Promise<{ accountId: string; userId: string }> {
   const accountName = requireText(input.accountName, 'organisation name');
   const email = requireEmail(input.email);
@@ -19,7 +23,10 @@ export async function signUp(
   await reserveSignUp(db, input.ip);
   const passwordHash = await hashPassword(password);
   return db.transaction().execute(async (tx) => {
-    const account = await createAccount(tx, { name: accountName, planCode: input.planCode });
+    const account = await createAccount(tx, {
+      name: accountName,
+      ...(input.awaitVerification ? { trialPlanCode: input.planCode } : { planCode: input.planCode }),
+    });
     const user = await insertUser(tx, { accountId: account.id, email, passwordHash });
     return { accountId: account.id, userId: user.id };
   });
