@@ -78,6 +78,7 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
       'the API refuses it for the subscription',
     );
 
+    await client.post('/dashboard/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['subscription.created'] });
     const elsewhere = new DashboardClient(service.url);
     const verified = await elsewhere.get(pathOf(link));
     t.equal(verified.status, 200, 'the link works in a browser that is not signed in');
@@ -87,6 +88,17 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
     t.equal(trial?.status, 'active');
     const days = (trial!.period_end.getTime() - trial!.period_start.getTime()) / 86_400_000;
     t.ok(days >= 28 && days <= 31, 'for one month');
+    const announced = await service.db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .select(['d.event_type', 'd.payload'])
+      .where('e.account_id', '=', accountId)
+      .execute();
+    t.match(
+      announced,
+      [{ event_type: 'subscription.created', payload: { data: { plan: 'trial', status: 'active', previous: null } } }],
+      'announced to the endpoint added while waiting',
+    );
     t.equal((await submitPhoto(service, { key, image: photo })).status, 202, 'the key now works');
     t.notMatch((await client.get('/dashboard/keys')).text, 'Check your mail', 'the dashboard no longer asks');
 
