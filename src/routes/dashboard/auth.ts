@@ -6,7 +6,7 @@ import { signUp } from '../../accounts/sign-up.ts';
 import { isDomainError } from '../../errors.ts';
 import type { Mailer } from '../../mail.ts';
 import { httpStatus } from '../../plugins/app/error-envelope.ts';
-import { sentence } from '../../plugins/app/page.ts';
+import { pageStatus, sentence } from '../../plugins/app/page.ts';
 import { LoginForm, SignupForm } from '../../schemas/dashboard-forms.ts';
 import { mailVerificationLink } from './verify-email.ts';
 
@@ -70,8 +70,7 @@ const authRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = as
       }));
     } catch (error) {
       if (!isDomainError(error, 'invalid') && !isDomainError(error, 'refused')) throw error;
-      // A field's problem is a 400; too many sign-ups from the address carries its 429.
-      return reply.code(error.status ?? 400).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
+      return reply.code(pageStatus(error)).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
     }
     await reply.signIn(userId);
     if (mailer) {
