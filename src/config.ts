@@ -81,6 +81,18 @@ export interface Config {
   signup: 'open' | 'closed';
   /** Plan a self-signed-up account gets for its first month. */
   defaultPlan: string;
+  /**
+   * Where and as whom the service sends mail (src/mail.ts); undefined: it sends none, and a
+   * self-signed-up account's trial starts without its email being verified.
+   */
+  smtp: SmtpConfig | undefined;
+}
+
+export interface SmtpConfig {
+  /** smtp://user:pass@host:port (STARTTLS when the server offers it) or smtps:// (TLS from the start). */
+  url: string;
+  /** The From of every mail, e.g. `Meterlens <noreply@example.com>`. */
+  from: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -154,6 +166,8 @@ export const ENVIRONMENT = Type.Object({
   PGSSLMODE: Type.Optional(oneOf(['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'], { documentedDefault: 'unset' })),
   SIGNUP: oneOf(['open', 'closed'], { default: 'open' }),
   DEFAULT_PLAN: Type.String({ default: 'trial' }),
+  SMTP_URL: unsetString(),
+  MAIL_FROM: unsetString(),
 });
 export type Environment = Static<typeof ENVIRONMENT>;
 
@@ -168,8 +182,9 @@ export class ConfigError extends Error {
 export function loadConfig(env: Env = process.env): Config {
   const environment = withDefaults(env);
   const trustProxy = trustedProxies(environment.TRUST_PROXY);
-  const problems = [...schemaProblems(environment, env), ...(typeof trustProxy === 'string' ? [trustProxy] : [])];
-  if (problems.length > 0 || typeof trustProxy === 'string') throw new ConfigError(problems);
+  const smtp = smtpConfig(environment);
+  const problems = [...schemaProblems(environment, env), ...[trustProxy, smtp].filter((setting) => typeof setting === 'string')];
+  if (problems.length > 0 || typeof trustProxy === 'string' || typeof smtp === 'string') throw new ConfigError(problems);
   return {
     databaseUrl: environment.DATABASE_URL,
     dataDir: path.resolve(environment.DATA_DIR),
@@ -218,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
 
     signup: environment.SIGNUP,
     defaultPlan: environment.DEFAULT_PLAN,
+    smtp,
   };
 }
 
@@ -262,6 +278,16 @@ function trustedProxies(setting: string): string[] | string {
   const unknown = entries.find((entry) => !(entry === 'private' || PRIVATE_PROXY_RANGES.includes(entry) || ipaddr.isValid(entry) || isCidr(entry)));
   if (unknown !== undefined) return `TRUST_PROXY: "${unknown}" is not an IP address, a CIDR range, private, none, loopback, linklocal or uniquelocal`;
   return entries.flatMap((entry) => (entry === 'private' ? PRIVATE_PROXY_RANGES : [entry]));
+}
+
+/** The mail settings (none without SMTP_URL), or what is wrong with them. */
+function smtpConfig(environment: Environment): SmtpConfig | undefined | string {
+  const url = environment.SMTP_URL;
+  if (url === undefined) return undefined;
+  // Not echoed: the URL may hold the SMTP password.
+  if (!/^smtps?:$/.test(URL.parse(url)?.protocol ?? '')) return 'SMTP_URL: is not an smtp:// or smtps:// URL';
+  if (environment.MAIL_FROM === undefined) return 'MAIL_FROM: unset, but SMTP_URL needs a sender address';
+  return { url, from: environment.MAIL_FROM };
 }
 
 function isCidr(entry: string): boolean {

@@ -23,9 +23,9 @@ export class DomainError extends Error {
     kind: ErrorKind,
     field: string,
     message: string,
-    options: { status?: number; extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
+    options: { status?: number; extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
-    super(message);
+    super(message, { cause: options.cause });
     this.name = 'DomainError';
     this.kind = kind;
     this.field = field;

@@ -56,6 +56,18 @@ t.test('defaults and the enums that are taken', async (t) => {
   t.throws(() => loadConfig({ PGSSLMODE: 'requre' }), /PGSSLMODE: "requre" is not one of/);
 });
 
+t.test('mail: SMTP_URL needs MAIL_FROM and an smtp:// or smtps:// URL, which no message repeats', async (t) => {
+  t.equal(loadConfig({}).smtp, undefined, 'unset: no mail');
+  t.same(loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'Meterlens <noreply@example.com>' }).smtp, {
+    url: 'smtps://u:p@mail.example.com:465',
+    from: 'Meterlens <noreply@example.com>',
+  });
+  t.throws(() => loadConfig({ SMTP_URL: 'smtp://u:p@mail.example.com' }), /MAIL_FROM: unset, but SMTP_URL needs a sender address/);
+  const error = t.throws(() => loadConfig({ SMTP_URL: 'https://user:hunter2@mail.example.com', MAIL_FROM: 'a@example.com' })) as Error;
+  t.match(error.message, 'SMTP_URL: is not an smtp:// or smtps:// URL');
+  t.notMatch(error.message, 'hunter2', 'the password stays out of the message');
+});
+
 t.test("README's configuration table documents exactly the schema's variables and defaults", async (t) => {
   const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
   const table = readme.slice(readme.indexOf('## Configuration'));

@@ -12,12 +12,14 @@ export interface Account {
 
 /**
  * With a plan, the account starts with an active one-month subscription; both or neither are stored.
+ * With a trial plan instead, it starts with none and gets that plan once its user's email is
+ * verified (accounts/email-verification.ts).
  * `db` may be a transaction (sign-up's), which the account then joins; otherwise it gets its own.
  */
-export async function createAccount(db: Db, input: { name: string; planCode?: string }): Promise<Account> {
+export async function createAccount(db: Db, input: { name: string; planCode?: string; trialPlanCode?: string }): Promise<Account> {
   const name = requireText(input.name, 'account name');
   const create = async (tx: Db) => {
-    const row = await tx.insertInto('accounts').values({ name }).returningAll().executeTakeFirstOrThrow();
+    const row = await tx.insertInto('accounts').values({ name, trial_plan_code: input.trialPlanCode }).returningAll().executeTakeFirstOrThrow();
     const account: Account = { id: row.id, name: row.name, createdAt: row.created_at };
     if (input.planCode !== undefined) {
       account.subscription = await setSubscription(tx, { accountId: row.id, planCode: input.planCode, months: 1 });

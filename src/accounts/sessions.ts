@@ -1,6 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { hashToken, randomToken } from './tokens.ts';
 
 const SESSION_DAYS = 14;
 
@@ -11,6 +11,8 @@ export interface SessionUser {
   email: string;
   accountName: string;
   csrfToken: string;
+  /** The account's trial waits for this user to follow the link mailed at sign-up. */
+  awaitingVerification: boolean;
 }
 
 /**
@@ -19,13 +21,13 @@ export interface SessionUser {
  */
 export async function createSession(db: Db, userId: string): Promise<{ token: string; expiresAt: Date }> {
   await db.deleteFrom('sessions').where('user_id', '=', userId).where('expires_at', '<=', sql<Date>`now()`).execute();
-  const token = randomBytes(32).toString('base64url');
+  const token = randomToken();
   const row = await db
     .insertInto('sessions')
     .values({
-      token_sha256: sha256(token),
+      token_sha256: hashToken(token),
       user_id: userId,
-      csrf_token: randomBytes(32).toString('base64url'),
+      csrf_token: randomToken(),
       expires_at: sql<Date>`now() + make_interval(days => ${SESSION_DAYS})`,
     })
     .returning('expires_at')
@@ -46,9 +48,10 @@ export async function findSession(db: Db, token: string): Promise<SessionUser | 
       'u.email',
       'a.name as accountName',
       's.csrf_token as csrfToken',
+      sql<boolean>`u.email_verified_at IS NULL AND a.trial_plan_code IS NOT NULL`.as('awaitingVerification'),
       's.last_seen_at',
     ])
-    .where('s.token_sha256', '=', sha256(token))
+    .where('s.token_sha256', '=', hashToken(token))
     .where('s.expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
   if (!row) return undefined;
@@ -61,8 +64,4 @@ export async function findSession(db: Db, token: string): Promise<SessionUser | 
 
 export async function deleteSession(db: Db, sessionId: string): Promise<void> {
   await db.deleteFrom('sessions').where('id', '=', sessionId).execute();
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }

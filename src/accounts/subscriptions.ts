@@ -71,20 +71,23 @@ export type SubscriptionChange =
  * account with a plan uses setSubscription alone: a new account has no endpoint to tell yet.
  */
 export async function changeSubscription(deps: { db: Db; boss: PgBoss }, change: SubscriptionChange): Promise<Subscription> {
-  return deps.db.transaction().execute(async (tx) => {
-    const previousRow = await tx
-      .selectFrom('subscriptions')
-      .selectAll()
-      .select(state)
-      .where('account_id', '=', requireId(change.accountId, 'account id'))
-      .forUpdate()
-      .executeTakeFirst();
-    const previous = previousRow && toSubscription(previousRow);
-    const current = change.action === 'cancel' ? await cancelSubscription(tx, change.accountId) : await setSubscription(tx, change);
-    const type = subscriptionEventType(previous, current);
-    if (type) await announceSubscription(tx, deps.boss, type, current, previous);
-    return current;
-  });
+  return deps.db.transaction().execute((tx) => applySubscriptionChange(tx, deps.boss, change));
+}
+
+/** changeSubscription inside the caller's transaction (an email verification that starts a trial). */
+export async function applySubscriptionChange(tx: Tx, boss: PgBoss, change: SubscriptionChange): Promise<Subscription> {
+  const previousRow = await tx
+    .selectFrom('subscriptions')
+    .selectAll()
+    .select(state)
+    .where('account_id', '=', requireId(change.accountId, 'account id'))
+    .forUpdate()
+    .executeTakeFirst();
+  const previous = previousRow && toSubscription(previousRow);
+  const current = change.action === 'cancel' ? await cancelSubscription(tx, change.accountId) : await setSubscription(tx, change);
+  const type = subscriptionEventType(previous, current);
+  if (type) await announceSubscription(tx, boss, type, current, previous);
+  return current;
 }
 
 function subscriptionEventType(previous: Subscription | undefined, current: Subscription): WebhookEvent | undefined {

@@ -24,6 +24,8 @@ export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
   login_attempts: LoginAttemptsTable;
+  signup_attempts: SignupAttemptsTable;
+  email_verifications: EmailVerificationsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
 
@@ -45,6 +47,8 @@ export interface AccountsTable {
   /** numeric: pg returns it as a string. */
   max_flow_m3_per_hour: ColumnType<string, number | string | undefined, number | string>;
   created_at: CreatedAt;
+  /** The plan a self-signed-up account starts on once its user's email is verified. */
+  trial_plan_code: ColumnType<string | null, string | undefined, string | null>;
 }
 
 export type SubscriptionStatus = 'active' | 'cancelled';
@@ -225,6 +229,7 @@ export interface UsersTable {
   password_hash: string;
   created_at: CreatedAt;
   last_login_at: Date | null;
+  email_verified_at: ColumnType<Date | null, never, Date>;
 }
 
 export interface SessionsTable {
@@ -242,6 +247,21 @@ export interface LoginAttemptsTable {
   email: string;
   ip: string;
   attempted_at: CreatedAt;
+}
+
+export interface SignupAttemptsTable {
+  id: Id;
+  ip: string;
+  attempted_at: CreatedAt;
+}
+
+export interface EmailVerificationsTable {
+  id: Id;
+  user_id: IdRef;
+  token_sha256: string;
+  created_at: CreatedAt;
+  expires_at: Date;
+  used_at: ColumnType<Date | null, never, Date>;
 }
 
 export interface IdempotencyKeysTable {

@@ -28,3 +28,6 @@ export type TestEventForm = Static<typeof TestEventForm>;
 
 export const ReadingCorrectionForm = Type.Object({ reading: Type.Optional(Type.String()) });
 export type ReadingCorrectionForm = Static<typeof ReadingCorrectionForm>;
+
+/** A link missing its token reaches the domain's check, which says the link is not valid. */
+export const VerifyEmailQuery = Type.Object({ token: text() });

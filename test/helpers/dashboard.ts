@@ -1,12 +1,21 @@
+let clientCount = 0;
+
 /** A signed-out or signed-in dashboard visitor over real HTTP: keeps cookies, finds CSRF tokens in pages. */
 export class DashboardClient {
   readonly baseUrl: string;
+  /**
+   * Each client is a browser at an address of its own (sent as X-Forwarded-For, which the app
+   * believes from loopback under the default TRUST_PROXY), so the per-address limits of sign-in
+   * and sign-up count one client's tries, not every test's. A request's own header overrides it.
+   */
+  readonly address: string;
   readonly cookies = new Map<string, string>();
   /** The `_csrf` value of the last page that had a form. */
   csrfToken = '';
 
-  constructor(baseUrl: string) {
+  constructor(baseUrl: string, address = `2001:db8::${(++clientCount).toString(16)}`) {
     this.baseUrl = baseUrl;
+    this.address = address;
   }
 
   async get(path: string, headers: Record<string, string> = {}): Promise<DashboardResponse> {
@@ -27,7 +36,7 @@ export class DashboardClient {
       method,
       body,
       redirect: 'manual',
-      headers: { ...(cookie ? { cookie } : {}), ...headers },
+      headers: { 'x-forwarded-for': this.address, ...(cookie ? { cookie } : {}), ...headers },
     });
     const setCookies = response.headers.getSetCookie();
     for (const line of setCookies) {

@@ -43,6 +43,11 @@ export function cookieOptions(request: FastifyRequest) {
   return { path: '/dashboard', httpOnly: true, sameSite: 'lax' as const, secure: request.protocol === 'https' };
 }
 
+/** The onRequest hook of the pages only a signed-in user sees: anyone else is sent to sign in. */
+export async function requireUser(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (!request.user) return reply.redirect('/dashboard/login', 303);
+}
+
 /** The signed-in user's account; the routes that call it run behind the sign-in check. */
 export function accountId(request: FastifyRequest): string {
   if (!request.user) throw new Error('a signed-in route ran without a user');

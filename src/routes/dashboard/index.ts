@@ -1,10 +1,11 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { DomainError } from '../../errors.ts';
+import { createMailer } from '../../mail.ts';
 import csrf from '../../plugins/app/csrf.ts';
 import { answeredDatabaseOutage } from '../../plugins/app/error-envelope.ts';
 import page, { pageStatus } from '../../plugins/app/page.ts';
 import securityHeaders from '../../plugins/app/security-headers.ts';
-import session from '../../plugins/app/session.ts';
+import session, { requireUser } from '../../plugins/app/session.ts';
 import cookie from '../../plugins/external/cookie.ts';
 import formbody from '../../plugins/external/formbody.ts';
 import staticAssets from '../../plugins/external/static.ts';
@@ -14,6 +15,7 @@ import keyRoutes from './keys.ts';
 import meterRoutes from './meters.ts';
 import readingRoutes from './readings.ts';
 import usageRoutes from './usage.ts';
+import verifyEmailRoutes from './verify-email.ts';
 import webhookRoutes from './webhooks.ts';
 
 /**
@@ -45,7 +47,9 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
     return errorPage(reply, status, error.validation ? invalidFormMessage(error) : error.message);
   });
 
-  await app.register(authRoutes);
+  const mailer = createMailer(app.deps.config.smtp);
+  await app.register(authRoutes, { mailer });
+  await app.register(verifyEmailRoutes, { mailer });
   await app.register(async (signedIn) => {
     signedIn.addHook('onRequest', requireUser);
     signedIn.get('/', async (_request, reply) => reply.redirect('/dashboard/usage', 303));
@@ -55,10 +59,6 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
     await signedIn.register(readingRoutes);
     await signedIn.register(meterRoutes);
   });
-}
-
-async function requireUser(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (!request.user) return reply.redirect('/dashboard/login', 303);
 }
 
 function errorStatus(error: FastifyError | DomainError): number {
@@ -77,8 +77,10 @@ const ERROR_TITLES: Record<number, string> = {
   400: 'That did not work',
   403: 'Not allowed',
   404: 'Not found',
+  410: 'Link no longer valid',
   429: 'Too many requests',
   500: 'Server error',
+  503: 'Temporarily unavailable',
 };
 
 function errorPage(reply: FastifyReply, status: number, message: string): FastifyReply {
