@@ -1,5 +1,8 @@
-"""Synthetic counter strips composed from the single-wheel crops in digits/meterdigits.tar."""
+"""Synthetic counter strips composed from single-wheel crops: digits/meterdigits.tar, or with METERLENS_DIGITS=clean
+the commercially clean crops of digits-clean/ (Apache-2.0 and MIT: its PROVENANCE.md)."""
+import os
 import random
+import re
 import tarfile
 from collections import defaultdict
 
@@ -25,7 +28,50 @@ def rolled_reading(digits, fraction):
     return ''.join(str(d) for d in shown), rolling
 
 
+# Which crops the strips and the wheel reader's extra crops come from: `meterdigits` (about 46% of it from sources
+# without a licence: research only) or `clean` (digits-clean/, for weights that may ship by default).
+DIGITS = os.environ.get('METERLENS_DIGITS', 'meterdigits')
+# The size of a meterdigits crop (width, height); digits-clean's crops, at their own sizes, are brought to it.
+CROP_SIZE = (20, 32)
+# digits-clean's file names start with the value and its tenths of roll (`3.7_…`, `3_…` for a still wheel); jomjol's
+# sorted crops sit in a folder named by the digit instead. LCD digits are not wheels, and `NaN` ones are between digits.
+CLEAN_NAME = re.compile(r'^(\d)(?:\.(\d))?_')
+CLEAN_ARCHIVES = ('collected.tar', 'jomjol-mit-2021.tar')
+NOT_WHEELS = re.compile(r'/(lcd\d*|NaN|not-trained[^/]*)/')
+
+
 def load_digit_crops():
+    """{(digit, tenths): [HxWx3 uint8 arrays]}: the crops METERLENS_DIGITS names."""
+    return load_clean_digit_crops() if DIGITS == 'clean' else load_meterdigits_crops()
+
+
+def clean_crop_label(member):
+    """(digit, tenths) of a digits-clean archive member, or None for one that is no labelled wheel."""
+    if NOT_WHEELS.search(member) or not member.lower().endswith(('.jpg', '.jpeg', '.png', '.bmp')):
+        return None
+    folder, name = member.rsplit('/', 1)
+    named = CLEAN_NAME.match(name)
+    if named:
+        return int(named.group(1)), int(named.group(2) or 0)
+    sorted_into = folder.rsplit('/', 1)[-1]
+    return (int(sorted_into), 0) if sorted_into.isdigit() and len(sorted_into) == 1 else None
+
+
+def load_clean_digit_crops(root=DATASETS / 'digits-clean', extracted=CACHE / 'digits-clean'):
+    """{(digit, tenths): [HxWx3 uint8 arrays]} of digits-clean's wheel crops at CROP_SIZE, extracted once to `extracted`."""
+    if not extracted.exists():
+        for archive_name in CLEAN_ARCHIVES:
+            with tarfile.open(root / archive_name) as archive:
+                archive.extractall(extracted)
+    crops = defaultdict(list)
+    for file in sorted(extracted.rglob('*')):
+        label = file.is_file() and clean_crop_label(file.relative_to(extracted).as_posix())
+        if label:
+            crops[label].append(np.asarray(Image.open(file).convert('RGB').resize(CROP_SIZE, Image.BILINEAR)))
+    return crops
+
+
+def load_meterdigits_crops():
     """{(digit, tenths): [HxWx3 uint8 arrays]} from the tar, extracted once under the cache folder."""
     root = CACHE / 'digits' / 'datasets' / 'meterdigits'
     if not root.exists():

@@ -1,11 +1,16 @@
 """cd ml && python3 -m unittest test_synth: the rolling-wheel reading rule and the synthetic strips it labels."""
+import io
 import random
 import re
+import tarfile
+import tempfile
 import unittest
+from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
-from synth import eight_wheel_strip, ink_map, rolled_reading
+from synth import clean_crop_label, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
 
 
 class RolledReading(unittest.TestCase):
@@ -50,3 +55,36 @@ class EightWheelStrip(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class CleanDigitCrops(unittest.TestCase):
+    def test_labels_come_from_the_file_name_or_the_sorted_folder(self):
+        self.assertEqual(clean_crop_label('collected/watermeter/Techem/3.7_ab12.jpg'), (3, 7))
+        self.assertEqual(clean_crop_label('jomjol-mit-2021/6_dig1.jpg'), (6, 0))
+        self.assertEqual(clean_crop_label('jomjol-mit-2021/0.0_01.bmp'), (0, 0))
+        self.assertEqual(clean_crop_label('jomjol-mit-2021/4/x.jpg'), (4, 0))
+
+    def test_lcd_digits_crops_between_digits_and_other_files_are_left_out(self):
+        for member in ('collected/lcd/lcd_pb/1.0_a.jpg', 'collected/lcd2/x/2.0_b.jpg', 'jomjol-mit-2021/NaN/y.jpg',
+                       'jomjol-mit-2021/not-trained-non-unique/5.0_c.jpg', 'collected/LICENSE', 'jomjol-mit-2021/x/y.jpg'):
+            self.assertIsNone(clean_crop_label(member), member)
+
+    def test_crops_are_extracted_once_and_brought_to_the_strip_size(self):
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            members = {'collected.tar': ['collected/watermeter/pp/3.7_a.jpg', 'collected/lcd/x/1.0_b.jpg'],
+                       'jomjol-mit-2021.tar': ['jomjol-mit-2021/4/c.jpg', 'jomjol-mit-2021/NaN/d.jpg']}
+            for archive_name, names in members.items():
+                with tarfile.open(root / archive_name, 'w') as archive:
+                    for name in names:
+                        data = io.BytesIO()
+                        Image.new('RGB', (27, 41), (200, 30, 30)).save(data, 'JPEG')
+                        info = tarfile.TarInfo(name)
+                        info.size = data.tell()
+                        data.seek(0)
+                        archive.addfile(info, data)
+            crops = load_clean_digit_crops(root, root / 'extracted')
+            self.assertEqual(sorted(crops), [(3, 7), (4, 0)])
+            self.assertEqual(crops[(3, 7)][0].shape, (32, 20, 3))
+            (root / 'collected.tar').unlink()  # a second load reads what was extracted
+            self.assertEqual(sorted(load_clean_digit_crops(root, root / 'extracted')), [(3, 7), (4, 0)])
