@@ -6,6 +6,8 @@ import gracefulClose from './plugins/app/graceful-close.ts';
 import metrics from './plugins/app/metrics.ts';
 import requestDeadline from './plugins/app/request-deadline.ts';
 import requestIdHeader, { requestId } from './plugins/app/request-id.ts';
+import requireHost from './plugins/app/require-host.ts';
+import securityHeaders from './plugins/app/security-headers.ts';
 import multipart from './plugins/external/multipart.ts';
 import openapi from './plugins/external/openapi.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
@@ -28,13 +30,21 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
     trustProxy: trustedProxies(deps.config),
     // Node's own deadline, behind request-deadline's: it also ends requests whose headers never finish.
     requestTimeout: (deps.config.requestTimeoutSeconds + 5) * 1000,
+    http: {
+      // require-host refuses a request without Host in the envelope.
+      requireHostHeader: false,
+    },
     // graceful-close refuses requests that arrive while closing, in the error envelope.
     return503OnClosing: false,
     clientErrorHandler: clientErrorEnvelope,
     frameworkErrors: frameworkErrorEnvelope,
   });
   app.decorate('deps', deps);
+  // Only JSON is read as a body besides the multipart upload and the dashboard's forms: text/plain is the documented 415.
+  app.removeContentTypeParser('text/plain');
   await app.register(requestIdHeader);
+  await app.register(securityHeaders);
+  await app.register(requireHost);
   await app.register(errorEnvelope);
   await app.register(gracefulClose);
   await app.register(metrics, { db: deps.db, token: deps.config.metricsToken });

@@ -3,7 +3,7 @@ import { DomainError, type ErrorKind } from '../../errors.ts';
 import csrf from '../../plugins/app/csrf.ts';
 import { answeredDatabaseOutage, API_STATUS, httpStatus } from '../../plugins/app/error-envelope.ts';
 import page from '../../plugins/app/page.ts';
-import securityHeaders from '../../plugins/app/security-headers.ts';
+import { pageSecurityHeaders } from '../../plugins/app/security-headers.ts';
 import session from '../../plugins/app/session.ts';
 import cookie from '../../plugins/external/cookie.ts';
 import formbody from '../../plugins/external/formbody.ts';
@@ -25,7 +25,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
   await app.register(formbody);
   await app.register(view);
   await app.register(staticAssets);
-  await app.register(securityHeaders);
+  await app.register(pageSecurityHeaders);
   await app.register(session);
   await app.register(csrf);
   await app.register(page);
