@@ -23,14 +23,21 @@ declare module 'fastify' {
 }
 
 export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+  // Node's own deadline, behind request-deadline's, for a request whose handler never ends.
+  const nodeRequestTimeoutMs = (deps.config.requestTimeoutSeconds + 5) * 1000;
   const app = Fastify({
     logger: options.logger === false ? false : { level: deps.config.logLevel },
     genReqId: requestId,
     requestIdHeader: false,
     trustProxy: trustedProxies(deps.config),
-    // Node's own deadline, behind request-deadline's: it also ends requests whose headers never finish.
-    requestTimeout: (deps.config.requestTimeoutSeconds + 5) * 1000,
+    requestTimeout: nodeRequestTimeoutMs,
     http: {
+      // Node checks headersTimeout against it as the server is made, before Fastify sets the one above.
+      requestTimeout: nodeRequestTimeoutMs,
+      // Headers still arriving after REQUEST_TIMEOUT_SECONDS get the 408 of clientErrorEnvelope. Node looks
+      // for late ones every connectionsCheckingInterval (30 s by default): every second keeps the bound true.
+      headersTimeout: deps.config.requestTimeoutSeconds * 1000,
+      connectionsCheckingInterval: 1000,
       // require-host refuses a request without Host in the envelope.
       requireHostHeader: false,
     },
@@ -40,6 +47,8 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
     frameworkErrors: frameworkErrorEnvelope,
   });
   app.decorate('deps', deps);
+  app.server.maxConnections = deps.config.maxConnections;
+  app.server.on('drop', () => app.log.warn(`connection closed unanswered: MAX_CONNECTIONS (${deps.config.maxConnections}) are open`));
   // Only JSON is read as a body besides the multipart upload and the dashboard's forms: text/plain is the documented 415.
   app.removeContentTypeParser('text/plain');
   await app.register(requestIdHeader);

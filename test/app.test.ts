@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { RawConnection, type RawResponse } from './helpers/raw-http.ts';
 import { createCustomer, startTestService } from './helpers/service.ts';
@@ -120,4 +121,43 @@ t.test('the dashboard refuses a form over 64 KB with its 413 page', async (t) =>
   t.match(response.headers.get('content-type'), /^text\/html/);
   t.match(response.headers.get('x-request-id'), UUID);
   t.match(await response.text(), /too large/);
+});
+
+t.test('headers dribbled in get their 408 within about a second of REQUEST_TIMEOUT_SECONDS', async (t) => {
+  const service = await startTestService(t, { worker: false, env: { REQUEST_TIMEOUT_SECONDS: '2' } });
+  const connection = await RawConnection.open(service.url);
+  t.teardown(() => connection.close());
+  const started = Date.now();
+  connection.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+  const dribble = setInterval(() => connection.write('X-Slow: a\r\n'), 200);
+  t.teardown(() => clearInterval(dribble));
+
+  const response = await connection.response(6000);
+  const seconds = (Date.now() - started) / 1000;
+
+  t.equal(response.status, 408);
+  t.same(JSON.parse(response.body), { errors: { request: ['The request was not received in time'] } });
+  t.match(response.headers['x-request-id'], UUID);
+  t.ok(seconds >= 1.9 && seconds <= 3.5, `answered after ${seconds.toFixed(1)} s`);
+  await sleep(100);
+  t.ok(connection.closed, 'and the connection is closed');
+});
+
+t.test('MAX_CONNECTIONS: a connection over the cap is closed unanswered; one freed lets the next in', async (t) => {
+  const service = await startTestService(t, { worker: false, env: { MAX_CONNECTIONS: '2' } });
+  const healthz = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+  const open = await Promise.all([RawConnection.open(service.url), RawConnection.open(service.url)]);
+  t.teardown(() => open.forEach((connection) => connection.close()));
+  for (const connection of open) {
+    connection.write(healthz);
+    t.equal((await connection.response()).status, 200, 'under the cap: served, and kept alive');
+  }
+
+  const over = await RawConnection.open(service.url);
+  over.write(healthz);
+  await t.rejects(over.response(2000), /closed the connection without a complete response/, 'over the cap: closed at once');
+
+  open[0].close();
+  await sleep(200);
+  t.equal((await exchange(service.url, healthz)).status, 200, 'a freed place is taken again');
 });
