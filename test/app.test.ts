@@ -62,6 +62,12 @@ t.test('malformed requests: every answer is a 4xx in the envelope with X-Request
       400,
     ],
     ['two Content-Lengths that differ', `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Length: 2\r\nContent-Length: 3\r\n`)}\r\n{}`, 400],
+    ['an expectation other than 100-continue', `${head('GET', '/api/meter-readings', `${auth}Expect: the-unexpected\r\n`)}\r\n`, 417],
+    [
+      'a transfer coding other than chunked last',
+      `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n`)}\r\n{}`,
+      400,
+    ],
     ['no Host', `GET /api/meter-readings HTTP/1.1\r\n${auth}\r\n`, 400],
     ['headers over 16 KB', `${head('GET', '/api/meter-readings', `X-Pad: ${'a'.repeat(20_000)}\r\n`)}\r\n`, 431],
     ['a header name with a space', `${head('GET', '/healthz', 'Bad Header: x\r\n')}\r\n`, 400],

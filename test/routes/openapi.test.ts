@@ -196,7 +196,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   }
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
-      const around = ['400', '408', '431', '503'];
+      const around = ['400', '408', '417', '431', '503'];
       if (path.includes('{')) around.push('414');
       if (operation.requestBody?.content['application/json']) around.push('413');
       for (const status of around) t.ok(operation.responses[status], `${method} ${path} documents ${status}, which any request may get`);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -27,14 +27,33 @@ const CLIENT_ERRORS: Record<string, [status: number, message: string]> = {
 /**
  * Fastify's `clientErrorHandler`: Node's http server answers a request it cannot parse (headers
  * too large or too late, a malformed request line) itself; this gives that answer the same
- * envelope and headers as any other, with a fresh request id that the log line carries too, then
- * closes the connection, as Node does.
+ * envelope and headers as any other, then closes the connection, as Node does.
  */
 export function clientErrorEnvelope(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP'];
+  const { headers, body } = refusalBeforeFastify(this, status, message, error.code);
+  if (socket.writable) {
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`);
+  }
+  socket.destroySoon();
+}
+
+/**
+ * The http server's `checkExpectation`: an `Expect` other than `100-continue` is refused with 417
+ * (RFC 9110, 10.1.1) in the envelope, where Node's own 417 has no body or headers; the connection
+ * is closed, since the client may or may not send the body it announced.
+ */
+export function expectationEnvelope(app: FastifyInstance, response: ServerResponse): void {
+  const { headers, body } = refusalBeforeFastify(app, 417, 'Of Expect, only 100-continue is supported');
+  response.writeHead(417, headers).end(body);
+}
+
+/** An answer Node gives before Fastify has the request: the envelope, what every answer carries, and a fresh request id that the log line carries too. */
+function refusalBeforeFastify(app: FastifyInstance, status: number, message: string, code?: string) {
   const id = randomUUID();
-  this.log.info({ reqId: id, code: error.code }, `request refused before parsing: ${status} ${message}`);
+  app.log.info({ reqId: id, code }, `request refused before routing: ${status} ${message}`);
   const body = JSON.stringify(errorBody('request', message));
   const headers = {
     'Content-Type': 'application/json; charset=utf-8',
@@ -43,11 +62,7 @@ export function clientErrorEnvelope(this: FastifyInstance, error: Error & { code
     [REQUEST_ID_HEADER]: id,
     ...ANSWER_HEADERS,
   };
-  if (socket.writable) {
-    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`);
-  }
-  socket.destroySoon();
+  return { headers, body };
 }
 
 /** The router's refusals of a URL path, which it answers before any route or error handler. */

@@ -101,6 +101,7 @@ const REFUSALS_AROUND_ROUTES: Array<{ status: string; description: string; appli
     description: '`request`: a part of the URL path longer than 100 characters',
     applies: (operation) => operation.parameters?.some((parameter) => parameter.in === 'path') ?? false,
   },
+  { status: '417', description: '`request`: an `Expect` header other than `100-continue`; the connection is closed' },
   { status: '431', description: '`request`: headers over 16 KB; the connection is closed' },
   {
     status: '503',
