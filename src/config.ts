@@ -21,8 +21,10 @@ export interface Config {
    * client connecting directly cannot claim another address.
    */
   trustProxy: string[];
-  /** A request whose body has not fully arrived this long after it started is answered 408 and closed. */
+  /** A request whose headers or body have not fully arrived this long after it started is answered 408 and closed. */
   requestTimeoutSeconds: number;
+  /** Connections one web process holds open at once; one over it is closed at once, unanswered. */
+  maxConnections: number;
   /** After SIGTERM: how long requests and jobs in flight may finish before connections are cut and jobs left to the queue. */
   shutdownGraceSeconds: number;
 
@@ -129,6 +131,7 @@ export const ENVIRONMENT = Type.Object({
   PUBLIC_URL: unsetString(),
   TRUST_PROXY: Type.String({ default: 'private' }),
   REQUEST_TIMEOUT_SECONDS: integer(60, { minimum: 1 }),
+  MAX_CONNECTIONS: integer(800, { minimum: 1 }),
   SHUTDOWN_GRACE_SECONDS: integer(25, { minimum: 0 }),
   LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info' }),
   READER_CHAIN: unsetString('see below'),
@@ -195,6 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: environment.PUBLIC_URL,
     trustProxy,
     requestTimeoutSeconds: environment.REQUEST_TIMEOUT_SECONDS,
+    maxConnections: environment.MAX_CONNECTIONS,
     shutdownGraceSeconds: environment.SHUTDOWN_GRACE_SECONDS,
 
     maxImagePixels: environment.MAX_IMAGE_PIXELS,

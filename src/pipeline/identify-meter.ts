@@ -1,10 +1,9 @@
 import { DomainError } from '../errors.ts';
+import { instantField } from '../instant.ts';
 import { parseReading } from '../readers/reader.ts';
 import type { UploadFields } from './validate-image.ts';
 
 export const METER_ID_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
-/** An ISO 8601 date, or a date-time with its offset (a time without one would be read in the server's zone). */
-export const READ_AT_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/;
 /** More digits than any meter has: a reading this long is not one. */
 const MAX_READING_LENGTH = 24;
 /** Clocks differ: a previous reading "from the future" by up to this much is let through. */
@@ -45,14 +44,11 @@ export function readingField(value: unknown, field: string): string {
 }
 
 function readAtField(value: string): Date {
-  const readAt = READ_AT_PATTERN.test(value.trim()) ? new Date(value.trim()) : undefined;
-  if (!readAt || Number.isNaN(readAt.getTime())) {
-    throw new DomainError(
-      'invalid',
-      'previous_read_at',
-      'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z',
-    );
-  }
+  const readAt = instantField(
+    value.trim(),
+    'previous_read_at',
+    'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z',
+  );
   if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new DomainError('invalid', 'previous_read_at', 'previous_read_at is in the future');
   return readAt;
 }

@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { METER_ID_PATTERN, READ_AT_PATTERN } from '../pipeline/identify-meter.ts';
+import { INSTANT_PATTERN } from '../instant.ts';
+import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { READING_PATTERN } from '../readers/reader.ts';
 
 /** A submission's reference_id: a UUID, which PostgreSQL generates. */
@@ -229,7 +230,7 @@ const MeterPhotoUpload = Type.Object({
   ),
   previous_read_at: Type.Optional(
     Type.String({
-      pattern: READ_AT_PATTERN.source,
+      pattern: INSTANT_PATTERN.source,
       description: 'When the previous reading was taken: a date (2026-11-01), or a date-time with its offset (2026-11-01T08:00:00Z)',
     }),
   ),

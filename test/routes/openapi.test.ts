@@ -116,6 +116,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 0 }));
   await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"max_flow' });
   await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/xml' }, body: '<max_flow/>' });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'text/plain' }, body: '{"max_flow_m3_per_hour":6}' });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 6, pad: 'x'.repeat(1_100_000) }));
+  await call('GET', '/api/meter-reading/{reference_id}', '/api/meter-reading/%E0%A4%A', { headers: auth });
+  await call('GET', '/api/meter-reading/{reference_id}', `/api/meter-reading/${'a'.repeat(101)}`, { headers: auth });
   const correctionPath = `/api/meter-reading/${referenceOf(metered)}/correction`;
   await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: '02390.300' }));
   await call('POST', '/api/meter-reading/{reference_id}/correction', correctionPath, json({ reading: 'twelve' }));
@@ -169,7 +173,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     'get /api/meters/{meter_id}/readings 422',
     'patch /api/meters/{meter_id} 200',
     'patch /api/meters/{meter_id} 400',
+    'patch /api/meters/{meter_id} 413',
     'patch /api/meters/{meter_id} 415',
+    'get /api/meter-reading/{reference_id} 400',
+    'get /api/meter-reading/{reference_id} 414',
     'patch /api/meters/{meter_id} 422',
     'post /api/meter-reading/{reference_id}/correction 200',
     'post /api/meter-reading/{reference_id}/correction 404',
@@ -188,7 +195,11 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     t.ok(statuses.has(expected), `exercised ${expected}`);
   }
   for (const [path, operations] of Object.entries(document.paths)) {
-    for (const method of Object.keys(operations as object)) {
+    for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
+      const around = ['400', '408', '417', '431', '503'];
+      if (path.includes('{')) around.push('414');
+      if (operation.requestBody?.content['application/json']) around.push('413');
+      for (const status of around) t.ok(operation.responses[status], `${method} ${path} documents ${status}, which any request may get`);
       t.ok(
         exchanges.some((exchange) => exchange.operation === path && exchange.method === method && exchange.status < 300),
         `a successful ${method} ${path} was checked`,

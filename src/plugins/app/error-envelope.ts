@@ -1,9 +1,12 @@
-import { STATUS_CODES } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable } from '../../db/database.ts';
 import { DomainError, errorBody, type ErrorKind } from '../../errors.ts';
+import { REQUEST_ID_HEADER } from './request-id.ts';
+import { ANSWER_HEADERS, secureAnswer } from './security-headers.ts';
 
 /** The API's status of each kind of error; it refuses a key, a subscription or the usage with 422, as documented. */
 export const API_STATUS: Record<ErrorKind, number> = { invalid: 422, not_found: 404, conflict: 409, refused: 422, unavailable: 503 };
@@ -23,20 +26,43 @@ const CLIENT_ERRORS: Record<string, [status: number, message: string]> = {
 
 /**
  * Fastify's `clientErrorHandler`: Node's http server answers a request it cannot parse (headers
- * too large, a malformed request line) itself; this gives that answer the same envelope, then
- * closes the connection, as Node does.
+ * too large or too late, a malformed request line) itself; this gives that answer the same
+ * envelope and headers as any other, then closes the connection, as Node does.
  */
-export function clientErrorEnvelope(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorEnvelope(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP'];
-  const body = JSON.stringify(errorBody('request', message));
+  const { headers, body } = refusalBeforeFastify(this, status, message, error.code);
   if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`);
   }
   socket.destroySoon();
+}
+
+/**
+ * The http server's `checkExpectation`: an `Expect` other than `100-continue` is refused with 417
+ * (RFC 9110, 10.1.1) in the envelope, where Node's own 417 has no body or headers; the connection
+ * is closed, since the client may or may not send the body it announced.
+ */
+export function expectationEnvelope(app: FastifyInstance, response: ServerResponse): void {
+  const { headers, body } = refusalBeforeFastify(app, 417, 'Of Expect, only 100-continue is supported');
+  response.writeHead(417, headers).end(body);
+}
+
+/** An answer Node gives before Fastify has the request: the envelope, what every answer carries, and a fresh request id that the log line carries too. */
+function refusalBeforeFastify(app: FastifyInstance, status: number, message: string, code?: string) {
+  const id = randomUUID();
+  app.log.info({ reqId: id, code }, `request refused before routing: ${status} ${message}`);
+  const body = JSON.stringify(errorBody('request', message));
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    Connection: 'close',
+    [REQUEST_ID_HEADER]: id,
+    ...ANSWER_HEADERS,
+  };
+  return { headers, body };
 }
 
 /** The router's refusals of a URL path, which it answers before any route or error handler. */
@@ -51,6 +77,9 @@ const ROUTER_ERRORS: Record<string, [status: number, message: string]> = {
  * (an async constraint that failed) is ours to fix: a 500 like any other.
  */
 export function frameworkErrorEnvelope(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // Neither onRequest nor onSend hooks run for the router's refusals.
+  reply.header(REQUEST_ID_HEADER, request.id);
+  secureAnswer(request, reply);
   const known = ROUTER_ERRORS[error.code];
   if (known) {
     reply.code(known[0]).send(errorBody('request', known[1]));
@@ -83,7 +112,8 @@ export default fp(async (app: FastifyInstance) => {
     }
     if (error.code?.startsWith('FST_') && error.statusCode && error.statusCode < 500) {
       const field = error.code.includes('MULTIPART') || error.code.includes('FILE') ? 'image' : 'request';
-      reply.code(error.statusCode === 413 ? 422 : error.statusCode).send(errorBody(field, error.message));
+      // An upload over a multipart limit is the documented 422 `image`; a JSON body over Fastify's bodyLimit stays a 413.
+      reply.code(field === 'image' && error.statusCode === 413 ? 422 : error.statusCode).send(errorBody(field, error.message));
       return;
     }
     if (answeredDatabaseOutage(error, request, reply)) {

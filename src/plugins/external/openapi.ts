@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { API_KEY_FORMAT } from '../../accounts/api-key-format.ts';
+import { errorEnvelope } from '../../schemas/meter-reading.ts';
 import { WEBHOOK_PAYLOADS } from '../../schemas/webhook-events.ts';
 import { REQUEST_ID_HEADER } from '../app/request-id.ts';
 
@@ -64,7 +65,8 @@ export default fp(async (app: FastifyInstance) => {
       if (!url.startsWith('/api/')) return { schema: { ...validated, hide: true }, url };
       return { schema: { ...validated, ...documentation, security: [{ bearerAuth: [] }] }, url };
     },
-    transformObject: (document) => ('openapiObject' in document ? withRequestIdHeaders(document.openapiObject) : document.swaggerObject),
+    transformObject: (document) =>
+      'openapiObject' in document ? withRequestIdHeaders(withRefusalsAroundRoutes(document.openapiObject)) : document.swaggerObject,
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -74,6 +76,56 @@ export default fp(async (app: FastifyInstance) => {
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 });
+
+interface Operation {
+  parameters?: Array<{ in: string }>;
+  requestBody?: { content?: Record<string, unknown> };
+  responses?: Record<string, { description?: string; content?: object }>;
+}
+
+/**
+ * What any operation may answer besides its own: Node's parser, the router, Fastify's body parser,
+ * request-deadline, require-host, graceful-close and a database outage refuse a request before or
+ * around its route (README, "Errors").
+ */
+const REFUSALS_AROUND_ROUTES: Array<{ status: string; description: string; applies?: (operation: Operation) => boolean }> = [
+  { status: '400', description: '`request`: not valid HTTP, an HTTP/1.1 request without Host, or a URL path that is not valid percent-encoding' },
+  { status: '408', description: '`request`: the headers or body did not arrive within REQUEST_TIMEOUT_SECONDS (60 s by default); the connection is closed' },
+  {
+    status: '413',
+    description: '`request`: a JSON body over 1 MiB',
+    applies: (operation) => operation.requestBody?.content?.['application/json'] !== undefined,
+  },
+  {
+    status: '414',
+    description: '`request`: a part of the URL path longer than 100 characters',
+    applies: (operation) => operation.parameters?.some((parameter) => parameter.in === 'path') ?? false,
+  },
+  { status: '417', description: '`request`: an `Expect` header other than `100-continue`; the connection is closed' },
+  { status: '431', description: '`request`: headers over 16 KB; the connection is closed' },
+  {
+    status: '503',
+    description: '`server`: the process is shutting down (`Retry-After: 1`); `database`: the database cannot be reached (`Retry-After: 10`)',
+  },
+];
+
+/** Adds REFUSALS_AROUND_ROUTES to every operation; where it documents the status already, the description tells both. */
+function withRefusalsAroundRoutes<T extends { paths?: object }>(document: T): T {
+  for (const operations of Object.values(document.paths ?? {}) as Array<Record<string, Operation>>) {
+    for (const operation of Object.values(operations)) {
+      operation.responses ??= {};
+      const responses = operation.responses;
+      for (const { status, description, applies } of REFUSALS_AROUND_ROUTES) {
+        if (applies && !applies(operation)) continue;
+        const own = responses[status];
+        responses[status] = own
+          ? { ...own, description: `${own.description}. Also ${description}` }
+          : { description, content: { 'application/json': { schema: errorEnvelope(description) } } };
+      }
+    }
+  }
+  return document;
+}
 
 /** Every response of every operation carries X-Request-Id. */
 function withRequestIdHeaders<T extends { paths?: object }>(document: T): T {

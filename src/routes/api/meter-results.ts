@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors.ts';
+import { instantField } from '../../instant.ts';
 import { meterResult, meterResults } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
 import {
@@ -67,7 +68,7 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { status, created_after: createdAfter, limit, starting_after: startingAfter } = request.query;
       return meterResults(db, account(request), {
         status,
-        createdAfter: createdAfter ? new Date(createdAfter) : undefined,
+        createdAfter: createdAfter === undefined ? undefined : instantField(createdAfter, 'created_after', CREATED_AFTER_RULE),
         limit: limit ?? DEFAULT_LIST_LIMIT,
         startingAfter,
       });
@@ -82,10 +83,12 @@ function account(request: FastifyRequest): string {
   return request.accountId;
 }
 
+const CREATED_AFTER_RULE = 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z';
+
 /** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
 const LIST_QUERY_RULES: Record<string, string> = {
   status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
-  created_after: 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z',
+  created_after: CREATED_AFTER_RULE,
   limit: `limit must be an integer from 1 to ${MeterListQuery.properties.limit.maximum}`,
   starting_after: 'starting_after must be the next_cursor of the previous page (a reference_id)',
 };

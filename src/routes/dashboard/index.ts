@@ -4,7 +4,7 @@ import { createMailer } from '../../mail.ts';
 import csrf from '../../plugins/app/csrf.ts';
 import { answeredDatabaseOutage } from '../../plugins/app/error-envelope.ts';
 import page, { pageStatus } from '../../plugins/app/page.ts';
-import securityHeaders from '../../plugins/app/security-headers.ts';
+import { pageSecurityHeaders } from '../../plugins/app/security-headers.ts';
 import session, { requireUser } from '../../plugins/app/session.ts';
 import cookie from '../../plugins/external/cookie.ts';
 import formbody from '../../plugins/external/formbody.ts';
@@ -27,7 +27,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
   await app.register(formbody);
   await app.register(view);
   await app.register(staticAssets);
-  await app.register(securityHeaders);
+  await app.register(pageSecurityHeaders);
   await app.register(session);
   await app.register(csrf);
   await app.register(page);

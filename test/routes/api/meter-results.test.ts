@@ -210,6 +210,10 @@ t.test('results by reference and lists', async (t) => {
       ['limit=ten', 'limit', /^limit must be an integer from 1 to 100$/],
       ['status=done', 'status', /^status must be one of pending, processing, completed, failed$/],
       ['created_after=yesterday', 'created_after', /^created_after must be an RFC 3339 date-time/],
+      ['created_after=2026-02-30T00:00:00Z', 'created_after', /^created_after must be an RFC 3339 date-time/],
+      ['created_after=2016-12-31T23:59:60Z', 'created_after', /^created_after is a leap second \(:60\), which is not taken: use :59$/],
+      ['created_after=0000-01-01T00:00:00Z', 'created_after', /^created_after has year 0000: years start at 0001$/],
+      ['created_after=2026-01-01T00:00:00%2B01', 'created_after', /^created_after must be an RFC 3339 date-time/],
       ['starting_after=nope', 'starting_after', /^starting_after must be the next_cursor of the previous page/],
       ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after', /^No submission of this account has this reference_id$/],
     ];

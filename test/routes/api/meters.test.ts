@@ -51,6 +51,9 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       [{ previous_reading: '9'.repeat(2000) }, 'previous_reading'],
       [{ previous_reading: '606', previous_read_at: 'yesterday' }, 'previous_read_at'],
       [{ previous_reading: '606', previous_read_at: '2026-11-01T08:00' }, 'previous_read_at'],
+      [{ previous_reading: '606', previous_read_at: '2026-02-30' }, 'previous_read_at'],
+      [{ previous_reading: '606', previous_read_at: '0000-01-01' }, 'previous_read_at'],
+      [{ previous_reading: '606', previous_read_at: '2016-12-31T23:59:60Z' }, 'previous_read_at'],
       [{ previous_reading: '606', previous_read_at: new Date(Date.now() + 86_400_000).toISOString() }, 'previous_read_at'],
       [{ previous_read_at: '2026-11-01T08:00:00Z' }, 'previous_read_at'],
     ];
