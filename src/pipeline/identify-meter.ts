@@ -3,6 +3,7 @@ import { parseReading } from '../readers/reader.ts';
 import type { UploadFields } from './validate-image.ts';
 
 export const METER_ID_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
+export const METER_ID_RULE = 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -';
 /** An ISO 8601 date, or a date-time with its offset (a time without one would be read in the server's zone). */
 export const READ_AT_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/;
 /** More digits than any meter has: a reading this long is not one. */
@@ -31,7 +32,7 @@ export function identifyMeter(fields: UploadFields): MeterIdentity {
 
 export function meterIdField(value: string): string {
   if (!METER_ID_PATTERN.test(value)) {
-    throw new DomainError('invalid', 'meter_id', 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
+    throw new DomainError('invalid', 'meter_id', METER_ID_RULE);
   }
   return value;
 }

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { DomainError } from '../../errors.ts';
-import { meterResult, meterResults } from '../../meter-results.ts';
+import type { Static } from '@sinclair/typebox';
+import { meterResult, meterResults, type SubmissionFilter } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
+import { METER_ID_RULE } from '../../pipeline/identify-meter.ts';
 import {
   errorEnvelope,
   INPUT_ERROR,
@@ -11,8 +12,10 @@ import {
   MeterResult,
   MeterResultList,
   MeterStatus,
+  PlausibilityStatus,
   SERVER_ERROR,
 } from '../../schemas/meter-reading.ts';
+import { queryError, rejectUnknownParameters } from './query.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -55,6 +58,7 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/meter-readings',
     {
       attachValidation: true,
+      preValidation: rejectUnknownParameters(MeterListQuery),
       schema: {
         summary: 'The account’s submissions, newest first',
         tags: ['Readings'],
@@ -63,14 +67,9 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      if (request.validationError) throw queryError(request.validationError);
-      const { status, created_after: createdAfter, limit, starting_after: startingAfter } = request.query;
-      return meterResults(db, account(request), {
-        status,
-        createdAfter: createdAfter ? new Date(createdAfter) : undefined,
-        limit: limit ?? DEFAULT_LIST_LIMIT,
-        startingAfter,
-      });
+      if (request.validationError) throw queryError(request.validationError, LIST_QUERY_RULES);
+      const { limit, starting_after: startingAfter } = request.query;
+      return meterResults(db, account(request), listFilter(request.query), { limit: limit ?? DEFAULT_LIST_LIMIT, startingAfter });
     },
   );
 };
@@ -86,13 +85,20 @@ function account(request: FastifyRequest): string {
 const LIST_QUERY_RULES: Record<string, string> = {
   status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
   created_after: 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z',
+  created_before: 'created_before must be an RFC 3339 date-time with its offset, such as 2026-12-01T00:00:00Z',
+  meter_id: METER_ID_RULE,
+  plausibility: `plausibility must be one of ${PlausibilityStatus.anyOf.map((member) => member.const).join(', ')}`,
   limit: `limit must be an integer from 1 to ${MeterListQuery.properties.limit.maximum}`,
   starting_after: 'starting_after must be the next_cursor of the previous page (a reference_id)',
 };
 
-/** A bad query parameter is a 422 naming the parameter, like every other input error of the API. */
-function queryError(error: Error & { validation?: Array<{ instancePath: string; params?: Record<string, unknown> }> }): DomainError {
-  const issue = error.validation?.[0];
-  const field = issue?.instancePath.replace(/^\//, '') || String(issue?.params?.missingProperty ?? 'query');
-  return new DomainError('invalid', field, LIST_QUERY_RULES[field] ?? error.message.replace(/^querystring\/\S+ /, ''));
+/** The list's filter from its query parameters. */
+function listFilter(query: Static<typeof MeterListQuery>): SubmissionFilter {
+  return {
+    status: query.status,
+    plausibility: query.plausibility,
+    meterId: query.meter_id,
+    createdAfter: query.created_after ? new Date(query.created_after) : undefined,
+    createdBefore: query.created_before ? new Date(query.created_before) : undefined,
+  };
 }
