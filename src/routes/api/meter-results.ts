@@ -63,7 +63,13 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'The account’s submissions, newest first',
         tags: ['Readings'],
         querystring: MeterListQuery,
-        response: { 200: MeterResultList, 422: errorEnvelope(INPUT_ERROR), 500: errorEnvelope(SERVER_ERROR) },
+        response: {
+          200: MeterResultList,
+          422: errorEnvelope(
+            '`authorization`: bad or inactive key; or a query parameter, named, that is malformed or unknown (`starting_after`: not a reference of this account)',
+          ),
+          500: errorEnvelope(SERVER_ERROR),
+        },
       },
     },
     async (request) => {
