@@ -4,10 +4,10 @@ import { countSubmissions, filteredSubmissions, keysetAfter, pageOf, type Submis
 import { submissionRecords } from '../meters/records.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import type { Plausibility } from '../readers/reader.ts';
-import { isReferenceId } from '../schemas/meter-reading.ts';
+import { isReferenceId, PlausibilityStatus } from '../schemas/meter-reading.ts';
 
 export const METER_STATUSES: readonly MeterStatus[] = ['pending', 'processing', 'completed', 'failed'];
-export const PLAUSIBILITIES: readonly Plausibility[] = ['ok', 'corrected', 'implausible', 'unknown'];
+export const PLAUSIBILITIES: readonly Plausibility[] = PlausibilityStatus.anyOf.map((member) => member.const);
 const PAGE_SIZE = 100;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
