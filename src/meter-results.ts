@@ -1,16 +1,74 @@
-import { sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import type { Db } from './db/database.ts';
 import type { MeterStatus } from './db/schema.ts';
 import { DomainError } from './errors.ts';
 import { submissionJson, submissionRecord, submissionRecords } from './meters/records.ts';
+import type { Plausibility } from './readers/reader.ts';
 import { isReferenceId, type MeterResult } from './schemas/meter-reading.ts';
 
-export interface MeterListFilter {
+/** Which of the account's submissions a list shows; every field narrows it. */
+export interface SubmissionFilter {
   status?: MeterStatus;
+  plausibility?: Plausibility;
+  /** The client's meter_id. */
+  meterId?: string;
+  /** Bounds on created_at: exclusive, and the dashboard's inclusive start of a day. */
   createdAfter?: Date;
-  limit: number;
-  /** reference_id of the last submission of the previous page. */
-  startingAfter?: string;
+  createdBefore?: Date;
+  createdFrom?: Date;
+}
+
+/**
+ * The filter as conditions on a query of `meters as m` left-joined with `readings as r`: one line per
+ * filter, shared by the API's list, the dashboard's list and its count.
+ */
+export function filterConditions(accountId: string, filter: SubmissionFilter): Array<Expression<SqlBool>> {
+  const { status, plausibility, meterId, createdAfter, createdBefore, createdFrom } = filter;
+  const conditions = [
+    status && sql<SqlBool>`m.status = ${status}`,
+    plausibility && sql<SqlBool>`r.plausibility = ${plausibility}`,
+    meterId && sql<SqlBool>`m.meter_point_id = (SELECT id FROM meter_points WHERE account_id = ${accountId} AND external_id = ${meterId})`,
+    createdAfter && sql<SqlBool>`m.created_at > ${createdAfter}`,
+    createdBefore && sql<SqlBool>`m.created_at < ${createdBefore}`,
+    createdFrom && sql<SqlBool>`m.created_at >= ${createdFrom}`,
+  ];
+  return conditions.filter((condition) => typeof condition === 'object');
+}
+
+/** The account's submissions under the filter, each as submissionRecords gives it, in no order. */
+export function filteredSubmissions(db: Db, accountId: string, filter: SubmissionFilter) {
+  return filterConditions(accountId, filter).reduce((query, condition) => query.where(condition), submissionRecords(db, accountId));
+}
+
+/** How many of the account's submissions the filter matches (an index range, without the records' joins). */
+export async function countSubmissions(db: Db, accountId: string, filter: SubmissionFilter): Promise<number> {
+  const { count } = await filterConditions(accountId, filter)
+    .reduce(
+      (query, condition) => query.where(condition),
+      db.selectFrom('meters as m').leftJoin('readings as r', 'r.meter_id', 'm.id').where('m.account_id', '=', accountId),
+    )
+    .select(sql<number>`count(*)::int`.as('count'))
+    .executeTakeFirstOrThrow();
+  return count;
+}
+
+/**
+ * The keyset condition of the page after `startingAfter` (a reference_id), newest first on
+ * (created_at, id). An unknown reference is a 422 `field`.
+ */
+export async function keysetAfter(db: Db, accountId: string, referenceId: string, field: string): Promise<Expression<SqlBool>> {
+  const cursor = isReferenceId(referenceId)
+    ? await db.selectFrom('meters').select('id').where('account_id', '=', accountId).where('reference_id', '=', referenceId).executeTakeFirst()
+    : undefined;
+  if (!cursor) throw new DomainError('invalid', field, 'No submission of this account has this reference_id');
+  // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
+  return sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${cursor.id})`;
+}
+
+/** A page of rows fetched with `limit + 1`: the extra row only says that there are more. */
+export function pageOf<T extends { referenceId: string }>(rows: T[], limit: number): { page: T[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { page, nextCursor: rows.length > limit ? page.at(-1)!.referenceId : null };
 }
 
 /** One of the account's submissions; a reference that is malformed or another account's is not found. */
@@ -20,32 +78,18 @@ export async function meterResult(db: Db, accountId: string, referenceId: string
   return submissionJson(row);
 }
 
-/** The account's submissions, newest first, a page at a time: keyset pagination on (created_at, id). */
+/** The account's submissions under the filter, newest first, a page at a time: keyset pagination on (created_at, id). */
 export async function meterResults(
   db: Db,
   accountId: string,
-  filter: MeterListFilter,
+  filter: SubmissionFilter,
+  page: { limit: number; startingAfter?: string },
 ): Promise<{ data: MeterResult[]; has_more: boolean; next_cursor: string | null }> {
-  let query = submissionRecords(db, accountId)
+  let query = filteredSubmissions(db, accountId, filter)
     .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
-    .limit(filter.limit + 1);
-  if (filter.status) query = query.where('m.status', '=', filter.status);
-  if (filter.createdAfter) query = query.where('m.created_at', '>', filter.createdAfter);
-  if (filter.startingAfter) {
-    const cursor = await db
-      .selectFrom('meters')
-      .select('id')
-      .where('account_id', '=', accountId)
-      .where('reference_id', '=', filter.startingAfter)
-      .executeTakeFirst();
-    if (!cursor) throw new DomainError('invalid', 'starting_after', 'No submission of this account has this reference_id');
-    // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
-    query = query.where(sql<boolean>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${cursor.id})`);
-  }
-  const rows = await query.execute();
-  const page = rows.slice(0, filter.limit).map(submissionJson);
-  const last = page.at(-1);
-  const hasMore = rows.length > filter.limit && last !== undefined;
-  return { data: page, has_more: hasMore, next_cursor: hasMore ? last.reference_id : null };
+    .limit(page.limit + 1);
+  if (page.startingAfter) query = query.where(await keysetAfter(db, accountId, page.startingAfter, 'starting_after'));
+  const { page: rows, nextCursor } = pageOf(await query.execute(), page.limit);
+  return { data: rows.map(submissionJson), has_more: nextCursor !== null, next_cursor: nextCursor };
 }

@@ -2,7 +2,10 @@ import { billableReading, type SubmissionRecord } from '../meters/records.ts';
 
 const WIDTH = 640;
 const HEIGHT = 240;
-const MARGIN = { top: 16, right: 16, bottom: 28, left: 72 };
+const MARGIN = { top: 16, right: 16, bottom: 28 };
+/** An upper bound of a tick label's character width at the stylesheet's 12px, for the left margin the value labels need. */
+const TICK_CHAR_WIDTH = 7.5;
+const TICK_GAP = 6;
 
 export interface ChartPoint {
   x: number;
@@ -14,7 +17,9 @@ export interface ChartPoint {
 export interface ConsumptionChart {
   width: number;
   height: number;
-  margin: typeof MARGIN;
+  margin: typeof MARGIN & { left: number };
+  /** Where the value labels end, left of the axis. */
+  tickGap: number;
   points: ChartPoint[];
   path: string;
   yLabels: Array<{ y: number; text: string }>;
@@ -39,10 +44,13 @@ export function consumptionChart(records: SubmissionRecord[]): ConsumptionChart 
   const maxValue = Math.max(...readings.map((reading) => reading.value));
   const valueSpan = maxValue - minValue || 1;
   const timeSpan = last.at - first.at || 1;
-  const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
-  const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
-  const xOf = (at: number) => round(MARGIN.left + ((at - first.at) / timeSpan) * plotWidth);
-  const yOf = (value: number) => round(MARGIN.top + (1 - (value - minValue) / valueSpan) * plotHeight);
+  const valueLabels = [minValue, maxValue].map((value) => `${round(value)} m³`);
+  // Wide enough for the longest value label, which would otherwise be clipped at the SVG's left edge.
+  const margin = { ...MARGIN, left: Math.ceil(TICK_GAP * 2 + TICK_CHAR_WIDTH * Math.max(...valueLabels.map((label) => label.length))) };
+  const plotWidth = WIDTH - margin.left - margin.right;
+  const plotHeight = HEIGHT - margin.top - margin.bottom;
+  const xOf = (at: number) => round(margin.left + ((at - first.at) / timeSpan) * plotWidth);
+  const yOf = (value: number) => round(margin.top + (1 - (value - minValue) / valueSpan) * plotHeight);
   const points = readings.map((reading) => ({
     x: xOf(reading.at),
     y: yOf(reading.value),
@@ -53,10 +61,11 @@ export function consumptionChart(records: SubmissionRecord[]): ConsumptionChart 
   return {
     width: WIDTH,
     height: HEIGHT,
-    margin: MARGIN,
+    margin,
+    tickGap: TICK_GAP,
     points,
     path: points.map((point, index) => `${index ? 'L' : 'M'}${point.x},${point.y}`).join(' '),
-    yLabels: [minValue, maxValue].map((value) => ({ y: yOf(value), text: `${round(value)} m³` })),
+    yLabels: [minValue, maxValue].map((value, index) => ({ y: yOf(value), text: valueLabels[index]! })),
     xLabels: [
       { x: xOf(first.at), text: new Date(first.at).toISOString().slice(0, 10), anchor: 'start' },
       { x: xOf(last.at), text: new Date(last.at).toISOString().slice(0, 10), anchor: 'end' },

@@ -1,22 +1,63 @@
 import type { Db } from '../db/database.ts';
 import type { MeterStatus } from '../db/schema.ts';
+import { countSubmissions, filteredSubmissions, keysetAfter, pageOf, type SubmissionFilter } from '../meter-results.ts';
 import { submissionRecords } from '../meters/records.ts';
-import { isReferenceId } from '../schemas/meter-reading.ts';
+import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
+import type { Plausibility } from '../readers/reader.ts';
+import { isReferenceId, PlausibilityStatus } from '../schemas/meter-reading.ts';
 
 export const METER_STATUSES: readonly MeterStatus[] = ['pending', 'processing', 'completed', 'failed'];
-const RECENT_LIMIT = 100;
+export const PLAUSIBILITIES: readonly Plausibility[] = PlausibilityStatus.anyOf.map((member) => member.const);
+const PAGE_SIZE = 100;
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
-/** The account's most recent submissions, newest first, optionally of one status. */
-export async function recentReadings(db: Db, accountId: string, status: MeterStatus | undefined) {
-  let query = submissions(db, accountId).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(RECENT_LIMIT);
-  if (status) query = query.where('m.status', '=', status);
-  return query.execute();
+/** The readings list's query as its form sends it: every filter, and the page's cursor. */
+export interface ReadingsQuery {
+  status?: string;
+  plausibility?: string;
+  meter_id?: string;
+  from?: string;
+  to?: string;
+  after?: string;
+}
+
+/**
+ * The filter of the readings list's form: a status, a plausibility, a meter_id, and a range of UTC
+ * days (both included). A value that is none of these is left out, and the form shows what applied.
+ */
+export function readingsFilter(query: ReadingsQuery): { filter: SubmissionFilter; form: Omit<ReadingsQuery, 'after'> } {
+  const status = METER_STATUSES.find((value) => value === query.status);
+  const plausibility = PLAUSIBILITIES.find((value) => value === query.plausibility);
+  const meterId = query.meter_id && METER_ID_PATTERN.test(query.meter_id) ? query.meter_id : undefined;
+  const from = utcDay(query.from);
+  const to = utcDay(query.to);
+  return {
+    filter: {
+      status,
+      plausibility,
+      meterId,
+      createdFrom: from,
+      createdBefore: to && new Date(to.getTime() + 86_400_000),
+    },
+    form: { status, plausibility, meter_id: meterId, from: from && query.from, to: to && query.to },
+  };
+}
+
+/** The account's submissions under the filter, newest first, a page after the reference `after`, and how many match in all. */
+export async function readingsPage(db: Db, accountId: string, filter: SubmissionFilter, after: string | undefined) {
+  let query = withKey(filteredSubmissions(db, accountId, filter))
+    .orderBy('m.created_at', 'desc')
+    .orderBy('m.id', 'desc')
+    .limit(PAGE_SIZE + 1);
+  if (after) query = query.where(await keysetAfter(db, accountId, after, 'after'));
+  const { page, nextCursor } = pageOf(await query.execute(), PAGE_SIZE);
+  return { readings: page, nextCursor, total: await countSubmissions(db, accountId, filter) };
 }
 
 /** One submission with what the detail view shows; undefined when the account has no such reference. */
 export async function readingDetail(db: Db, accountId: string, referenceId: string) {
   if (!isReferenceId(referenceId)) return undefined;
-  return submissions(db, accountId)
+  return withKey(submissionRecords(db, accountId))
     .select(['m.mode', 'm.image_removed_at as imageRemovedAt', 'r.read_ms as readMs'])
     .where('m.reference_id', '=', referenceId)
     .executeTakeFirst();
@@ -35,13 +76,15 @@ export async function readingPhoto(db: Db, accountId: string, referenceId: strin
   return row?.jpeg ?? undefined;
 }
 
-export function parseMeterStatus(value: unknown): MeterStatus | undefined {
-  return METER_STATUSES.find((status) => status === value);
+function utcDay(value: string | undefined): Date | undefined {
+  if (!value || !DAY.test(value)) return undefined;
+  const day = new Date(`${value}T00:00:00Z`);
+  return Number.isNaN(day.getTime()) || day.toISOString().slice(0, 10) !== value ? undefined : day;
 }
 
 /** Submissions as the API represents them (submissionRecords), with the key that sent each. */
-function submissions(db: Db, accountId: string) {
-  return submissionRecords(db, accountId)
+function withKey<Q extends ReturnType<typeof submissionRecords>>(query: Q) {
+  return query
     .innerJoin('api_keys as k', 'k.id', 'm.api_key_id')
     .select(['k.project_name as keyProject', 'k.display_prefix as keyPrefix', 'k.display_suffix as keySuffix']);
 }

@@ -24,7 +24,7 @@ export async function meterHistory(
   accountId: string,
   externalId: string,
   page: { limit: number; before?: string },
-): Promise<{ records: SubmissionRecord[]; nextBefore: string | null } | undefined> {
+): Promise<{ meterPointId: string; records: SubmissionRecord[]; nextBefore: string | null } | undefined> {
   const point = await findMeterPoint(db, accountId, externalId);
   if (!point) return undefined;
   let query = submissionRecords(db, accountId)
@@ -34,5 +34,5 @@ export async function meterHistory(
   if (page.before) query = query.where('m.id', '<', page.before);
   const rows = await query.execute();
   const records = rows.slice(0, page.limit);
-  return { records, nextBefore: rows.length > page.limit ? records.at(-1)!.meterRowId : null };
+  return { meterPointId: point.id, records, nextBefore: rows.length > page.limit ? records.at(-1)!.meterRowId : null };
 }

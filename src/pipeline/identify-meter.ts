@@ -4,6 +4,7 @@ import { parseReading } from '../readers/reader.ts';
 import type { UploadFields } from './validate-image.ts';
 
 export const METER_ID_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
+export const METER_ID_RULE = 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -';
 /** More digits than any meter has: a reading this long is not one. */
 const MAX_READING_LENGTH = 24;
 /** Clocks differ: a previous reading "from the future" by up to this much is let through. */
@@ -30,7 +31,7 @@ export function identifyMeter(fields: UploadFields): MeterIdentity {
 
 export function meterIdField(value: string): string {
   if (!METER_ID_PATTERN.test(value)) {
-    throw new DomainError('invalid', 'meter_id', 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
+    throw new DomainError('invalid', 'meter_id', METER_ID_RULE);
   }
   return value;
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ReferenceSource } from '../db/schema.ts';
 import type { ChainReading } from '../readers/chain.ts';
@@ -125,6 +125,13 @@ export function storedPlausibilityJson(stored: StoredPlausibility) {
   );
 }
 
+/**
+ * Whether a submission's value can be trusted: a person corrected it (`c`, its newest correction), or
+ * it was read (`r`) and the reading was not implausible. The meter's next reference, its last trusted
+ * reading and its consumption all come from such submissions.
+ */
+export const isTrusted = sql<SqlBool>`(c.reading IS NOT NULL OR (r.reading IS NOT NULL AND r.plausibility <> 'implausible'))`;
+
 async function lastTrustedReading(db: Db, meterPointId: string, before: { id: string }): Promise<MeterReference | undefined> {
   const row = await db
     .selectFrom('meters as m')
@@ -136,13 +143,7 @@ async function lastTrustedReading(db: Db, meterPointId: string, before: { id: st
     .select(['m.created_at', 'm.previous_reading', 'm.previous_read_at', 'r.reading', 'r.plausibility', 'c.reading as corrected'])
     .where('m.meter_point_id', '=', meterPointId)
     .where('m.id', '<', before.id)
-    .where((eb) =>
-      eb.or([
-        eb('c.reading', 'is not', null),
-        eb.and([eb('r.reading', 'is not', null), eb('r.plausibility', '<>', 'implausible')]),
-        eb('m.previous_reading', 'is not', null),
-      ]),
-    )
+    .where((eb) => eb.or([isTrusted, eb('m.previous_reading', 'is not', null)]))
     .orderBy('m.id', 'desc')
     .limit(1)
     .executeTakeFirst();

@@ -32,15 +32,17 @@ const DigitConfidence = Type.Object({
   confidence: Type.Integer({ minimum: 0, maximum: 100 }),
 });
 
+export const PlausibilityStatus = Type.Union(
+  (['ok', 'corrected', 'implausible', 'unknown'] as const).map((status) => Type.Literal(status)),
+  {
+    description:
+      'ok: inside the window. corrected: the decode within the window differs from the free one. implausible: nothing probable inside the ' +
+      "window (the reading lies outside it, or the reader's own readers read other whole units inside it); confidence capped at 20. unknown: no reference.",
+  },
+);
+
 const PlausibilityResponse = Type.Object({
-  status: Type.Union(
-    ['ok', 'corrected', 'implausible', 'unknown'].map((status) => Type.Literal(status)),
-    {
-      description:
-        'ok: inside the window. corrected: the decode within the window differs from the free one. implausible: nothing probable inside the ' +
-        "window (the reading lies outside it, or the reader's own readers read other whole units inside it); confidence capped at 20. unknown: no reference.",
-    },
-  ),
+  status: PlausibilityStatus,
   reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
   reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Null()]),
   window: Type.Union([Type.Object({ min: Type.Number(), max: Type.Number() }), Type.Null()]),
@@ -179,6 +181,9 @@ export const MeterListQuery = Type.Object(
   {
     status: Type.Optional(MeterStatus),
     created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created after this instant (RFC 3339)' })),
+    created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created before this instant (RFC 3339)' })),
+    meter_id: Type.Optional(Type.String({ pattern: METER_ID_PATTERN.source, description: 'Only submissions of this meter (the client’s meter_id)' })),
+    plausibility: Type.Optional(Type.Union(PlausibilityStatus.anyOf, { description: 'Only completed submissions whose reading has this plausibility' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 20 })),
     starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' })),
   },

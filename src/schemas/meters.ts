@@ -1,9 +1,11 @@
 import { Type } from '@sinclair/typebox';
+import { CONSUMPTION_DAYS } from '../meters/consumption.ts';
 import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
+import { METER_LIST_MAX_LIMIT } from '../meters/meter-list.ts';
 import { CORRECTIONS_PER_SUBMISSION } from '../meters/corrections.ts';
 import { MAX_FLOW_LIMIT, METER_POINTS_PER_ACCOUNT } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
-import { errorEnvelope, MeterReferenceParams, MeterResult, SERVER_ERROR } from './meter-reading.ts';
+import { errorEnvelope, MeterReferenceParams, MeterResult, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
 
 /** Documentation only: the routes check meter_id themselves, to answer 422 `meter_id` rather than 400. */
 const MeterParams = Type.Object({
@@ -45,6 +47,72 @@ const MeterHistoryPage = Type.Object(
   { description: 'A page of the meter’s history', examples: [{ meter_id: 'SN-4711', next_cursor: 'bTQy', readings: [CORRECTED_SUBMISSION_EXAMPLE] }] },
 );
 
+const MeterSummary = Type.Object({
+  meter_id: Type.String(),
+  created_at: Type.String({ format: 'date-time', description: 'When the meter was first named' }),
+  last_trusted_reading: Type.Union(
+    [
+      Type.Object({
+        reading: Type.String(),
+        value: Type.Number(),
+        source: Type.Union([Type.Literal('reading'), Type.Literal('correction')], { description: 'The machine’s reading, or a person’s correction' }),
+        read_at: Type.String({ format: 'date-time', description: 'When its photo was submitted' }),
+        reference_id: ReferenceId,
+      }),
+      Type.Null(),
+    ],
+    { description: 'The newest submission’s correction, else its reading when that was not implausible; null: none yet' },
+  ),
+  consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
+    description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
+  }),
+});
+
+const MeterListPage = Type.Object(
+  {
+    data: Type.Array(MeterSummary, { description: 'In meter_id order (byte by byte)' }),
+    has_more: Type.Boolean({ description: 'More meters match: ask again with `starting_after` = `next_cursor`' }),
+    next_cursor: Type.Union([Type.String(), Type.Null()], {
+      description: 'The meter_id of the last item, to pass as `starting_after`; null when there is no more',
+    }),
+  },
+  {
+    description: 'A page of the account’s meters',
+    examples: [
+      {
+        data: [
+          {
+            meter_id: 'SN-4711',
+            created_at: '2026-09-01T08:00:00.000Z',
+            last_trusted_reading: {
+              reading: '00606.494',
+              value: 606.494,
+              source: 'correction',
+              read_at: '2026-11-22T10:14:58.120Z',
+              reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+            },
+            consumption_30_days_m3: 9.18,
+          },
+        ],
+        has_more: false,
+        next_cursor: null,
+      },
+    ],
+  },
+);
+
+const MeterIdPattern = { pattern: METER_ID_PATTERN.source };
+
+/** The query of GET /api/meters. */
+export const MetersQuery = Type.Object(
+  {
+    meter_id_prefix: Type.Optional(Type.String({ ...MeterIdPattern, description: 'Only meters whose meter_id starts with this' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: METER_LIST_MAX_LIMIT, default: 20 })),
+    starting_after: Type.Optional(Type.String({ ...MeterIdPattern, description: 'A meter_id from the previous page (its `next_cursor`)' })),
+  },
+  { additionalProperties: false },
+);
+
 const MeterSettings = Type.Object(
   {
     meter_id: Type.String(),
@@ -59,6 +127,19 @@ const BODY_ERROR = '`request`: the body is not valid JSON';
 const MEDIA_TYPE_ERROR = '`request`: the body is not `application/json`';
 
 const tags = ['Meters'];
+
+/** Route schema of GET /api/meters. */
+export const MeterList = {
+  tags,
+  summary: 'The account’s meters, with their last trusted reading and consumption',
+  description: 'Not counted as usage; works without a current subscription.',
+  querystring: MetersQuery,
+  response: {
+    200: MeterListPage,
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or a query parameter (\`limit\`, \`starting_after\`, \`meter_id_prefix\`) malformed or unknown`),
+    500: errorEnvelope(SERVER_ERROR),
+  },
+};
 
 /** Route schema of GET /api/meters/{meter_id}/readings; its query is checked by the route (422 `limit`, `cursor`). */
 export const MeterHistory = {

@@ -12,6 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import t from 'tap';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
+import { seedReadings } from '../helpers/seed-readings.ts';
 import { startTestService, submitPhoto } from '../helpers/service.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -92,6 +93,30 @@ t.test(
     t.match(await page.locator('main').textContent(), /1 of 100 requests/, 'usage counts the reading');
     await shot('usage');
 
+    // A meter whose values need a wide value axis, and a list to filter by it.
+    const owner = await service.db.selectFrom('api_keys').select(['id', 'account_id']).executeTakeFirstOrThrow();
+    await seedReadings(service.db, { accountId: owner.account_id, keyId: owner.id }, [
+      { meterId: 'SN-4711', createdAt: new Date(Date.now() - 20 * 86_400_000), reading: '12345678.125', plausibility: 'ok' },
+      { meterId: 'SN-4711', createdAt: new Date(Date.now() - 86_400_000), reading: '12345699.500', plausibility: 'ok' },
+    ]);
+    await page.getByRole('link', { name: 'Readings' }).click();
+    await page.getByLabel('Meter', { exact: true }).fill('SN-4711');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/meter_id=SN-4711/);
+    t.match(await page.locator('#readings-total').textContent(), /^2 matching submissions/, 'the readings filtered by meter');
+    await page.getByRole('link', { name: 'Meters', exact: true }).click();
+    await page.getByRole('link', { name: 'SN-4711' }).click();
+    const layout = await page.evaluate<{ clipped: number; overlap: number }>(`(() => {
+      const svg = document.querySelector('.consumption-chart svg').getBoundingClientRect();
+      const ticks = [...document.querySelectorAll('.consumption-chart .tick')].map((tick) => tick.getBoundingClientRect());
+      const caption = document.querySelector('.consumption-chart figcaption').getBoundingClientRect();
+      const next = document.querySelector('.consumption-chart').nextElementSibling.getBoundingClientRect();
+      return { clipped: Math.max(...ticks.map((tick) => svg.left - tick.left)), overlap: caption.bottom - next.top };
+    })()`);
+    t.ok(layout.clipped <= 0, 'the value labels are inside the chart');
+    t.ok(layout.overlap <= 0, 'the chart’s caption ends above what follows it');
+    await shot('meter');
+
     await page.getByRole('link', { name: 'Webhooks' }).click();
     await page.getByLabel('Endpoint URL').fill(`${receiver.url}/meterlens`);
     await page.getByLabel('reading.failed').uncheck();
@@ -118,6 +143,8 @@ t.test(
       ['keys', '/dashboard/keys'],
       ['readings', '/dashboard/readings'],
       ['usage', '/dashboard/usage'],
+      ['meters', '/dashboard/meters'],
+      ['meter', '/dashboard/meters/SN-4711'],
       ['webhooks', '/dashboard/webhooks'],
     ]) {
       await phonePage.goto(url);

@@ -3,6 +3,7 @@ import { createApiKey } from '../../src/accounts/api-keys.ts';
 import { CORRECTIONS_PER_SUBMISSION } from '../../src/meters/corrections.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
+import { seedReadings } from '../helpers/seed-readings.ts';
 import { startTestService } from '../helpers/service.ts';
 
 t.test('dashboard: meter page with its chart, and corrections from the reading page', async (t) => {
@@ -67,4 +68,94 @@ t.test('dashboard: meter page with its chart, and corrections from the reading p
   const full = await client.post(`/dashboard/readings/${second}/correction`, { reading: '02391.600' });
   t.equal(full.status, 403, 'a submission at its bound of corrections');
   t.match(full.text, `This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`);
+});
+
+t.test('dashboard: the readings list pages past 100 under its filters; the meters list; consumption per month', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const client = new DashboardClient(service.url);
+  const email = `lists.${process.pid}@example.com`;
+  t.equal((await client.signUp(email)).status, 303);
+  const user = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const apiKey = await createApiKey(service.db, { accountId: user.account_id, projectName: 'field app' });
+  const customer = { accountId: user.account_id, keyId: apiKey.id };
+  const start = Date.UTC(2026, 5, 1);
+  await seedReadings(
+    service.db,
+    customer,
+    Array.from({ length: 260 }, (_, i) => ({
+      meterId: i % 2 ? 'SN-7' : 'SN-8',
+      createdAt: new Date(start + i * 3_600_000),
+      reading: String(1000 + i).padStart(5, '0'),
+      plausibility: i % 4 === 1 ? ('implausible' as const) : ('ok' as const),
+    })),
+  );
+
+  const references = (page: string) =>
+    [...page.matchAll(/<td data-label="Reference"><a href="\/dashboard\/readings\/([0-9a-f-]{36})">/g)].map((match) => match[1]);
+  const all = await client.get('/dashboard/readings');
+  t.match(all.text, /<p class="hint" id="readings-total">260 submissions\.<\/p>/, 'the total');
+  t.equal(references(all.text).length, 100);
+
+  const first = await client.get('/dashboard/readings?meter_id=SN-7&status=completed');
+  t.match(first.text, /id="readings-total">130 matching submissions\./, 'the total for the filter');
+  t.match(first.text, /<input id="meter_id" name="meter_id" value="SN-7"/, 'the form shows the filter');
+  t.match(first.text, /<td data-label="Plausibility"><span class="badge badge-implausible">implausible<\/span><\/td>/, 'a plausibility column');
+  const older = /<a href="([^"]+)" rel="next">Older →<\/a>/.exec(first.text)?.[1]?.replaceAll('&amp;', '&');
+  t.ok(older, 'a link to the older submissions');
+  t.match(older, /meter_id=SN-7/, 'which keeps the filter');
+  t.match(older, /status=completed/);
+  const second = await client.get(older!);
+  const seen = [...references(first.text), ...references(second.text)];
+  t.equal(seen.length, 130, 'past the first 100');
+  t.equal(new Set(seen).size, 130, 'none twice');
+  const meterOf = await service.db
+    .selectFrom('meters as m')
+    .innerJoin('meter_points as p', 'p.id', 'm.meter_point_id')
+    .select(['m.reference_id', 'p.external_id'])
+    .where('m.reference_id', 'in', seen)
+    .execute();
+  t.ok(
+    meterOf.every((row) => row.external_id === 'SN-7'),
+    'all of the filtered meter',
+  );
+  t.notMatch(second.text, /rel="next"/, 'the last page');
+  t.match(second.text, /<a href="\/dashboard\/readings\?status=completed&amp;meter_id=SN-7">← Newest<\/a>/);
+
+  const implausible = await client.get('/dashboard/readings?meter_id=SN-7&plausibility=implausible&from=2026-06-02&to=2026-06-03');
+  t.match(implausible.text, /id="readings-total">12 matching submissions\./, 'plausibility and a range of UTC days, both included');
+
+  await seedReadings(service.db, customer, [
+    { meterId: 'SN-M', createdAt: new Date('2026-08-10T08:00:00Z'), reading: '00100.000', plausibility: 'ok' },
+    { meterId: 'SN-M', createdAt: new Date('2026-08-25T08:00:00Z'), reading: '00110.000', plausibility: 'ok' },
+    { meterId: 'SN-M', createdAt: new Date('2026-09-15T08:00:00Z'), reading: '00990.000', plausibility: 'implausible' },
+    { meterId: 'SN-M', createdAt: new Date('2026-09-20T08:00:00Z'), reading: '00125.500', plausibility: 'ok' },
+    { meterId: 'SN-M', createdAt: new Date('2026-11-03T08:00:00Z'), reading: '00150.000', plausibility: 'unknown' },
+  ]);
+  const meters = await client.get('/dashboard/meters');
+  t.equal(meters.status, 200);
+  t.match(meters.text, /<a href="\/dashboard\/meters" aria-current="page">Meters<\/a>/, 'in the navigation');
+  t.same(
+    [...meters.text.matchAll(/<td data-label="Meter"><a href="\/dashboard\/meters\/([^"]+)">/g)].map((match) => match[1]),
+    ['SN-7', 'SN-8', 'SN-M'],
+  );
+  t.match(meters.text, /<a href="\/dashboard\/readings\/[0-9a-f-]{36}">00150.000<\/a>/, 'the last trusted reading');
+  t.match(meters.text, /<a href="\/dashboard\/readings\/[0-9a-f-]{36}">01259<\/a>/, 'of each meter');
+  const searched = await client.get('/dashboard/meters?prefix=SN-M');
+  t.same(
+    [...searched.text.matchAll(/<td data-label="Meter"><a href="\/dashboard\/meters\/([^"]+)">/g)].map((match) => match[1]),
+    ['SN-M'],
+  );
+
+  const meter = await client.get('/dashboard/meters/SN-M');
+  const months = [
+    ...meter.text.matchAll(
+      /<td data-label="Month">([^<]+)<\/td>\s*<td data-label="Last trusted reading">([^<]+)<\/td>\s*<td data-label="Consumption">([^<]+)<\/td>/g,
+    ),
+  ].map((match) => match.slice(1));
+  t.same(months, [
+    ['2026-11', '00150.000', '24.5 m³'],
+    ['2026-09', '00125.500', '15.5 m³'],
+    ['2026-08', '00110.000', '—'],
+  ]);
+  t.match(meter.text, /<figure class="consumption-chart">/);
 });

@@ -38,7 +38,7 @@ t.test('dashboard routes', async (t) => {
   t.test('GET / leads to the dashboard, which asks to sign in; the API keeps its JSON errors', async (t) => {
     const client = new DashboardClient(service.url);
     t.equal((await client.get('/')).location, '/dashboard');
-    for (const path of ['/dashboard', '/dashboard/keys', '/dashboard/webhooks', '/dashboard/usage', '/dashboard/readings']) {
+    for (const path of ['/dashboard', '/dashboard/keys', '/dashboard/webhooks', '/dashboard/usage', '/dashboard/readings', '/dashboard/meters']) {
       const response = await client.get(path);
       t.equal(response.status, 303, path);
       t.equal(response.location, '/dashboard/login', path);

@@ -35,6 +35,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     '/api/meter-reading/{reference_id}',
     '/api/meter-reading/{reference_id}/correction',
     '/api/meter-readings',
+    '/api/meters',
     '/api/meters/{meter_id}',
     '/api/meters/{meter_id}/readings',
     '/healthz',
@@ -142,6 +143,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   });
   await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=0`, { headers: auth });
   await call('GET', '/api/meters/{meter_id}/readings', '/api/meters/unknown/readings', { headers: auth });
+  await call('GET', '/api/meters', '/api/meters?meter_id_prefix=SN&limit=1', { headers: auth });
+  await call('GET', '/api/meters', '/api/meters?prefix=SN', { headers: auth });
+  await call('GET', '/api/meter-readings', '/api/meter-readings?meter_id=SN%2F4711&plausibility=ok&created_before=2100-01-01T00:00:00Z', { headers: auth });
+  await call('GET', '/api/meter-readings', '/api/meter-readings?meterid=SN', { headers: auth });
   await call('GET', '/healthz', '/healthz');
   await call('GET', '/readyz', '/readyz');
 
@@ -191,6 +196,8 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     'get /api/meter-reading/{reference_id} 404',
     'get /api/meter-readings 200',
     'get /api/meter-readings 422',
+    'get /api/meters 200',
+    'get /api/meters 422',
   ]) {
     t.ok(statuses.has(expected), `exercised ${expected}`);
   }

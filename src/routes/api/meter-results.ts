@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { DomainError } from '../../errors.ts';
+import type { Static } from '@sinclair/typebox';
 import { instantField } from '../../instant.ts';
-import { meterResult, meterResults } from '../../meter-results.ts';
+import { meterResult, meterResults, type SubmissionFilter } from '../../meter-results.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
+import { METER_ID_RULE } from '../../pipeline/identify-meter.ts';
 import {
   errorEnvelope,
   INPUT_ERROR,
@@ -12,8 +13,10 @@ import {
   MeterResult,
   MeterResultList,
   MeterStatus,
+  PlausibilityStatus,
   SERVER_ERROR,
 } from '../../schemas/meter-reading.ts';
+import { queryError, rejectUnknownParameters } from './query.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,22 +59,24 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/meter-readings',
     {
       attachValidation: true,
+      preValidation: rejectUnknownParameters(MeterListQuery),
       schema: {
         summary: 'The account’s submissions, newest first',
         tags: ['Readings'],
         querystring: MeterListQuery,
-        response: { 200: MeterResultList, 422: errorEnvelope(INPUT_ERROR), 500: errorEnvelope(SERVER_ERROR) },
+        response: {
+          200: MeterResultList,
+          422: errorEnvelope(
+            '`authorization`: bad or inactive key; or a query parameter, named, that is malformed or unknown (`starting_after`: not a reference of this account)',
+          ),
+          500: errorEnvelope(SERVER_ERROR),
+        },
       },
     },
     async (request) => {
-      if (request.validationError) throw queryError(request.validationError);
-      const { status, created_after: createdAfter, limit, starting_after: startingAfter } = request.query;
-      return meterResults(db, account(request), {
-        status,
-        createdAfter: createdAfter === undefined ? undefined : instantField(createdAfter, 'created_after', CREATED_AFTER_RULE),
-        limit: limit ?? DEFAULT_LIST_LIMIT,
-        startingAfter,
-      });
+      if (request.validationError) throw queryError(request.validationError, LIST_QUERY_RULES);
+      const { limit, starting_after: startingAfter } = request.query;
+      return meterResults(db, account(request), listFilter(request.query), { limit: limit ?? DEFAULT_LIST_LIMIT, startingAfter });
     },
   );
 };
@@ -84,18 +89,26 @@ function account(request: FastifyRequest): string {
 }
 
 const CREATED_AFTER_RULE = 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z';
+const CREATED_BEFORE_RULE = 'created_before must be an RFC 3339 date-time with its offset, such as 2026-12-01T00:00:00Z';
 
 /** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
 const LIST_QUERY_RULES: Record<string, string> = {
   status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
   created_after: CREATED_AFTER_RULE,
+  created_before: CREATED_BEFORE_RULE,
+  meter_id: METER_ID_RULE,
+  plausibility: `plausibility must be one of ${PlausibilityStatus.anyOf.map((member) => member.const).join(', ')}`,
   limit: `limit must be an integer from 1 to ${MeterListQuery.properties.limit.maximum}`,
   starting_after: 'starting_after must be the next_cursor of the previous page (a reference_id)',
 };
 
-/** A bad query parameter is a 422 naming the parameter, like every other input error of the API. */
-function queryError(error: Error & { validation?: Array<{ instancePath: string; params?: Record<string, unknown> }> }): DomainError {
-  const issue = error.validation?.[0];
-  const field = issue?.instancePath.replace(/^\//, '') || String(issue?.params?.missingProperty ?? 'query');
-  return new DomainError('invalid', field, LIST_QUERY_RULES[field] ?? error.message.replace(/^querystring\/\S+ /, ''));
+/** The list's filter from its query parameters. */
+function listFilter(query: Static<typeof MeterListQuery>): SubmissionFilter {
+  return {
+    status: query.status,
+    plausibility: query.plausibility,
+    meterId: query.meter_id,
+    createdAfter: query.created_after === undefined ? undefined : instantField(query.created_after, 'created_after', CREATED_AFTER_RULE),
+    createdBefore: query.created_before === undefined ? undefined : instantField(query.created_before, 'created_before', CREATED_BEFORE_RULE),
+  };
 }

@@ -1,14 +1,18 @@
+import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
 import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
+import { METER_LIST_MAX_LIMIT, meterList, type MeterSummary } from '../../meters/meter-list.ts';
 import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
 import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription } from '../../pipeline/check-subscription.ts';
-import { meterIdField, readingField } from '../../pipeline/identify-meter.ts';
-import { MeterHistory, MeterSettingsChange, ReadingCorrection } from '../../schemas/meters.ts';
+import { METER_ID_RULE, meterIdField, readingField } from '../../pipeline/identify-meter.ts';
+import { MeterHistory, MeterList, MeterSettingsChange, MetersQuery, ReadingCorrection } from '../../schemas/meters.ts';
+import { queryError, rejectUnknownParameters } from './query.ts';
 
+/** Of a meter's history and of the meters list. */
 const DEFAULT_HISTORY_LIMIT = 20;
 
 declare module 'fastify' {
@@ -33,6 +37,17 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request) => {
     request.apiKey = await authenticate(db, request.headers.authorization);
   });
+
+  app.get<{ Querystring: Static<typeof MetersQuery> }>(
+    '/meters',
+    { schema: MeterList, attachValidation: true, preValidation: rejectUnknownParameters(MetersQuery) },
+    async (request) => {
+      if (request.validationError) throw queryError(request.validationError, METERS_QUERY_RULES);
+      const { limit, starting_after: startingAfter, meter_id_prefix: prefix } = request.query;
+      const page = await meterList(db, apiKey(request).accountId, { limit: limit ?? DEFAULT_HISTORY_LIMIT, startingAfter, prefix });
+      return { data: page.meters.map(meterSummaryJson), has_more: page.nextCursor !== null, next_cursor: page.nextCursor };
+    },
+  );
 
   app.get<HistoryRequest>('/meters/:meter_id/readings', { schema: MeterHistory }, async (request) => {
     const meterId = meterIdField(request.params.meter_id);
@@ -73,6 +88,29 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
       throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
     return submissionJson(corrected.record);
   });
+}
+
+/** What each parameter of GET /api/meters must be, in words a client can act on. */
+const METERS_QUERY_RULES: Record<string, string> = {
+  meter_id_prefix: METER_ID_RULE.replace(/^meter_id/, 'meter_id_prefix'),
+  limit: `limit must be an integer from 1 to ${METER_LIST_MAX_LIMIT}`,
+  starting_after: 'starting_after must be the next_cursor of the previous page (a meter_id)',
+};
+
+function meterSummaryJson(meter: MeterSummary) {
+  const last = meter.lastTrusted;
+  return {
+    meter_id: meter.meterId,
+    created_at: meter.createdAt.toISOString(),
+    last_trusted_reading: last && {
+      reading: last.reading,
+      value: last.value,
+      source: last.source,
+      read_at: last.readAt.toISOString(),
+      reference_id: last.referenceId,
+    },
+    consumption_30_days_m3: meter.consumption30Days,
+  };
 }
 
 function historyLimit(value: string | undefined): number {

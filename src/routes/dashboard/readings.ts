@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { METER_STATUSES, parseMeterStatus, readingDetail, readingPhoto, recentReadings } from '../../dashboard/readings.ts';
+import { METER_STATUSES, PLAUSIBILITIES, readingDetail, readingPhoto, type ReadingsQuery, readingsFilter, readingsPage } from '../../dashboard/readings.ts';
 import { DomainError } from '../../errors.ts';
 import { correctReading } from '../../meters/corrections.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
@@ -8,15 +8,29 @@ import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
 
 type ReadingParams = { Params: { referenceId: string } };
 
-/** /dashboard/readings: recent submissions by status, and one submission with its photo. */
+/** /dashboard/readings: the account's submissions, filtered and a page at a time, and one submission with its photo. */
 const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
   const notFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
-  app.get<{ Querystring: { status?: string } }>('/readings', async (request, reply) => {
-    const status = parseMeterStatus(request.query.status);
-    const readings = await recentReadings(db, accountId(request), status);
-    return reply.page('readings', { title: 'Readings', readings, status, statuses: METER_STATUSES });
+  app.get<{ Querystring: ReadingsQuery }>('/readings', async (request, reply) => {
+    const { filter, form } = readingsFilter(request.query);
+    const after = request.query.after || undefined;
+    const { readings, nextCursor, total } = await readingsPage(db, accountId(request), filter, after);
+    const filtered = Object.values(form).some((value) => value !== undefined);
+    const next = nextCursor && `/dashboard/readings?${new URLSearchParams(definedEntries({ ...form, after: nextCursor }))}`;
+    const first = after && `/dashboard/readings?${new URLSearchParams(definedEntries(form))}`;
+    return reply.page('readings', {
+      title: 'Readings',
+      readings,
+      total,
+      filtered,
+      form,
+      next,
+      first,
+      statuses: METER_STATUSES,
+      plausibilities: PLAUSIBILITIES,
+    });
   });
 
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
@@ -55,3 +69,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
 };
 
 export default readingRoutes;
+
+function definedEntries(values: Record<string, string | undefined>): Array<[string, string]> {
+  return Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined);
+}

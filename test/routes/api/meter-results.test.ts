@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
+import { seedReadings } from '../../helpers/seed-readings.ts';
 import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type TestService } from '../../helpers/service.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -202,6 +203,53 @@ t.test('results by reference and lists', async (t) => {
     t.equal((await get(service, '/api/meter-readings?limit=100', customer.key)).body.data.length, 5);
   });
 
+  t.test('the list filters by meter_id, plausibility and a created range, and pages under the filter', async (t) => {
+    const customer = await createCustomer(service.db);
+    const other = await createCustomer(service.db);
+    const day = (n: number) => new Date(Date.UTC(2026, 9, n, 12));
+    const [a1, b1, a2, none, a3] = await seedReadings(service.db, customer, [
+      { createdAt: day(1), meterId: 'SN_A', reading: '00100.000', plausibility: 'unknown' },
+      { createdAt: day(2), meterId: 'SN-B', reading: '00050.000', plausibility: 'ok' },
+      { createdAt: day(3), meterId: 'SN_A', reading: '00090.000', plausibility: 'implausible' },
+      { createdAt: day(4), reading: '00001.000' },
+      { createdAt: day(5), meterId: 'SN_A', reading: '00110.000', plausibility: 'ok' },
+    ]);
+    await seedReadings(service.db, other, [{ createdAt: day(3), meterId: 'SN_A', reading: '00100.000', plausibility: 'ok' }]);
+    const references = async (query: string) => {
+      const page = await get(service, `/api/meter-readings?${query}`, customer.key);
+      t.equal(page.status, 200, query);
+      return page.body.data.map((item: { reference_id: string }) => item.reference_id);
+    };
+    t.same(await references('meter_id=SN_A'), [a3, a2, a1], 'one meter, not another account’s meter of the same name');
+    t.same(await references('meter_id=SN-NONE'), [], 'a meter the account does not have: nothing');
+    t.same(await references('plausibility=ok'), [a3, b1]);
+    t.same(await references('plausibility=implausible&meter_id=SN_A'), [a2]);
+    t.same(await references(`created_before=${day(4).toISOString()}`), [a2, b1, a1], 'strictly before');
+    t.same(await references(`created_after=${day(1).toISOString()}&created_before=${day(5).toISOString()}`), [none, a2, b1]);
+
+    const first = await get(service, '/api/meter-readings?meter_id=SN_A&limit=2', customer.key);
+    t.match(first.body, { has_more: true, next_cursor: a2 });
+    const second = await get(service, `/api/meter-readings?meter_id=SN_A&limit=2&starting_after=${first.body.next_cursor}`, customer.key);
+    t.same(
+      second.body.data.map((item: { reference_id: string }) => item.reference_id),
+      [a1],
+      'the next page keeps the filter',
+    );
+    t.match(second.body, { has_more: false, next_cursor: null });
+  });
+
+  t.test('an unknown list parameter is a 422 naming it, not ignored', async (t) => {
+    const customer = await createCustomer(service.db);
+    for (const name of ['meterid', 'search', 'created_at']) {
+      const result = await get(service, `/api/meter-readings?${name}=SN-1`, customer.key);
+      t.equal(result.status, 422, name);
+      t.same(Object.keys(result.body.errors), [name], name);
+      t.match(result.body.errors[name], [
+        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, limit, starting_after$/,
+      ]);
+    }
+  });
+
   t.test('bad list parameters are 422 naming the parameter', async (t) => {
     const customer = await createCustomer(service.db);
     const cases: Array<[string, string, RegExp]> = [
@@ -214,6 +262,10 @@ t.test('results by reference and lists', async (t) => {
       ['created_after=2016-12-31T23:59:60Z', 'created_after', /^created_after is a leap second \(:60\), which is not taken: use :59$/],
       ['created_after=0000-01-01T00:00:00Z', 'created_after', /^created_after has year 0000: years start at 0001$/],
       ['created_after=2026-01-01T00:00:00%2B01', 'created_after', /^created_after must be an RFC 3339 date-time/],
+      ['created_before=2026-11-01', 'created_before', /^created_before must be an RFC 3339 date-time/],
+      ['meter_id=flat%203', 'meter_id', /^meter_id must be 1–64 characters/],
+      ['plausibility=maybe', 'plausibility', /^plausibility must be one of ok, corrected, implausible, unknown$/],
+      ['created_before=2026-02-30T00:00:00Z', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['starting_after=nope', 'starting_after', /^starting_after must be the next_cursor of the previous page/],
       ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after', /^No submission of this account has this reference_id$/],
     ];

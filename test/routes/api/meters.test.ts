@@ -5,6 +5,7 @@ import { METER_POINTS_PER_ACCOUNT } from '../../../src/meters/meter-points.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
+import { seedReadings } from '../../helpers/seed-readings.ts';
 import { createCustomer, startTestService, waitForMeter } from '../../helpers/service.ts';
 
 /** The fake model's default answer (test/fakes/http-fake.ts). */
@@ -370,5 +371,66 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       200,
       'another submission has its own',
     );
+  });
+  t.test('GET /api/meters: every meter with its last trusted reading and 30 days of consumption, paged and searched', async (t) => {
+    const customer = await createCustomer(service.db);
+    const stranger = await createCustomer(service.db);
+    const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
+    const [, , , implausible] = await seedReadings(service.db, customer, [
+      { meterId: 'SN-1', createdAt: daysAgo(40), reading: '00100.000', plausibility: 'unknown' },
+      { meterId: 'SN-1', createdAt: daysAgo(10), reading: '00105.500', plausibility: 'ok' },
+      { meterId: 'SN-1', createdAt: daysAgo(2), reading: '00900.000', plausibility: 'implausible' },
+      { meterId: 'SN-2', createdAt: daysAgo(5), reading: '00070.000', plausibility: 'implausible' },
+      { meterId: 'SN_3', createdAt: daysAgo(45), reading: '00010.000', plausibility: 'ok' },
+    ]);
+    const corrected = await service.db.selectFrom('meters').select('id').where('reference_id', '=', implausible!).executeTakeFirstOrThrow();
+    await service.db
+      .insertInto('reading_corrections')
+      .values({ meter_id: corrected.id, reading: '00060.000', value: '60', corrected_by: 'api key 1', api_key_id: null, user_id: null })
+      .execute();
+    t.equal((await api(customer.key, 'PATCH', '/meters/X-9', { max_flow_m3_per_hour: 3 })).status, 200, 'a meter without photos');
+    await seedReadings(service.db, stranger, [{ meterId: 'SN-0', createdAt: daysAgo(1), reading: '00001.000' }]);
+
+    const all = await api(customer.key, 'GET', '/meters?limit=100');
+    t.equal(all.status, 200);
+    t.same(
+      all.body.data.map((meter: { meter_id: string }) => meter.meter_id),
+      ['SN-1', 'SN-2', 'SN_3', 'X-9'],
+      'in byte order, none of another account',
+    );
+    const [sn1, sn2, sn3, x9] = all.body.data;
+    t.match(sn1, { last_trusted_reading: { reading: '00105.500', value: 105.5, source: 'reading', read_at: String }, consumption_30_days_m3: 5.5 });
+    t.match(sn2, { last_trusted_reading: { reading: '00060.000', value: 60, source: 'correction', reference_id: implausible }, consumption_30_days_m3: null });
+    t.match(sn3, { last_trusted_reading: { reading: '00010.000' }, consumption_30_days_m3: null }, 'nothing read in the 30 days');
+    t.match(x9, { last_trusted_reading: null, consumption_30_days_m3: null, created_at: String });
+
+    const first = await api(customer.key, 'GET', '/meters?limit=2');
+    t.match(first.body, { has_more: true, next_cursor: 'SN-2' });
+    const second = await api(customer.key, 'GET', '/meters?limit=2&starting_after=SN-2');
+    t.same(
+      second.body.data.map((meter: { meter_id: string }) => meter.meter_id),
+      ['SN_3', 'X-9'],
+    );
+    t.match(second.body, { has_more: false, next_cursor: null });
+
+    const search = async (prefix: string) =>
+      (await api(customer.key, 'GET', `/meters?meter_id_prefix=${encodeURIComponent(prefix)}`)).body.data.map((meter: { meter_id: string }) => meter.meter_id);
+    t.same(await search('SN'), ['SN-1', 'SN-2', 'SN_3']);
+    t.same(await search('SN_'), ['SN_3'], 'an _ in the prefix is itself, not a wildcard');
+    t.same(await search('sn'), [], 'meter ids are case-sensitive');
+
+    for (const [query, field] of [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['meter_id_prefix=flat%203', 'meter_id_prefix'],
+      ['starting_after=', 'starting_after'],
+      ['prefix=SN', 'prefix'],
+      ['cursor=bTQy', 'cursor'],
+    ]) {
+      const refused = await api(customer.key, 'GET', `/meters?${query}`);
+      t.equal(refused.status, 422, query);
+      t.same(Object.keys(refused.body.errors), [field], query);
+    }
+    t.equal((await api('meterlens_live_nope', 'GET', '/meters')).status, 422, 'a bad key');
   });
 });

@@ -1,0 +1,65 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { CONSUMPTION_DAYS, consumption, trustedSubmissions } from './consumption.ts';
+
+export const METER_LIST_MAX_LIMIT = 100;
+
+/** A physical meter as the lists show it: its last trusted reading, and its consumption over the last 30 days. */
+export interface MeterSummary {
+  meterId: string;
+  createdAt: Date;
+  lastTrusted: { reading: string; value: number; source: 'correction' | 'reading'; readAt: Date; referenceId: string } | null;
+  /** m³; null without a trusted reading in the 30 days or before them. */
+  consumption30Days: number | null;
+}
+
+/** Byte order, as the index meter_points_account_external_c has it, whatever the database's collation. */
+const externalIdBytes = sql<string>`p.external_id COLLATE "C"`;
+
+/**
+ * The account's meters in meter_id order (byte by byte), a page at a time after the meter_id
+ * `startingAfter`, optionally only those whose meter_id starts with `prefix`.
+ */
+export async function meterList(
+  db: Db,
+  accountId: string,
+  page: { limit: number; startingAfter?: string; prefix?: string },
+): Promise<{ meters: MeterSummary[]; nextCursor: string | null }> {
+  const since = new Date(Date.now() - CONSUMPTION_DAYS * 86_400_000);
+  let query = db
+    .selectFrom('meter_points as p')
+    .leftJoinLateral(
+      () => trustedSubmissions(db, sql.ref('p.id')).orderBy('m.id', 'desc').limit(1).as('last'),
+      (join) => join.onTrue(),
+    )
+    .leftJoinLateral(
+      () => trustedSubmissions(db, sql.ref('p.id')).where('m.created_at', '<', since).orderBy('m.id', 'desc').limit(1).as('before'),
+      (join) => join.onTrue(),
+    )
+    .select([
+      'p.external_id as meterId',
+      'p.created_at as createdAt',
+      'last.reading',
+      'last.value',
+      'last.source',
+      'last.readAt',
+      'last.referenceId',
+      'before.value as valueBefore',
+    ])
+    .where('p.account_id', '=', accountId)
+    .orderBy(externalIdBytes)
+    .limit(page.limit + 1);
+  if (page.startingAfter) query = query.where(externalIdBytes, '>', page.startingAfter);
+  if (page.prefix) query = query.where(externalIdBytes, 'like', `${page.prefix.replace(/[\\%_]/g, '\\$&')}%`);
+  const rows = await query.execute();
+  const meters = rows.slice(0, page.limit).map((row) => ({
+    meterId: row.meterId,
+    createdAt: row.createdAt,
+    lastTrusted:
+      row.reading === null || row.value === null || row.source === null || row.readAt === null || row.referenceId === null
+        ? null
+        : { reading: row.reading, value: Number(row.value), source: row.source, readAt: row.readAt, referenceId: row.referenceId },
+    consumption30Days: row.readAt && row.readAt >= since ? consumption(row.value, row.valueBefore) : null,
+  }));
+  return { meters, nextCursor: rows.length > page.limit ? meters.at(-1)!.meterId : null };
+}
