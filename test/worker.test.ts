@@ -212,11 +212,14 @@ t.test("one account's backlog does not hold another account's reading", async (t
   const accepted = await submitPhoto(service, { key: quiet.key, image: photo });
   const meterStatuses = (accountId: string) => service.db.selectFrom('meters').select('status').where('account_id', '=', accountId).execute();
   let mostBusyReading = 0;
-  const sampling = setInterval(async () => {
-    const processing = (await meterStatuses(busy.accountId)).filter((meter) => meter.status === 'processing').length;
-    mostBusyReading = Math.max(mostBusyReading, processing);
-  }, 20);
-  t.teardown(() => clearInterval(sampling));
+  let sampling = true;
+  const sampled = (async () => {
+    while (sampling) {
+      const processing = (await meterStatuses(busy.accountId)).filter((meter) => meter.status === 'processing').length;
+      mostBusyReading = Math.max(mostBusyReading, processing);
+      await sleep(20);
+    }
+  })();
 
   await startWorker(service);
   t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'completed' });
@@ -231,7 +234,8 @@ t.test("one account's backlog does not hold another account's reading", async (t
     busyMeters.every((meter) => meter.status === 'completed'),
     'the backlog is read in full',
   );
-  clearInterval(sampling);
+  sampling = false;
+  await sampled;
   t.ok(mostBusyReading <= share, `at most ${share} of one account's photos read at once (seen: ${mostBusyReading})`);
 });
 
