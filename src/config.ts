@@ -45,7 +45,7 @@ export interface Config {
   anthropic: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
 
   workerConcurrency: number;
-  /** Read jobs of one account one worker process runs at once: a busy account leaves the other slots to the rest. */
+  /** Read jobs of one account running at once, across all workers: a busy account leaves the other read slots to the rest. */
   readAccountConcurrency: number;
   /** How long a read job may run before pg-boss treats its worker as dead and retries it. */
   readJobExpireSeconds: number;
