@@ -34,6 +34,12 @@ const ASYNC_CONCURRENCIES = [1, 4, 16];
 const SYNC_CONCURRENCIES = [1, 4];
 const WEBHOOK_CONCURRENCIES = [1, 4];
 const FLOOR_CONCURRENCIES = [1, 4];
+/**
+ * Issue 44's tenant fairness: the photos of one account's burst, and how often the quiet account
+ * submits meanwhile (well within what its own share reads, so that it has no backlog of its own).
+ */
+const BURST_PHOTOS = 500;
+const QUIET_INTERVAL_MS = 1000;
 /** Worst-case uploads of an accepted kind sent at once, and their kind: a GIF at the default pixel limit. */
 const COSTLY_IMAGES = 20;
 const COSTLY_IMAGE_SIDE = 7071;
@@ -107,7 +113,7 @@ async function benchmark(options: Options): Promise<void> {
   const service = await startService(databaseUrl, openai.url);
   const baseUrl = service.url;
   const floorUrl = (await startChild('floor', ['bench/floor-server.ts'], { DATABASE_URL: databaseUrl })).url;
-  const apiKey = await createBenchAccount(databaseUrl, `${receiver.url}/webhook`);
+  const [apiKey, burstKey] = await createBenchAccounts(databaseUrl, `${receiver.url}/webhook`, ['Benchmark', 'Burst']);
   const webhooks = webhookArrivals(receiver);
   const client = new Agent({ connections: 64 });
   cleanups.push(() => client.close());
@@ -120,7 +126,7 @@ async function benchmark(options: Options): Promise<void> {
     return;
   }
   const get = (pathname: string) => () => timed(() => send(client, 'GET', `${baseUrl}${pathname}`));
-  const post = (pathname: string) => send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${apiKey}`, ...upload });
+  const post = (pathname: string, key = apiKey) => send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${key}`, ...upload });
   const small = Math.max(1, Math.round(options.requests / 4));
   console.log(
     `# ${os.cpus().length} CPUs, node ${process.version}, photo ${(photo.length / 1024).toFixed(0)} KB, ` +
@@ -169,6 +175,18 @@ async function benchmark(options: Options): Promise<void> {
     ]),
   ]);
 
+  const fairness = await measureTenantFairness(
+    async () => {
+      const { reference_id } = JSON.parse(await post('/api/meter-reading'));
+      const ackedAt = Date.now(); // the receiver stamps arrivals with Date.now() too
+      return (await webhooks.arrivalOf(reference_id)) - ackedAt;
+    },
+    async () => JSON.parse(await post('/api/meter-reading', burstKey)).reference_id,
+    webhooks,
+    small,
+    options.warmup,
+  );
+
   const costly = await costlyImages();
 
   // Last, because the acks leave a backlog of reads behind that would delay every webhook measured after
@@ -196,6 +214,7 @@ async function benchmark(options: Options): Promise<void> {
     async: asyncRows,
     sync: syncRows,
     webhook: webhookRows.map(({ webhook }) => webhook),
+    tenantFairness: fairness,
     costlyImages: costly,
     realSizePhotoAgainstFloor: realSize,
   });
@@ -210,6 +229,63 @@ async function writeResults(results: object): Promise<void> {
   const resultsFile = path.join(resultsDir, 'latest.json');
   await writeFile(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`raw numbers: ${path.relative(process.cwd(), resultsFile)}`);
+}
+
+/**
+ * Issue 44's tenant fairness: the quiet account's ack → reading.completed webhook, one at a time
+ * with the queue idle; then another account submits BURST_PHOTOS photos, 16 at a time, and the quiet
+ * account submits one every QUIET_INTERVAL_MS (not waiting for its readings, so that a slow reading
+ * does not mean fewer samples) until the burst's last webhook has arrived. The quiet samples are split by when they were acked: while the burst was still
+ * being sent, and after, while its backlog was read. The burst's time runs from its first submission
+ * to its last webhook.
+ */
+async function measureTenantFairness(
+  quietAckToReading: () => Promise<number>,
+  submitBurstPhoto: () => Promise<string>,
+  webhooks: ReturnType<typeof webhookArrivals>,
+  idleSamples: number,
+  warmup: number,
+) {
+  const idle = await measure(quietAckToReading, 1, idleSamples, warmup);
+  const startedAt = Date.now();
+  let sentAt = Number.POSITIVE_INFINITY;
+  let burstRead = false;
+  const burst = (async () => {
+    const referenceIds: string[] = [];
+    await measure(() => timed(async () => referenceIds.push(await submitBurstPhoto())), 16, BURST_PHOTOS, 0);
+    sentAt = Date.now();
+    let lastReadAt = startedAt;
+    for (const referenceId of referenceIds) lastReadAt = Math.max(lastReadAt, await webhooks.arrivalOf(referenceId));
+    return (lastReadAt - startedAt) / 1000;
+  })().finally(() => (burstRead = true));
+  const quiet: Array<Promise<{ ackedAt: number; ms: number }>> = [];
+  while (!burstRead) {
+    quiet.push(quietAckToReading().then((ms) => ({ ackedAt: Date.now() - ms, ms })));
+    await sleep(QUIET_INTERVAL_MS);
+  }
+  const burstSeconds = await burst;
+  const samples = await Promise.all(quiet);
+  const whileSent = samples.filter((sample) => sample.ackedAt < sentAt).map((sample) => sample.ms);
+  const whileRead = samples.filter((sample) => sample.ackedAt >= sentAt).map((sample) => sample.ms);
+  const row = (phase: string, during: number[]) => [
+    phase,
+    during.length,
+    ms(percentile(during, 50)),
+    ms(percentile(during, 99)),
+    ratio(percentile(during, 50), idle.p50Ms),
+    ratio(percentile(during, 99), idle.p99Ms),
+  ];
+  printTable(
+    `Tenant fairness: one account's ack to its reading.completed webhook, idle and while another account's ${BURST_PHOTOS} photos ` +
+      `are sent (16 at a time) and read (${burstSeconds.toFixed(1)} s from the first sent to the last read, ${(BURST_PHOTOS / burstSeconds).toFixed(1)} reads/s)`,
+    [
+      ['quiet account', 'samples', 'p50 ms', 'p99 ms', 'p50 × idle', 'p99 × idle'],
+      ['idle', idle.requests, ms(idle.p50Ms), ms(idle.p99Ms), ratio(1, 1), ratio(1, 1)],
+      row('while the burst is sent', whileSent),
+      row('while its backlog is read', whileRead),
+    ],
+  );
+  return { idle, whileSentMs: whileSent, whileReadMs: whileRead, burstPhotos: BURST_PHOTOS, burstSeconds };
 }
 
 /**
@@ -568,15 +644,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** An account on a plan too big to run out, its API key, and a webhook endpoint on the receiver. */
-async function createBenchAccount(databaseUrl: string, webhookUrl: string): Promise<string> {
+/** Accounts on a plan too big to run out, each with an API key (returned) and a webhook endpoint on the receiver. */
+async function createBenchAccounts(databaseUrl: string, webhookUrl: string, names: string[]): Promise<string[]> {
   const db = createDatabase(databaseUrl, 1);
   try {
     await createPlan(db, { code: 'bench', name: 'Benchmark', monthlyRequestLimit: 1_000_000_000 });
-    const account = await createAccount(db, { name: 'Benchmark', planCode: 'bench' });
-    const { key } = await createApiKey(db, { accountId: account.id, projectName: 'bench' });
-    await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), { accountId: account.id, url: webhookUrl, events: ['reading.completed'] });
-    return key;
+    const keys = [];
+    for (const name of names) {
+      const account = await createAccount(db, { name, planCode: 'bench' });
+      keys.push((await createApiKey(db, { accountId: account.id, projectName: 'bench' })).key);
+      await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), { accountId: account.id, url: webhookUrl, events: ['reading.completed'] });
+    }
+    return keys;
   } finally {
     await db.destroy();
   }

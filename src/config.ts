@@ -47,6 +47,8 @@ export interface Config {
   anthropic: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
 
   workerConcurrency: number;
+  /** Read jobs of one account running at once, across all workers: a busy account leaves the other read slots to the rest. */
+  readAccountConcurrency: number;
   /** How long a read job may run before pg-boss treats its worker as dead and retries it. */
   readJobExpireSeconds: number;
   /** First delay before a read job is retried (exponential backoff after that). */
@@ -150,6 +152,7 @@ export const ENVIRONMENT = Type.Object({
   MAX_IMAGE_PIXELS: integer(50_000_000, { minimum: 1 }),
   NORMALISED_LONG_SIDE: integer(1600, { minimum: 1 }),
   WORKER_CONCURRENCY: integer(4, { minimum: 1 }),
+  READ_ACCOUNT_CONCURRENCY: Type.Optional(Type.Integer({ minimum: 1, documentedDefault: 'half of `WORKER_CONCURRENCY`, rounded up' })),
   READ_JOB_EXPIRE_SECONDS: integer(150, { minimum: 1 }),
   READ_RETRY_DELAY_SECONDS: integer(5, { minimum: 0 }),
   METER_DEADLINE_SECONDS: integer(3600, { minimum: 1 }),
@@ -216,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
     anthropic: { apiKey: environment.ANTHROPIC_API_KEY, baseUrl: environment.ANTHROPIC_BASE_URL, model: environment.ANTHROPIC_MODEL },
 
     workerConcurrency: environment.WORKER_CONCURRENCY,
+    readAccountConcurrency: environment.READ_ACCOUNT_CONCURRENCY ?? Math.ceil(environment.WORKER_CONCURRENCY / 2),
     readJobExpireSeconds: environment.READ_JOB_EXPIRE_SECONDS,
     readRetryDelaySeconds: environment.READ_RETRY_DELAY_SECONDS,
     meterDeadlineSeconds: environment.METER_DEADLINE_SECONDS,

@@ -7,7 +7,7 @@ import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { readPhoto } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
-import { enqueueDelivery, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import { enqueueDelivery, enqueueRead, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
 import { ReadFailure } from './readers/chain.ts';
 import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
@@ -17,11 +17,19 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
   const { boss, config } = deps;
   // NOTIFY wakes workers for new jobs only; retries and scheduled webhook attempts are found by polling.
   const polling = { pollingIntervalSeconds: config.queuePollSeconds, notifyPollingIntervalSeconds: config.queuePollSeconds };
-  await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, polling, (job) => readMeter(deps, job));
+  // An account's backlog holds at most readAccountConcurrency of the read slots; other accounts' photos take the rest at once.
+  const perAccount = { ...polling, groupConcurrency: config.readAccountConcurrency };
+  await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, perAccount, async (job) => {
+    // Jobs queued before reads were grouped by account have no group, and no share to keep.
+    if (job.groupId && !(await withinGroupShare(deps.db, job, config.readAccountConcurrency))) {
+      // At once: the fetch passes over an account at its share, and a later start would wait for the next poll.
+      await enqueueRead(boss, bossAdapter(deps.db), job.data, job.groupId);
+    } else await readMeter(deps, job);
+  });
   // A receiver that never answers holds at most webhookEndpointConcurrency of the delivery slots.
   const perEndpoint = { ...polling, groupConcurrency: config.webhookEndpointConcurrency };
   await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, config.webhookConcurrency, perEndpoint, async (job) => {
-    if (await withinEndpointShare(deps, job)) await deliverWebhook(deps, job.data.deliveryId);
+    if (await withinGroupShare(deps.db, job, config.webhookEndpointConcurrency)) await deliverWebhook(deps, job.data.deliveryId);
     else await enqueueDelivery(boss, bossAdapter(deps.db), job.data, new Date(Date.now() + OVER_SHARE_DELAY_MS));
   });
   await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, async (jobs) => {
@@ -43,18 +51,18 @@ const OVER_SHARE_DELAY_MS = 1000;
 
 /**
  * pg-boss bounds a group's active jobs when it fetches, but fetches that run at the same instant
- * (a burst wakes every delivery worker) can each see room and together take more. Every admitted
- * attempt is active and committed before its handler runs, so each sees the others: the oldest
- * `webhookEndpointConcurrency` of the endpoint go ahead, the rest are queued again without an attempt.
+ * (a burst wakes every worker) can each see room and together take more. Every admitted job is
+ * active and committed before its handler runs, so each sees the others: the oldest `share` of the
+ * group go ahead, the rest are queued again without running.
  */
-async function withinEndpointShare(deps: ServiceDeps, job: Job<DeliverWebhookJob>): Promise<boolean> {
+async function withinGroupShare(db: Db, job: Job<object>, share: number): Promise<boolean> {
   const { rows } = await sql<{ ahead: number }>`
     SELECT count(*)::int AS ahead
     FROM pgboss.job other, pgboss.job this
-    WHERE this.name = ${QUEUES.deliverWebhook} AND this.id = ${job.id}
-      AND other.name = ${QUEUES.deliverWebhook} AND other.state = 'active' AND other.group_id = this.group_id
-      AND (other.started_on, other.id) < (this.started_on, this.id)`.execute(deps.db);
-  return (rows[0]?.ahead ?? 0) < deps.config.webhookEndpointConcurrency;
+    WHERE this.name = ${job.name} AND this.id = ${job.id}
+      AND other.name = ${job.name} AND other.state = 'active' AND other.group_id = this.group_id
+      AND (other.started_on, other.id) < (this.started_on, this.id)`.execute(db);
+  return (rows[0]?.ahead ?? 0) < share;
 }
 
 /**

@@ -68,6 +68,14 @@ t.test('mail: SMTP_URL needs MAIL_FROM and an smtp:// or smtps:// URL, which no 
   t.notMatch(error.message, 'hunter2', 'the password stays out of the message');
 });
 
+t.test("an account's share of the read slots is half of a worker's unless set", async (t) => {
+  t.equal(loadConfig({}).readAccountConcurrency, 2);
+  t.equal(loadConfig({ WORKER_CONCURRENCY: '7' }).readAccountConcurrency, 4);
+  t.equal(loadConfig({ WORKER_CONCURRENCY: '1' }).readAccountConcurrency, 1);
+  t.equal(loadConfig({ READ_ACCOUNT_CONCURRENCY: '8' }).readAccountConcurrency, 8);
+  t.throws(() => loadConfig({ READ_ACCOUNT_CONCURRENCY: '0' }), /READ_ACCOUNT_CONCURRENCY: "0" is not an integer of at least 1/);
+});
+
 t.test("README's configuration table documents exactly the schema's variables and defaults", async (t) => {
   const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
   const table = readme.slice(readme.indexOf('## Configuration'));

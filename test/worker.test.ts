@@ -36,7 +36,7 @@ t.test('the meter row and its job are committed together or not at all', async (
       .values({ ...account, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await enqueueRead(service.boss, bossAdapter(tx), { meterId: meter.id });
+    await enqueueRead(service.boss, bossAdapter(tx), { meterId: meter.id }, account.account_id);
     throw new Error('the submission fails after its job was enqueued');
   });
   await t.rejects(rolledBack, /fails after its job/);
@@ -194,4 +194,56 @@ t.test('a read that outlives its job on every attempt is dead-lettered, and its 
     60_000,
   );
   t.match(meter, { status: 'failed', error_code: 'processing_failed', error_message: /after 3 attempts/ });
+});
+
+t.test("one account's backlog does not hold another account's reading", async (t) => {
+  const share = 2;
+  const service = await startTestService(t, {
+    worker: false,
+    env: { WORKER_CONCURRENCY: '4', READ_ACCOUNT_CONCURRENCY: String(share) },
+    model: { delayMs: 200 },
+  });
+  const busy = await createCustomer(service.db, { monthlyLimit: 1000 });
+  const quiet = await createCustomer(service.db);
+  const backlog = 24;
+  const statuses = [];
+  for (let i = 0; i < backlog; i++) statuses.push((await submitPhoto(service, { key: busy.key, image: photo })).status);
+  t.same(new Set(statuses), new Set([202]), 'the backlog is accepted');
+  const accepted = await submitPhoto(service, { key: quiet.key, image: photo });
+  const meterStatuses = (accountId: string) => service.db.selectFrom('meters').select('status').where('account_id', '=', accountId).execute();
+  let mostBusyReading = 0;
+  let sampling = true;
+  const sampled = (async () => {
+    while (sampling) {
+      const processing = (await meterStatuses(busy.accountId)).filter((meter) => meter.status === 'processing').length;
+      mostBusyReading = Math.max(mostBusyReading, processing);
+      await sleep(20);
+    }
+  })();
+
+  await startWorker(service);
+  t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'completed' });
+  const busyFinished = (await meterStatuses(busy.accountId)).filter((meter) => meter.status === 'completed').length;
+  t.ok(busyFinished <= backlog / 3, `the quiet account's photo was read after ${busyFinished} of the ${backlog} queued before it`);
+
+  const busyMeters = await waitFor(
+    () => meterStatuses(busy.accountId),
+    (meters) => meters.every((meter) => meter.status === 'completed'),
+  );
+  t.ok(
+    busyMeters.every((meter) => meter.status === 'completed'),
+    'the backlog is read in full',
+  );
+  sampling = false;
+  await sampled;
+  t.ok(mostBusyReading <= share, `at most ${share} of one account's photos read at once (seen: ${mostBusyReading})`);
+});
+
+t.test('a read job queued without an account, as before reads were shared, is still read', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const customer = await createCustomer(service.db);
+  const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+  await sql`UPDATE pgboss.job SET group_id = NULL WHERE name = ${QUEUES.readMeter}`.execute(service.db);
+  await startWorker(service);
+  t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'completed' });
 });

@@ -76,7 +76,7 @@ export async function persistAndEnqueue(
       .selectFrom('meter')
       .select(['meter.id', 'meter.reference_id'])
       .executeTakeFirstOrThrow();
-    if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id });
+    if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id }, key.accountId);
     await reserveUsage(tx, deps.boss, key.accountId, plan);
     return { meterId: meter.id, referenceId: meter.reference_id };
   });

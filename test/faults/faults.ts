@@ -1,7 +1,7 @@
 /**
  * The red-team's faults, kept as a suite (`npm run test:faults`, not part of `npm test`): worker
  * SIGKILLs mid-read and mid-delivery, the database refusing connections under load, a receiver
- * down then up, SIGTERM with requests in flight. Each prints what happened to the submissions and
+ * down then up, SIGTERM with requests in flight, one account's burst while another submits. Each prints what happened to the submissions and
  * fails on any loss: an accepted meter left unfinished, or a finished one whose webhook never came.
  * Duplicates (the same webhook-id answered 2xx twice) are counted, not failed: delivery is at least
  * once, and a worker killed after the receiver answered but before recording it sends again.
@@ -167,6 +167,36 @@ t.test('the receiver is down, then up again', async (t) => {
   const { accepted } = await submitSteadily(scene, 20, 10);
   await checkNothingLost(t, scene, accepted, 'receiver down then up');
   t.ok(scene.receiver.requestsTo('/hook').length > down, 'the webhooks it refused were retried');
+});
+
+t.test("one account's burst while another account submits", async (t) => {
+  const scene = await setUp(t);
+  await spawnRole(t, 'worker', scene.env).ready;
+  const quiet = await createCustomer(scene.service.db);
+  await addWebhookEndpoint(scene.service.db, scene.service.config, { accountId: quiet.accountId, url: `${scene.receiver.url}/hook` });
+  const unfinished = async (accountId: string) =>
+    (await scene.service.db.selectFrom('meters').select('id').where('account_id', '=', accountId).where('status', 'in', ['pending', 'processing']).execute())
+      .length;
+  // 80 photos at 300 ms a read, two at a time: a backlog of about 12 s.
+  const { accepted } = await submitSteadily(scene, 80, 40);
+  const quietAccepted: string[] = [];
+  const quietReads: Array<{ ms: number; burstLeft: number }> = [];
+  for (let i = 0; i < 5; i++) {
+    const response = await submitPhoto(scene.service, { key: quiet.key, image: photo });
+    const ackedAt = Date.now();
+    quietAccepted.push(response.body.reference_id);
+    await waitFor(
+      () => scene.service.db.selectFrom('meters').select('status').where('reference_id', '=', response.body.reference_id).executeTakeFirstOrThrow(),
+      (meter) => meter.status !== 'pending' && meter.status !== 'processing',
+    );
+    quietReads.push({ ms: Date.now() - ackedAt, burstLeft: await unfinished(scene.customer.accountId) });
+  }
+  console.log(`# tenant fairness: the quiet account's ack to reading, and the burst's photos still unread then: ${JSON.stringify(quietReads)}`);
+  t.ok(
+    quietReads.every((read) => read.burstLeft > 0),
+    "tenant fairness: each of the quiet account's photos was read before the burst's backlog drained",
+  );
+  await checkNothingLost(t, scene, [...accepted, ...quietAccepted], 'tenant fairness');
 });
 
 t.test('SIGTERM with requests in flight', async (t) => {
