@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/database.ts';
+import { PhotoStore } from '../src/photos/store.ts';
 import { createBoss, ensureQueues, QUEUES } from '../src/queue.ts';
 import { purgeOldData } from '../src/retention.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
@@ -12,6 +13,7 @@ const database = await createTestDatabase();
 t.teardown(database.drop);
 const db = createDatabase(database.url);
 t.teardown(() => db.destroy());
+const photoDeps = { db, photos: new PhotoStore(loadConfig({}).photoStore) };
 
 const { accountId, keyId: apiKeyId } = await createCustomer(db);
 const endpointId = (
@@ -99,7 +101,7 @@ t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and read
   const stillPending = await meterSubmitted(91, 'pending');
   const young = await meterSubmitted(89);
 
-  const purged = await purgeOldData(db, { imageRetentionDays: 90, webhookRetentionDays: 0 });
+  const purged = await purgeOldData(photoDeps, { imageRetentionDays: 90, webhookRetentionDays: 0 });
   t.equal(purged.images, 450, 'three batches of at most 200');
   t.notOk(await hasImage(old[0]));
   t.notOk(await hasImage(old[449]));
@@ -110,8 +112,8 @@ t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and read
   t.ok(meter.image_removed_at instanceof Date, 'the meter says when its photo went');
   t.ok(await db.selectFrom('readings').select('id').where('meter_id', '=', old[0]).executeTakeFirst(), 'the reading stays');
 
-  t.same(await purgeOldData(db, { imageRetentionDays: 90, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, 'nothing more to do');
-  t.same(await purgeOldData(db, { imageRetentionDays: 0, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, '0 keeps forever');
+  t.same(await purgeOldData(photoDeps, { imageRetentionDays: 90, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, 'nothing more to do');
+  t.same(await purgeOldData(photoDeps, { imageRetentionDays: 0, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, '0 keeps forever');
   t.ok(await hasImage(young));
 });
 
@@ -120,7 +122,7 @@ t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their at
   const oldFailed = await deliveryCreated(31, 'failed');
   const oldPending = await deliveryCreated(31, 'pending');
   const recent = await deliveryCreated(29, 'delivered');
-  const purged = await purgeOldData(db, { imageRetentionDays: 0, webhookRetentionDays: 30 });
+  const purged = await purgeOldData(photoDeps, { imageRetentionDays: 0, webhookRetentionDays: 30 });
   t.equal(purged.deliveries, 2);
   const left = await db.selectFrom('webhook_deliveries').select('id').orderBy('id').execute();
   t.same(

@@ -40,6 +40,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
       request.log.error({ err: error }, 'unexpected error');
       return errorPage(reply, 500, `Something went wrong on our side. Quote this reference if it happens again: ${request.id}`);
     }
+    if (error instanceof DomainError) reply.headers(error.headers);
     return errorPage(reply, status, error.validation ? invalidFormMessage(error) : error.message);
   });
 
