@@ -97,8 +97,8 @@ async function ensureQueue(
   else await boss.createQueue(name, { ...fixed, ...tunable });
 }
 
-export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob): Promise<void> {
-  await boss.send(QUEUES.readMeter, job, { db });
+export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob, startAfter?: Date): Promise<void> {
+  await boss.send(QUEUES.readMeter, job, { db, startAfter });
 }
 
 export async function enqueueDelivery(boss: PgBoss, db: IDatabase, job: DeliverWebhookJob, startAfter?: Date): Promise<void> {

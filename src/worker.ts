@@ -5,11 +5,12 @@ import { bossAdapter, type Db } from './db/database.ts';
 import type { ServiceDeps } from './deps.ts';
 import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { loadPhoto } from './photos/meter-photos.ts';
+import { isPhotoStoreUnavailable } from './photos/store.ts';
 import { sweepOrphanPhotos } from './photos/sweep.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { readPhoto } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
-import { enqueueDelivery, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import { enqueueDelivery, enqueueRead, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
 import { ReadFailure } from './readers/chain.ts';
 import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
@@ -97,6 +98,11 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Prom
     const result = await readPhoto(deps, meter.ref.meterId, photo, context.window, job.signal);
     await recordReading(deps, meter.ref, result, context);
   } catch (error) {
+    // The photo is safe in the bucket: the read waits for it, past the job's retries, until METER_DEADLINE_SECONDS.
+    if (isPhotoStoreUnavailable(error)) {
+      await enqueueRead(deps.boss, bossAdapter(deps.db), job.data, new Date(Date.now() + deps.config.readRetryDelaySeconds * 1000));
+      return;
+    }
     if (!(error instanceof ReadFailure)) throw error;
     // Unreachable models may be back soon: let pg-boss retry, and give up on the last attempt.
     if (error.code === 'readers_unavailable' && job.retryCount < READ_RETRY_LIMIT) throw error;

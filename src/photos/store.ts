@@ -1,6 +1,6 @@
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { Config } from '../config.ts';
-import { DomainError } from '../errors.ts';
+import { DomainError, isDomainError } from '../errors.ts';
 
 /**
  * Where a meter_images row keeps one photo: its bytes, or the object that holds them
@@ -17,6 +17,9 @@ export interface Bucket {
   /** Empty, or ending in `/`. */
   prefix: string;
 }
+
+/** The API's error field when the store cannot be reached. */
+const PHOTOS_FIELD = 'photos';
 
 /** Seconds a client should wait before retrying while the photo store cannot be reached. */
 const STORE_RETRY_AFTER_SECONDS = 10;
@@ -138,8 +141,13 @@ function isOutage(error: unknown): boolean {
   return status === 0 || status >= 500 || status === 429;
 }
 
+/** Whether the photo store could not be reached (the error `PhotoStore` throws then). */
+export function isPhotoStoreUnavailable(error: unknown): boolean {
+  return isDomainError(error, 'unavailable') && error.field === PHOTOS_FIELD;
+}
+
 function storeUnavailable(cause: unknown): DomainError {
-  const error = new DomainError('unavailable', 'photos', 'The photo store is unavailable. Try again shortly.', {
+  const error = new DomainError('unavailable', PHOTOS_FIELD, 'The photo store is unavailable. Try again shortly.', {
     headers: { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) },
   });
   error.cause = cause;
