@@ -6,7 +6,8 @@ import { ReadFailure } from '../readers/chain.ts';
 /**
  * Step 6, first half: the upload is decoded (first frame), turned upright, scaled to
  * `normalisedLongSide` and stored (where PHOTO_STORE says) as the JPEG the readers read and the
- * dashboard shows, in place of the upload. An upload that passed the header check but does not decode is `invalid_image`.
+ * dashboard shows, in place of the upload. An upload that passed the header check but does not
+ * decode is `invalid_image`.
  */
 export async function normaliseUpload(deps: PhotoDeps & { config: Config }, meterId: string, upload: Buffer): Promise<Buffer> {
   const { config } = deps;
