@@ -26,6 +26,7 @@ import { createReaderChain } from '../src/readers/registry.ts';
 import { deliverWebhook } from '../src/webhooks/deliver.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
 import { adminQuery } from './admin.ts';
+import { PhotoStore } from '../src/photos/store.ts';
 
 const datasets = path.join(import.meta.dirname, '..', '..', 'shared', 'datasets');
 const perDataset = Number(process.argv[2] ?? 50);
@@ -72,6 +73,7 @@ try {
     .values({ account_id: account.id, url: `http://127.0.0.1:${port}/hook`, secret: newWebhookSecret(), disabled_reason: null })
     .execute();
 
+  const photoStore = new PhotoStore(config.photoStore);
   let uploadBytes = 0;
   let fullSizeJpegBytes = 0;
   for (const file of photos) {
@@ -84,10 +86,10 @@ try {
     const image = await checkImageHeader(upload, { maxPixels: config.maxImagePixels });
     const plan = { planCode: 'scale', monthlyRequestLimit: 100_000 };
     const key = { keyId, accountId: account.id, subscription: undefined, monthlyUsage: 0 };
-    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, mode: 'async' });
+    const accepted = await persistAndEnqueue({ db, photos: photoStore, boss }, { key, plan, image, mode: 'async' });
     const meter = { ...accepted, accountId: account.id, mode: 'async' as const };
     try {
-      const jpeg = await normaliseUpload({ db, config }, accepted.meterId, image.upload);
+      const jpeg = await normaliseUpload({ db, photos: photoStore, config }, accepted.meterId, image.upload);
       await recordReading({ db, boss }, meter, await readers.read(jpeg));
     } catch {
       // An unreadable photo costs no reading row; the failure is in the meter row.

@@ -7,6 +7,7 @@ import { datasetCommands } from './cli/dataset.ts';
 import { keyCommands } from './cli/keys.ts';
 import { meterCommands } from './cli/meters.ts';
 import { exitCodeOf, Output } from './cli/output.ts';
+import { photoCommands } from './cli/photos.ts';
 import { planCommands } from './cli/plans.ts';
 import { readCommand } from './cli/read.ts';
 import { serviceCommands } from './cli/service.ts';
@@ -25,6 +26,7 @@ const COMMANDS: Command[] = [
   ...userCommands,
   ...meterCommands,
   ...datasetCommands,
+  ...photoCommands,
   readCommand,
 ];
 

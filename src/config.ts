@@ -69,6 +69,17 @@ export interface Config {
   /** Webhook endpoints one account may have: each event is POSTed to every one of them. */
   webhookEndpointsPerAccount: number;
 
+  /**
+   * Where new photos go: `database` (meter_images' bytea columns) or `s3://bucket/prefix`, with the
+   * S3 endpoint (unset: AWS), region and key as the AWS SDK's own variables give them; without a
+   * key, the SDK's other sources (profiles, instance roles).
+   */
+  photoStore: {
+    location: string;
+    endpoint: string | undefined;
+    region: string | undefined;
+    credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+  };
   /** Photos older than this are deleted (meters and readings stay); 0 keeps them forever. */
   imageRetentionDays: number;
   /** Finished webhook deliveries and their attempts older than this are deleted; 0 keeps them. */
@@ -119,6 +130,9 @@ const oneOf = <const Values extends string[]>(values: Values, defaults: Defaults
   ) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
 const unsetString = (documentedDefault = 'unset') => Type.Optional(Type.String({ documentedDefault }));
 
+/** `database`, or an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens) with an optional key prefix. */
+const PHOTO_STORE_PATTERN = '^(database|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$';
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The environment the service reads, each variable once: its type, range and default. */
@@ -163,6 +177,12 @@ export const ENVIRONMENT = Type.Object({
   WEBHOOK_CONCURRENCY: integer(16, { minimum: 1 }),
   WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, { minimum: 1 }),
   WEBHOOK_ENDPOINTS_PER_ACCOUNT: integer(10, { minimum: 1 }),
+  PHOTO_STORE: Type.String({ default: 'database', pattern: PHOTO_STORE_PATTERN, description: 'database or s3://bucket/prefix' }),
+  // The AWS SDK's own names, as its users set them.
+  AWS_ENDPOINT_URL_S3: unsetString(),
+  AWS_REGION: unsetString(),
+  AWS_ACCESS_KEY_ID: unsetString(),
+  AWS_SECRET_ACCESS_KEY: unsetString(),
   IMAGE_RETENTION_DAYS: integer(90, { minimum: 0 }),
   WEBHOOK_RETENTION_DAYS: integer(30, { minimum: 0 }),
   FINISHED_JOB_RETENTION_DAYS: integer(7, { minimum: 0 }),
@@ -232,6 +252,15 @@ export function loadConfig(env: Env = process.env): Config {
     webhookEndpointConcurrency: environment.WEBHOOK_ENDPOINT_CONCURRENCY,
     webhookEndpointsPerAccount: environment.WEBHOOK_ENDPOINTS_PER_ACCOUNT,
 
+    photoStore: {
+      location: environment.PHOTO_STORE,
+      endpoint: environment.AWS_ENDPOINT_URL_S3,
+      region: environment.AWS_REGION,
+      credentials:
+        environment.AWS_ACCESS_KEY_ID && environment.AWS_SECRET_ACCESS_KEY
+          ? { accessKeyId: environment.AWS_ACCESS_KEY_ID, secretAccessKey: environment.AWS_SECRET_ACCESS_KEY }
+          : undefined,
+    },
     imageRetentionDays: environment.IMAGE_RETENTION_DAYS,
     webhookRetentionDays: environment.WEBHOOK_RETENTION_DAYS,
     finishedJobRetentionDays: environment.FINISHED_JOB_RETENTION_DAYS,
@@ -268,6 +297,7 @@ function schemaProblems(environment: Environment, env: Env): string[] {
 
 /** What a variable's schema accepts, in words. */
 function expected(schema: TSchema): string {
+  if (schema.pattern) return String(schema.description);
   if (schema.anyOf) return `one of ${schema.anyOf.map((literal: TLiteral) => literal.const).join(', ')}`;
   if (schema.type === 'integer') {
     if (schema.maximum !== undefined) return `an integer from ${schema.minimum} to ${schema.maximum}`;

@@ -101,8 +101,8 @@ async function ensureQueue(
  * The account is the job's pg-boss group: READ_ACCOUNT_CONCURRENCY bounds its reads in flight, across
  * all workers. Jobs queued before reads were grouped have none and are read outside any share.
  */
-export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob, accountId: string): Promise<void> {
-  await boss.send(QUEUES.readMeter, job, { db, group: { id: accountId } });
+export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob, accountId: string, startAfter?: Date): Promise<void> {
+  await boss.send(QUEUES.readMeter, job, { db, group: { id: accountId }, startAfter });
 }
 
 export async function enqueueDelivery(boss: PgBoss, db: IDatabase, job: DeliverWebhookJob, startAfter?: Date): Promise<void> {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
+import type { PhotoDeps } from './photos/meter-photos.ts';
 
 /** Rows one statement deletes: short transactions that never hold many locks or much WAL. */
 const PURGE_BATCH_SIZE = 200;
@@ -10,12 +11,12 @@ const PURGE_BATCH_SIZE = 200;
  * pg-boss deletes its own finished jobs (FINISHED_JOB_RETENTION_DAYS, see queue.ts).
  */
 export async function purgeOldData(
-  db: Db,
+  deps: PhotoDeps,
   retention: { imageRetentionDays: number; webhookRetentionDays: number },
 ): Promise<{ images: number; deliveries: number }> {
   return {
-    images: await inBatches(retention.imageRetentionDays, (cutoff) => deleteImageBatch(db, cutoff)),
-    deliveries: await inBatches(retention.webhookRetentionDays, (cutoff) => deleteDeliveryBatch(db, cutoff)),
+    images: await inBatches(retention.imageRetentionDays, (cutoff) => deleteImageBatch(deps, cutoff)),
+    deliveries: await inBatches(retention.webhookRetentionDays, (cutoff) => deleteDeliveryBatch(deps.db, cutoff)),
   };
 }
 
@@ -34,17 +35,24 @@ async function inBatches(retentionDays: number, deleteBatch: (cutoff: Date) => P
  * Deletes the photos of finished meters submitted before the cutoff, oldest first, and marks
  * their meters; meters and readings stay. Meter ids grow with time, so the scan along
  * meter_images' primary key stops at the first photo that is young enough.
+ *
+ * The rows go first, then their objects in the bucket: a photo is never shown from a row whose
+ * object is gone. A crash or an outage between the two leaves objects no row points at, which
+ * the orphan sweep deletes; while the bucket cannot be reached the purge stops there.
  */
-async function deleteImageBatch(db: Db, cutoff: Date): Promise<number> {
-  const result = await sql<{ id: string }>`
+async function deleteImageBatch(deps: PhotoDeps, cutoff: Date): Promise<number> {
+  const result = await sql<{ upload_object: string | null; jpeg_object: string | null }>`
     WITH expired AS (
       SELECT i.meter_id FROM meter_images i JOIN meters m ON m.id = i.meter_id
       WHERE m.created_at < ${cutoff} AND m.status IN ('completed', 'failed')
       ORDER BY i.meter_id LIMIT ${PURGE_BATCH_SIZE}
     ), removed AS (
-      DELETE FROM meter_images WHERE meter_id IN (SELECT meter_id FROM expired) RETURNING meter_id
+      DELETE FROM meter_images WHERE meter_id IN (SELECT meter_id FROM expired) RETURNING meter_id, upload_object, jpeg_object
+    ), marked AS (
+      UPDATE meters SET image_removed_at = now() WHERE id IN (SELECT meter_id FROM removed)
     )
-    UPDATE meters SET image_removed_at = now() WHERE id IN (SELECT meter_id FROM removed) RETURNING id`.execute(db);
+    SELECT upload_object, jpeg_object FROM removed`.execute(deps.db);
+  await deps.photos.remove(result.rows.flatMap((row) => [row.upload_object, row.jpeg_object]));
   return result.rows.length;
 }
 

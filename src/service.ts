@@ -4,6 +4,7 @@ import type { Config } from './config.ts';
 import { connectDatabase } from './db/connect.ts';
 import { createDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
+import { PhotoStore } from './photos/store.ts';
 import { createBoss, ensureQueues } from './queue.ts';
 import { describeWeights } from './readers/local/provenance.ts';
 import { createReaderChain } from './readers/registry.ts';
@@ -45,17 +46,18 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
   const boss = createBoss(database.url, config, { supervise: roles.worker });
   boss.on('error', (error) => log(`queue error: ${error.message}`));
   await boss.start();
+  const photos = new PhotoStore(config.photoStore);
   const readers = await createReaderChain(config);
   log(`reader chain: ${readers.readers.map((reader) => reader.name).join(' → ') || '(none configured)'}`);
   if (readers.readers.some((reader) => reader.name === 'local')) log(await describeWeights(config.localModelDir));
 
   if (roles.worker) {
-    await startWorker({ config, db, boss, readers });
+    await startWorker({ config, db, photos, boss, readers });
     log(`worker polling queues (concurrency ${config.workerConcurrency})`);
   }
   let app: FastifyInstance | undefined;
   if (roles.web) {
-    app = await buildApp({ config, db, boss, readers });
+    app = await buildApp({ config, db, photos, boss, readers });
     await app.listen({ port: config.port, host: config.host });
     log(`listening on ${config.publicUrl ?? `http://localhost:${config.port}`}`);
   } else if (config.metricsPort !== undefined) {

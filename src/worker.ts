@@ -4,6 +4,9 @@ import { announceExpiredSubscriptions } from './accounts/subscriptions.ts';
 import { bossAdapter, type Db } from './db/database.ts';
 import type { ServiceDeps } from './deps.ts';
 import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
+import { loadPhoto } from './photos/meter-photos.ts';
+import { isPhotoStoreUnavailable } from './photos/store.ts';
+import { sweepOrphanPhotos } from './photos/sweep.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { readPhoto } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
@@ -42,7 +45,10 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
   await boss.schedule(QUEUES.expireStaleMeters, '* * * * *');
   await boss.work(QUEUES.announceExpiredSubscriptions, () => announceExpiredSubscriptions(deps));
   await boss.schedule(QUEUES.announceExpiredSubscriptions, '* * * * *');
-  await boss.work(QUEUES.purgeOldData, () => purgeOldData(deps.db, config));
+  await boss.work(QUEUES.purgeOldData, async () => {
+    await purgeOldData(deps, config);
+    await sweepOrphanPhotos(deps);
+  });
   await boss.schedule(QUEUES.purgeOldData, '*/10 * * * *');
 }
 
@@ -95,9 +101,16 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Prom
   if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
   try {
     const context = await readContext(deps.db, meter.ref.meterId);
-    const result = await readPhoto(deps, meter.ref.meterId, meter.image, context.window, job.signal);
+    const photo = await loadPhoto(deps, meter.ref.meterId);
+    if (!photo) throw new Error(`meter ${meter.ref.meterId} has no photo`);
+    const result = await readPhoto(deps, meter.ref.meterId, photo, context.window, job.signal);
     await recordReading(deps, meter.ref, result, context);
   } catch (error) {
+    // The photo is safe in the bucket: the read waits for it, past the job's retries, until METER_DEADLINE_SECONDS.
+    if (isPhotoStoreUnavailable(error)) {
+      await enqueueRead(deps.boss, bossAdapter(deps.db), job.data, meter.ref.accountId, new Date(Date.now() + deps.config.readRetryDelaySeconds * 1000));
+      return;
+    }
     if (!(error instanceof ReadFailure)) throw error;
     // Unreachable models may be back soon: let pg-boss retry, and give up on the last attempt.
     if (error.code === 'readers_unavailable' && job.retryCount < READ_RETRY_LIMIT) throw error;
@@ -115,16 +128,8 @@ async function failAbandonedMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Pr
   });
 }
 
-async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef; image: { jpeg: Buffer | null; upload: Buffer | null } } | undefined> {
-  const row = await db
-    .selectFrom('meters')
-    .innerJoin('meter_images', 'meter_images.meter_id', 'meters.id')
-    .select(['meters.id', 'meters.account_id', 'meters.reference_id', 'meters.mode', 'meter_images.jpeg', 'meter_images.upload'])
-    .where('meters.id', '=', meterId)
-    .executeTakeFirst();
+async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef } | undefined> {
+  const row = await db.selectFrom('meters').select(['id', 'account_id', 'reference_id', 'mode']).where('id', '=', meterId).executeTakeFirst();
   if (!row) return undefined;
-  return {
-    ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode },
-    image: { jpeg: row.jpeg, upload: row.upload },
-  };
+  return { ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode } };
 }

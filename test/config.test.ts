@@ -54,6 +54,25 @@ t.test('defaults and the enums that are taken', async (t) => {
   t.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }).webhookAllowPrivate, true);
   t.throws(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'yes' }), /WEBHOOK_ALLOW_PRIVATE: "yes" is not one of 0, 1/);
   t.throws(() => loadConfig({ PGSSLMODE: 'requre' }), /PGSSLMODE: "requre" is not one of/);
+  t.throws(() => loadConfig({ PHOTO_STORE: 'bucket/photos' }), /PHOTO_STORE: "bucket\/photos" is not database or s3:\/\/bucket\/prefix/);
+  t.throws(() => loadConfig({ PHOTO_STORE: 's3://Bad_Bucket' }), /PHOTO_STORE/);
+});
+
+t.test('PHOTO_STORE and the AWS SDK variables', async (t) => {
+  t.same(loadConfig({}).photoStore, { location: 'database', endpoint: undefined, region: undefined, credentials: undefined });
+  const s3 = loadConfig({
+    PHOTO_STORE: 's3://meter-photos/prod',
+    AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:9000',
+    AWS_ACCESS_KEY_ID: 'id',
+    AWS_SECRET_ACCESS_KEY: 'secret',
+  }).photoStore;
+  t.same(s3, {
+    location: 's3://meter-photos/prod',
+    endpoint: 'http://127.0.0.1:9000',
+    region: undefined,
+    credentials: { accessKeyId: 'id', secretAccessKey: 'secret' },
+  });
+  t.equal(loadConfig({ AWS_ACCESS_KEY_ID: 'id' }).photoStore.credentials, undefined, 'a key id alone leaves the credentials to the SDK');
 });
 
 t.test('mail: SMTP_URL needs MAIL_FROM and an smtp:// or smtps:// URL, which no message repeats', async (t) => {
@@ -81,7 +100,7 @@ t.test("README's configuration table documents exactly the schema's variables an
   const table = readme.slice(readme.indexOf('## Configuration'));
   const rows = new Map<string, string>();
   for (const line of table.slice(0, table.indexOf('\n\n', table.indexOf('| Variable'))).split('\n')) {
-    const row = /^\| `([A-Z_]+)` \| (.*?) \|/.exec(line);
+    const row = /^\| `([A-Z0-9_]+)` \| (.*?) \|/.exec(line);
     if (row) rows.set(row[1], row[2]);
   }
   const documented = Object.entries(ENVIRONMENT.properties).map(([name, schema]) => {

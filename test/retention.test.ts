@@ -2,6 +2,9 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/database.ts';
+import { sweepOrphanPhotos } from '../src/photos/sweep.ts';
+import { PhotoStore, type PhotoPlace } from '../src/photos/store.ts';
+import { startTestBucket } from './helpers/bucket.ts';
 import { createBoss, ensureQueues, QUEUES } from '../src/queue.ts';
 import { purgeOldData } from '../src/retention.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
@@ -12,6 +15,7 @@ const database = await createTestDatabase();
 t.teardown(database.drop);
 const db = createDatabase(database.url);
 t.teardown(() => db.destroy());
+const photoDeps = { db, photos: new PhotoStore(loadConfig({}).photoStore) };
 
 const { accountId, keyId: apiKeyId } = await createCustomer(db);
 const endpointId = (
@@ -23,7 +27,11 @@ const endpointId = (
 ).id;
 
 /** A finished meter with its photo and reading, submitted `daysAgo` days ago. */
-async function meterSubmitted(daysAgo: number, status: 'completed' | 'pending' = 'completed') {
+async function meterSubmitted(
+  daysAgo: number,
+  status: 'completed' | 'pending' = 'completed',
+  photo: PhotoPlace = { bytes: Buffer.from([1, 2, 3]), object: null },
+) {
   const createdAt = sql<Date>`now() - make_interval(days => ${daysAgo})`;
   const meter = await db
     .insertInto('meters')
@@ -42,7 +50,7 @@ async function meterSubmitted(daysAgo: number, status: 'completed' | 'pending' =
     .executeTakeFirstOrThrow();
   await db
     .insertInto('meter_images')
-    .values({ meter_id: meter.id, original_format: 'jpeg', original_bytes: 3, width: 1, height: 1, jpeg: Buffer.from([1, 2, 3]) })
+    .values({ meter_id: meter.id, original_format: 'jpeg', original_bytes: 3, width: 1, height: 1, jpeg: photo.bytes, jpeg_object: photo.object })
     .execute();
   if (status === 'completed') {
     await db
@@ -99,7 +107,7 @@ t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and read
   const stillPending = await meterSubmitted(91, 'pending');
   const young = await meterSubmitted(89);
 
-  const purged = await purgeOldData(db, { imageRetentionDays: 90, webhookRetentionDays: 0 });
+  const purged = await purgeOldData(photoDeps, { imageRetentionDays: 90, webhookRetentionDays: 0 });
   t.equal(purged.images, 450, 'three batches of at most 200');
   t.notOk(await hasImage(old[0]));
   t.notOk(await hasImage(old[449]));
@@ -110,9 +118,30 @@ t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and read
   t.ok(meter.image_removed_at instanceof Date, 'the meter says when its photo went');
   t.ok(await db.selectFrom('readings').select('id').where('meter_id', '=', old[0]).executeTakeFirst(), 'the reading stays');
 
-  t.same(await purgeOldData(db, { imageRetentionDays: 90, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, 'nothing more to do');
-  t.same(await purgeOldData(db, { imageRetentionDays: 0, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, '0 keeps forever');
+  t.same(await purgeOldData(photoDeps, { imageRetentionDays: 90, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, 'nothing more to do');
+  t.same(await purgeOldData(photoDeps, { imageRetentionDays: 0, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, '0 keeps forever');
   t.ok(await hasImage(young));
+});
+
+t.test('in a bucket: retention deletes the row and its object; an outage between them leaves the object to the sweep', async (t) => {
+  const bucket = await startTestBucket(t);
+  const inBucket = { db, photos: new PhotoStore(loadConfig(bucket.env).photoStore) };
+  const expired = await meterSubmitted(91, 'completed', await inBucket.photos.put('expired/upright.jpg', Buffer.from('old')));
+  const kept = await inBucket.photos.put('kept/upright.jpg', Buffer.from('young'));
+  await meterSubmitted(89, 'completed', kept);
+
+  t.equal((await purgeOldData(inBucket, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
+  t.notOk(await hasImage(expired));
+  t.same(await bucket.objects(), [kept.object], "the expired photo's object went with its row");
+
+  const failing = await meterSubmitted(91, 'completed', await inBucket.photos.put('during-outage/upright.jpg', Buffer.from('old')));
+  await bucket.stop();
+  await t.rejects(purgeOldData(inBucket, { imageRetentionDays: 90, webhookRetentionDays: 0 }), /The photo store is unavailable/);
+  t.notOk(await hasImage(failing), 'the row went first: no photo is shown whose object is gone');
+  await bucket.start();
+  t.same(await bucket.objects(), [kept.object, 's3://meterlens-photos/photos/during-outage/upright.jpg'].sort(), 'its object outlived it');
+  t.equal(await sweepOrphanPhotos(inBucket, 0), 1, 'until the sweep');
+  t.same(await bucket.objects(), [kept.object]);
 });
 
 t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their attempts', async (t) => {
@@ -120,7 +149,7 @@ t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their at
   const oldFailed = await deliveryCreated(31, 'failed');
   const oldPending = await deliveryCreated(31, 'pending');
   const recent = await deliveryCreated(29, 'delivered');
-  const purged = await purgeOldData(db, { imageRetentionDays: 0, webhookRetentionDays: 30 });
+  const purged = await purgeOldData(photoDeps, { imageRetentionDays: 0, webhookRetentionDays: 30 });
   t.equal(purged.deliveries, 2);
   const left = await db.selectFrom('webhook_deliveries').select('id').orderBy('id').execute();
   t.same(

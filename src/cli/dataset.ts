@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { requireId } from '../errors.ts';
 import { exportDataset } from '../meters/dataset-export.ts';
+import { PhotoStore } from '../photos/store.ts';
 import { dateOption, optionalOption, singlePositional } from './args.ts';
 import type { Command } from './context.ts';
 
@@ -11,11 +12,14 @@ export const datasetCommands: Command[] = [
     description: 'write the photos people corrected or confirmed, with labels.csv for meterlens eval --dataset and ml/',
     options: { account: { type: 'string' }, since: { type: 'string' } },
     positionals: true,
-    async run({ database, output }, args) {
+    async run({ config, database, output }, args) {
       const dir = path.resolve(singlePositional(args, 'folder'));
       const account = optionalOption(args, 'account');
       const since = optionalOption(args, 'since') === undefined ? undefined : dateOption(args, 'since');
-      const photos = await exportDataset(await database(), dir, { accountId: account && requireId(account, '--account'), since });
+      const photos = await exportDataset({ db: await database(), photos: new PhotoStore(config.photoStore) }, dir, {
+        accountId: account && requireId(account, '--account'),
+        since,
+      });
       const corrected = photos.filter((photo) => photo.label === 'corrected').length;
       output.print(
         { dir, photos: photos.length, corrected, confirmed: photos.length - corrected },

@@ -3,6 +3,7 @@ import type { MeterStatus } from '../db/schema.ts';
 import { countSubmissions, filteredSubmissions, keysetAfter, pageOf, type SubmissionFilter } from '../meter-results.ts';
 import { submissionRecords } from '../meters/records.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
+import { loadJpeg, type PhotoDeps } from '../photos/meter-photos.ts';
 import type { Plausibility } from '../readers/reader.ts';
 import { isReferenceId, PlausibilityStatus } from '../schemas/meter-reading.ts';
 
@@ -64,16 +65,10 @@ export async function readingDetail(db: Db, accountId: string, referenceId: stri
 }
 
 /** The normalised upright JPEG of one of the account's submissions, once the read step has made it. */
-export async function readingPhoto(db: Db, accountId: string, referenceId: string): Promise<Buffer | undefined> {
+export async function readingPhoto(deps: PhotoDeps, accountId: string, referenceId: string): Promise<Buffer | undefined> {
   if (!isReferenceId(referenceId)) return undefined;
-  const row = await db
-    .selectFrom('meter_images as i')
-    .innerJoin('meters as m', 'm.id', 'i.meter_id')
-    .select('i.jpeg')
-    .where('m.account_id', '=', accountId)
-    .where('m.reference_id', '=', referenceId)
-    .executeTakeFirst();
-  return row?.jpeg ?? undefined;
+  const meter = await deps.db.selectFrom('meters').select('id').where('account_id', '=', accountId).where('reference_id', '=', referenceId).executeTakeFirst();
+  return meter && loadJpeg(deps, meter.id);
 }
 
 function utcDay(value: string | undefined): Date | undefined {

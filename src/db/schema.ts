@@ -128,12 +128,16 @@ export interface MeterImagesTable {
   meter_id: IdRef;
   original_format: string;
   original_bytes: number;
-  /** The file as uploaded, until the read step has normalised it (then null). */
+  /** The file as uploaded, until the read step has normalised it (then null); or in upload_object. */
   upload: Buffer | null;
+  /** Where the upload lives (`s3://bucket/key`) when PHOTO_STORE put it in a bucket. */
+  upload_object: ColumnType<string | null, string | null | undefined, string | null>;
   /** The upright normalised JPEG and its size; null until the read step has made it. */
   width: number | null;
   height: number | null;
   jpeg: Buffer | null;
+  /** Where the upright JPEG lives (`s3://bucket/key`) when PHOTO_STORE put it in a bucket. */
+  jpeg_object: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ReadingsTable {

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Db } from '../db/database.ts';
+import { loadJpeg, type PhotoDeps } from '../photos/meter-photos.ts';
 
 export const LABELS_HEADER = ['file', 'reading', 'quad', 'label', 'machine_reading', 'reference_id', 'meter_id', 'labelled_at'];
 
@@ -16,8 +16,8 @@ export interface ExportedPhoto {
  * it, and `labels.csv` in the format `meterlens eval --dataset` and ml/ read. `quad` is the
  * counter box the reader found (x y, clockwise from top-left), empty when it found none.
  */
-export async function exportDataset(db: Db, dir: string, filter: { accountId?: string; since?: Date } = {}): Promise<ExportedPhoto[]> {
-  let query = db
+export async function exportDataset(deps: PhotoDeps, dir: string, filter: { accountId?: string; since?: Date } = {}): Promise<ExportedPhoto[]> {
+  let query = deps.db
     .selectFrom('meters as m')
     .innerJoinLateral(
       (eb) => eb.selectFrom('reading_corrections').select(['reading', 'created_at']).whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
@@ -36,11 +36,11 @@ export async function exportDataset(db: Db, dir: string, filter: { accountId?: s
   const lines = [LABELS_HEADER.join(',')];
   const exported: ExportedPhoto[] = [];
   for (const row of rows) {
-    const image = await db.selectFrom('meter_images').select('jpeg').where('meter_id', '=', row.id).executeTakeFirst();
+    const jpeg = await loadJpeg(deps, row.id);
     // A photo that never decoded has no upright JPEG to learn from.
-    if (!image?.jpeg) continue;
+    if (!jpeg) continue;
     const file = `${row.reference_id}.jpg`;
-    await writeFile(path.join(dir, file), image.jpeg);
+    await writeFile(path.join(dir, file), jpeg);
     const label = row.reading === row.machine_reading ? 'confirmed' : 'corrected';
     const quad =
       row.counter_box

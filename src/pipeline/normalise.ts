@@ -1,14 +1,15 @@
 import type { Config } from '../config.ts';
-import type { Db } from '../db/database.ts';
 import { ImageError, normaliseImage, type NormalisedImage } from '../images.ts';
+import { keepNormalised, type PhotoDeps } from '../photos/meter-photos.ts';
 import { ReadFailure } from '../readers/chain.ts';
 
 /**
  * Step 6, first half: the upload is decoded (first frame), turned upright, scaled to
- * `normalisedLongSide` and stored as the JPEG the readers read and the dashboard shows, in place
- * of the upload. An upload that passed the header check but does not decode is `invalid_image`.
+ * `normalisedLongSide` and stored (where PHOTO_STORE says) as the JPEG the readers read and the
+ * dashboard shows, in place of the upload. An upload that passed the header check but does not
+ * decode is `invalid_image`.
  */
-export async function normaliseUpload(deps: { db: Db; config: Config }, meterId: string, upload: Buffer): Promise<Buffer> {
+export async function normaliseUpload(deps: PhotoDeps & { config: Config }, meterId: string, upload: Buffer): Promise<Buffer> {
   const { config } = deps;
   let image: NormalisedImage;
   try {
@@ -17,10 +18,6 @@ export async function normaliseUpload(deps: { db: Db; config: Config }, meterId:
     if (error instanceof ImageError) throw new ReadFailure('invalid_image', error.message, []);
     throw error;
   }
-  await deps.db
-    .updateTable('meter_images')
-    .set({ jpeg: image.jpeg, width: image.width, height: image.height, upload: null })
-    .where('meter_id', '=', meterId)
-    .execute();
+  await keepNormalised(deps, meterId, image);
   return image.jpeg;
 }

@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import { bossAdapter, type Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
 import type { CheckedImage } from '../images.ts';
 import { upsertMeterPoint } from '../meters/meter-points.ts';
+import { keepUpload } from '../photos/meter-photos.ts';
+import type { PhotoStore } from '../photos/store.ts';
 import { enqueueRead } from '../queue.ts';
 import type { AuthenticatedKey } from './authenticate.ts';
 import type { ActivePlan } from './check-subscription.ts';
@@ -16,18 +19,22 @@ export interface AcceptedMeter {
 }
 
 /**
- * Step 5: one transaction stores the meter row and its image as uploaded, for async submissions
- * enqueues the read job, and counts the request against the plan. Either all of it is committed
- * or none. A sync meter starts as `processing`: the web process reads it at once.
+ * Step 5: the upload is stored where PHOTO_STORE says (in a bucket: before the transaction, so a
+ * committed meter always has its photo; an object whose transaction then fails is left to the
+ * orphan sweep). Then one transaction stores the meter row and its image's row, for async
+ * submissions enqueues the read job, and counts the request against the plan. Either all of it is
+ * committed or none. A sync meter starts as `processing`: the web process reads it at once.
  *
  * The count comes last: its row lock serialises an account's submissions until COMMIT, and taken
  * first it would also hold them while the upload's bytes are written.
  */
 export async function persistAndEnqueue(
-  deps: { db: Db; boss: PgBoss },
+  deps: { db: Db; photos: PhotoStore; boss: PgBoss },
   submission: { key: AuthenticatedKey; plan: ActivePlan; image: CheckedImage; mode: MeterMode; identity?: MeterIdentity },
 ): Promise<AcceptedMeter> {
   const { key, plan, image, mode, identity = {} } = submission;
+  const referenceId = randomUUID();
+  const stored = await keepUpload(deps.photos, referenceId, image.upload);
   return deps.db.transaction().execute(async (tx) => {
     const meterPointId = identity.meterId ? await upsertMeterPoint(tx, key.accountId, identity.meterId) : null;
     // One statement: the meter, its image and the key's last use.
@@ -36,6 +43,7 @@ export async function persistAndEnqueue(
         db
           .insertInto('meters')
           .values({
+            reference_id: referenceId,
             account_id: key.accountId,
             api_key_id: key.keyId,
             mode,
@@ -53,7 +61,7 @@ export async function persistAndEnqueue(
       .with('image', (db) =>
         db
           .insertInto('meter_images')
-          .columns(['meter_id', 'original_format', 'original_bytes', 'upload'])
+          .columns(['meter_id', 'original_format', 'original_bytes', 'upload', 'upload_object'])
           .expression((eb) =>
             eb
               .selectFrom('meter')
@@ -61,7 +69,8 @@ export async function persistAndEnqueue(
                 'meter.id',
                 eb.val(image.format).as('original_format'),
                 eb.val(image.upload.length).as('original_bytes'),
-                eb.val(image.upload).as('upload'),
+                eb.val(stored.upload).as('upload'),
+                eb.val(stored.upload_object).as('upload_object'),
               ]),
           ),
       )

@@ -1,5 +1,6 @@
 import type { ServiceDeps } from '../deps.ts';
 import { observeReaderAttempts } from '../metrics.ts';
+import type { MeterPhoto } from '../photos/meter-photos.ts';
 import { ReadFailure, type ChainReading } from '../readers/chain.ts';
 import type { PlausibilityWindow } from '../readers/reader.ts';
 import { normaliseUpload } from './normalise.ts';
@@ -10,9 +11,9 @@ import { normaliseUpload } from './normalise.ts';
  * the chain asked is counted in the metrics, whatever came of it.
  */
 export async function readPhoto(
-  deps: Pick<ServiceDeps, 'db' | 'config' | 'readers'>,
+  deps: Pick<ServiceDeps, 'db' | 'photos' | 'config' | 'readers'>,
   meterId: string,
-  photo: { jpeg: Buffer | null; upload: Buffer | null },
+  photo: MeterPhoto,
   window: PlausibilityWindow | undefined,
   signal?: AbortSignal,
 ): Promise<ChainReading> {

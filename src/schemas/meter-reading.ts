@@ -213,11 +213,15 @@ export const INPUT_ERROR =
   'Invalid input; the field names the problem: `authorization` (bad or inactive key), `subscription`, `usage` (monthly limit), `image`, `idempotency`, or a query parameter';
 export const SERVER_ERROR = 'Unexpected error; `request_id` says which request to quote';
 
+const PHOTOS_UNAVAILABLE = '`photos`: the photo store (PHOTO_STORE) cannot be reached; an async submission was not stored';
+const RETRY_AFTER = { 'retry-after': Type.String({ description: 'Seconds to wait before submitting again' }) };
+
 /** The errors both POST endpoints can answer besides their own. */
 const SubmissionErrors = {
   409: errorEnvelope('`idempotency`: a request with this Idempotency-Key is still running after 20 s; retry later'),
   422: errorEnvelope(INPUT_ERROR),
   500: errorEnvelope(SERVER_ERROR),
+  503: errorEnvelope(PHOTOS_UNAVAILABLE, RETRY_AFTER),
 };
 
 /** The multipart form both POST endpoints read; documented only (the route streams it itself). */
@@ -276,8 +280,6 @@ export const SyncSubmission = {
     200: CompletedReadingResponse,
     ...SubmissionErrors,
     422: errorEnvelope(`${INPUT_ERROR}. Also \`image\` with \`reference_id\` and \`status: failed\` when the readers found no reading`),
-    503: errorEnvelope('`reader`: no reader could be reached; the meter is failed (`reference_id`, `status`)', {
-      'retry-after': Type.String({ description: 'Seconds to wait before submitting again' }),
-    }),
+    503: errorEnvelope(`\`reader\`: no reader could be reached; the meter is failed (\`reference_id\`, \`status\`). Or ${PHOTOS_UNAVAILABLE}`, RETRY_AFTER),
   },
 };

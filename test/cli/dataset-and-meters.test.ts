@@ -48,7 +48,7 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   await correctReading(service.db, other.accountId, othersCorrected, '00001.000', { apiKeyId: other.keyId, label: 'test' });
 
   const dir = path.join(scratch, 'all');
-  const exported = await exportDataset(service.db, dir, { accountId: customer.accountId });
+  const exported = await exportDataset(service, dir, { accountId: customer.accountId });
   t.same(
     exported.map((photo) => photo.label),
     ['corrected', 'confirmed'],
@@ -68,7 +68,7 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   t.equal(metadata.format, 'jpeg');
   t.notOk(metadata.orientation && metadata.orientation !== 1, 'upright: no EXIF rotation left to apply');
 
-  const since = await exportDataset(service.db, path.join(scratch, 'since'), { since: beforeOthers });
+  const since = await exportDataset(service, path.join(scratch, 'since'), { since: beforeOthers });
   t.same(
     since.map((photo) => photo.file),
     [`${othersCorrected}.jpg`],

@@ -164,10 +164,10 @@ t.test('dashboard routes', async (t) => {
   });
 
   t.test('a DEFAULT_PLAN that is not a plan stops the start, unless sign-up is closed', async (t) => {
-    const { db, boss, readers } = service;
+    const { db, photos, boss, readers } = service;
     const config = { ...service.config, defaultPlan: 'gold' };
-    await t.rejects(buildApp({ config, db, boss, readers }, { logger: false }), /DEFAULT_PLAN "gold" is not a plan/);
-    const closed = await buildApp({ config: { ...config, signup: 'closed' }, db, boss, readers }, { logger: false });
+    await t.rejects(buildApp({ config, db, photos, boss, readers }, { logger: false }), /DEFAULT_PLAN "gold" is not a plan/);
+    const closed = await buildApp({ config: { ...config, signup: 'closed' }, db, photos, boss, readers }, { logger: false });
     await closed.close();
   });
 
@@ -340,7 +340,7 @@ t.test('dashboard routes', async (t) => {
     t.equal((await client.get('/dashboard/readings/not-a-uuid')).status, 404);
 
     await sql`UPDATE meters SET created_at = now() - interval '91 days' WHERE reference_id = ${completed.body.reference_id}`.execute(service.db);
-    t.equal((await purgeOldData(service.db, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
+    t.equal((await purgeOldData(service, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
     const removed = await client.get(detailPath);
     t.match(removed.text, /The photo was deleted on [^<]+: photos are kept for a limited time\. The reading stays\./);
     t.notMatch(removed.text, '<img');

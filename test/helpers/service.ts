@@ -7,6 +7,7 @@ import { cancelSubscription, setSubscription } from '../../src/accounts/subscrip
 import { createPlan } from '../../src/accounts/plans.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDatabase, type Db } from '../../src/db/database.ts';
+import { PhotoStore } from '../../src/photos/store.ts';
 import type { ServiceDeps } from '../../src/deps.ts';
 import { createBoss, ensureQueues } from '../../src/queue.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
@@ -50,9 +51,10 @@ export async function startTestService(t: Test, options: { env?: Record<string, 
   boss.on('error', (error) => process.stderr.write(`# queue error: ${error.message}\n`));
   await boss.start();
   await ensureQueues(boss, config);
+  const photos = new PhotoStore(config.photoStore);
   const readers = await createReaderChain(config);
-  if (options.worker ?? true) await startWorker({ config, db, boss, readers });
-  const app = await buildApp({ config, db, boss, readers }, { logger: false });
+  if (options.worker ?? true) await startWorker({ config, db, photos, boss, readers });
+  const app = await buildApp({ config, db, photos, boss, readers }, { logger: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   t.teardown(async () => {
     await app.close();
@@ -61,7 +63,7 @@ export async function startTestService(t: Test, options: { env?: Record<string, 
     await model.close();
     await database.drop();
   });
-  return { config, db, boss, readers, app, url, model, databaseUrl: database.url };
+  return { config, db, photos, boss, readers, app, url, model, databaseUrl: database.url };
 }
 
 export type SubscriptionState = 'active' | 'expired' | 'cancelled' | 'none';

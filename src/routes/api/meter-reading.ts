@@ -26,7 +26,7 @@ declare module 'fastify' {
 const RETRY_AFTER_SECONDS = 30;
 
 const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, boss, config, readers } = app.deps;
+  const { db, photos, boss, config, readers } = app.deps;
   app.decorateRequest('submitter', null);
   idempotentResponses(app);
 
@@ -63,7 +63,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (await replayOrClaim(db, request, reply, key.accountId, { image: image.upload, fields })) return reply;
     // One let through over the limit as a possible retry is new after all: refused before its upload is stored.
     await checkUsage(key.monthlyUsage, plan);
-    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'async' });
+    const accepted = await persistAndEnqueue({ db, photos, boss }, { key, plan, image, identity, mode: 'async' });
     acceptedSubmissions.inc({ mode: 'async' });
     return reply
       .code(202)
@@ -78,13 +78,13 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (await replayOrClaim(db, request, reply, key.accountId, { image: image.upload, fields })) return reply;
     // One let through over the limit as a possible retry is new after all: refused before its upload is stored.
     await checkUsage(key.monthlyUsage, plan);
-    const accepted = await persistAndEnqueue({ db, boss }, { key, plan, image, identity, mode: 'sync' });
+    const accepted = await persistAndEnqueue({ db, photos, boss }, { key, plan, image, identity, mode: 'sync' });
     acceptedSubmissions.inc({ mode: 'sync' });
     const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     const context = await readContext(db, accepted.meterId);
     let result;
     try {
-      result = await readPhoto({ db, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context.window);
+      result = await readPhoto({ db, photos, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context.window);
     } catch (error) {
       const reason =
         error instanceof ReadFailure ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'The reading failed unexpectedly' };

@@ -10,7 +10,7 @@ type ReadingParams = { Params: { referenceId: string } };
 
 /** /dashboard/readings: the account's submissions, filtered and a page at a time, and one submission with its photo. */
 const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db } = app.deps;
+  const { db, photos } = app.deps;
   const notFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
   app.get<{ Querystring: ReadingsQuery }>('/readings', async (request, reply) => {
@@ -62,7 +62,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.get<ReadingParams>('/readings/:referenceId/photo', async (request, reply) => {
-    const jpeg = await readingPhoto(db, accountId(request), request.params.referenceId);
+    const jpeg = await readingPhoto({ db, photos }, accountId(request), request.params.referenceId);
     if (!jpeg) throw notFound();
     return reply.type('image/jpeg').header('cache-control', 'private, max-age=3600').send(jpeg);
   });
