@@ -80,6 +80,7 @@ async function deliveryCreated(daysAgo: number, status: 'delivered' | 'failed' |
     .values({
       event_id: `msg_${Math.random().toString(16).slice(2)}`,
       endpoint_id: endpointId,
+      account_id: accountId,
       meter_id: null,
       event_type: 'reading.completed',
       payload: '{}',

@@ -28,9 +28,12 @@ export async function webhookSecret(db: Db, accountId: string, id: string): Prom
   return row.secret;
 }
 
-/** The endpoint's latest deliveries, newest first, with the latency of each one's last attempt. */
+/**
+ * The endpoint's latest deliveries, newest first, with the latency of each one's last attempt and
+ * every attempt: when, the HTTP status or the error, how long, and the start of the answer.
+ */
 export async function recentDeliveries(db: Db, endpointId: string) {
-  return db
+  const deliveries = await db
     .selectFrom('webhook_deliveries as d')
     .select([
       'd.id',
@@ -54,6 +57,49 @@ export async function recentDeliveries(db: Db, endpointId: string) {
     .where('d.endpoint_id', '=', endpointId)
     .orderBy('d.created_at', 'desc')
     .orderBy('d.id', 'desc')
+    .limit(RECENT_DELIVERIES)
+    .execute();
+  const attempts = deliveries.length
+    ? await db
+        .selectFrom('webhook_attempts')
+        .select([
+          'delivery_id',
+          'attempt',
+          'started_at as startedAt',
+          'status_code as statusCode',
+          'error',
+          'duration_ms as durationMs',
+          'response_body_start as responseBodyStart',
+        ])
+        .where(
+          'delivery_id',
+          'in',
+          deliveries.map((delivery) => delivery.id),
+        )
+        .orderBy('attempt')
+        .execute()
+    : [];
+  return deliveries.map((delivery) => ({ ...delivery, attemptLog: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
+}
+
+/** The account's latest deliveries to endpoints it deleted, kept until WEBHOOK_RETENTION_DAYS. */
+export async function deletedEndpointDeliveries(db: Db, accountId: string) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .select([
+      'id',
+      'event_type as eventType',
+      'deleted_endpoint_url as url',
+      'status',
+      'attempt_count as attempts',
+      'last_status_code as statusCode',
+      'last_error as lastError',
+      'created_at as createdAt',
+    ])
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
     .limit(RECENT_DELIVERIES)
     .execute();
 }

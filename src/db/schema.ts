@@ -195,7 +195,11 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 export interface WebhookDeliveriesTable {
   id: Id;
   event_id: string;
-  endpoint_id: IdRef;
+  /** Null once the endpoint is deleted: the delivery stays in the account's history until retention. */
+  endpoint_id: IdRef | null;
+  account_id: IdRef;
+  /** The deleted endpoint's URL. */
+  deleted_endpoint_url: string | null;
   meter_id: IdRef | null;
   event_type: DeliveryEvent;
   /** json column: the exact text that is signed and sent. */
@@ -218,6 +222,8 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   status_code: number | null;
   error: string | null;
+  /** The first RESPONSE_BODY_START_CHARACTERS characters of the answer; null when none came. */
+  response_body_start: string | null;
 }
 
 export interface WebhookManualSendsTable {

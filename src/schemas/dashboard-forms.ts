@@ -22,6 +22,7 @@ export const ApiKeyForm = Type.Object({
 
 /** A repeated field is a list; one ticked event arrives as a single value and is taken as a list of one. */
 export const WebhookEndpointForm = Type.Object({ url: text(), events: Type.Array(Type.String(), { default: [] }) });
+export type WebhookEndpointForm = Static<typeof WebhookEndpointForm>;
 
 export const TestEventForm = Type.Object({ kind: Type.Optional(Type.String()) });
 export type TestEventForm = Static<typeof TestEventForm>;

@@ -53,21 +53,26 @@ export async function queueEvent(
   const payload = JSON.stringify({ event: event.type, timestamp: new Date().toISOString(), data: event.data });
   const deliveries = await tx
     .insertInto('webhook_deliveries')
-    .columns(['event_id', 'endpoint_id', 'meter_id', 'event_type', 'payload', 'next_attempt_at'])
+    .columns(['event_id', 'endpoint_id', 'account_id', 'meter_id', 'event_type', 'payload', 'next_attempt_at'])
     .expression(
       tx
         .selectFrom('webhook_endpoints')
         .select((eb) => [
           eb.val(eventId).as('event_id'),
           'id',
+          'account_id',
           eb.val(event.meterId).as('meter_id'),
           eb.val(event.type).as('event_type'),
           sql<string>`${payload}::json`.as('payload'),
           sql<Date>`now()`.as('next_attempt_at'),
         ])
-        .where(endpoints),
+        .where(endpoints)
+        // An endpoint being deleted is waited for and then skipped, where the foreign key's own
+        // check would fail the transaction that announces the event.
+        .forKeyShare(),
     )
     .returning(['id', 'endpoint_id'])
+    .$narrowType<{ endpoint_id: string }>()
     .execute();
   for (const { id, endpoint_id } of deliveries) await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id, endpointId: endpoint_id });
   return deliveries.map(({ id }) => id);
@@ -88,9 +93,15 @@ export async function queueAccountEvent(
   );
 }
 
+/** Of the receiver's answer, kept with each attempt and shown on the endpoint's page. */
+export const RESPONSE_BODY_START_CHARACTERS = 200;
+/** Read, and discarded past the start, so the connection can be reused; a longer answer closes it. */
+const RESPONSE_BODY_READ_LIMIT_BYTES = 64 * 1024;
+
 interface AttemptResult {
   statusCode: number | null;
   error: string | null;
+  responseBodyStart: string | null;
   retryAfterSeconds: number | null;
   durationMs: number;
 }
@@ -104,7 +115,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
   const delivery = await deps.db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select(['d.id', 'd.event_id', 'd.status', 'd.attempt_count', 'd.endpoint_id', 'e.url', 'e.secret', 'e.enabled', 'e.disabled_reason'])
+    .select(['d.id', 'd.event_id', 'd.status', 'd.attempt_count', 'e.id as endpoint_id', 'e.url', 'e.secret', 'e.enabled', 'e.disabled_reason'])
     // The json column's exact text: pg would parse it, and the signature is over these bytes.
     .select(sql<string>`d.payload::text`.as('payload'))
     .where('d.id', '=', deliveryId)
@@ -155,6 +166,7 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
         duration_ms: result.durationMs,
         status_code: result.statusCode,
         error: result.error,
+        response_body_start: result.responseBodyStart,
       })
       .execute();
     const disabled = await recordOnEndpoint(tx, deps.boss, delivery.endpoint_id, startedAt, result, next.gone === true);
@@ -226,18 +238,40 @@ async function post(delivery: { event_id: string; url: string; secret: string; p
       signal,
       dispatcher: config.webhookAllowPrivate ? undefined : publicOnlyAgent,
     });
-    await response.body.dump({ limit: 64 * 1024, signal });
+    const responseBodyStart = await readBodyStart(response.body);
     const ok = response.statusCode >= 200 && response.statusCode < 300;
     return {
       statusCode: response.statusCode,
       error: ok ? null : `The receiver answered HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim(),
+      responseBodyStart,
       retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
       ...timing(),
     };
   } catch (error) {
     const message = signal.aborted ? `No answer within ${config.webhookTimeoutMs} ms` : (error as Error).message;
-    return { statusCode: null, error: message, retryAfterSeconds: null, ...timing() };
+    return { statusCode: null, error: message, responseBodyStart: null, retryAfterSeconds: null, ...timing() };
   }
+}
+
+/**
+ * The first RESPONSE_BODY_START_CHARACTERS characters of the answer, read as UTF-8 (anything else
+ * shows as replacement characters; NUL too, which a text column cannot hold).
+ */
+async function readBodyStart(body: AsyncIterable<Buffer>): Promise<string> {
+  const start: Buffer[] = [];
+  let kept = 0;
+  let read = 0;
+  for await (const chunk of body) {
+    read += chunk.length;
+    // Four bytes at most per character.
+    if (kept < RESPONSE_BODY_START_CHARACTERS * 4) {
+      start.push(chunk);
+      kept += chunk.length;
+    }
+    if (read > RESPONSE_BODY_READ_LIMIT_BYTES) break;
+  }
+  const text = new TextDecoder('utf-8').decode(Buffer.concat(start));
+  return Array.from(text).slice(0, RESPONSE_BODY_START_CHARACTERS).join('').replaceAll('\0', '\uFFFD');
 }
 
 function nextStep(attempt: number, result: AttemptResult): { status: DeliveryStatus; retryAt?: Date; gone?: boolean } {
@@ -265,12 +299,21 @@ function parseRetryAfter(header: string | string[] | undefined): number | null {
  */
 export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliveryId: string): Promise<void> {
   const notFound = () => new DomainError('not_found', 'delivery id', 'Webhook delivery not found');
+  const id = requireId(deliveryId, 'delivery id', notFound);
   await db.transaction().execute(async (tx) => {
+    // The endpoint's row first, as every transaction that changes the endpoint's deliveries does;
+    // the delivery is read after it, once a deletion or attempt that held it is done.
+    await tx
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('id', '=', (eb) => eb.selectFrom('webhook_deliveries').select('endpoint_id').where('id', '=', id))
+      .forNoKeyUpdate()
+      .execute();
     const delivery = await tx
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-      .select(['d.id', 'd.status', 'd.endpoint_id', 'e.enabled'])
-      .where('d.id', '=', requireId(deliveryId, 'delivery id', notFound))
+      .select(['d.id', 'd.status', 'e.id as endpoint_id', 'e.enabled'])
+      .where('d.id', '=', id)
       .where('e.account_id', '=', accountId)
       .forUpdate('d')
       .executeTakeFirst();
@@ -306,6 +349,8 @@ export async function sendTestEvent(
       .select(['id', 'enabled'])
       .where('id', '=', requireEndpointId(endpointId))
       .where('account_id', '=', accountId)
+      // Locked before countManualSend's insert refers to it, so a deletion comes before or after.
+      .forNoKeyUpdate()
       .executeTakeFirst();
     if (!endpoint) throw endpointNotFound();
     assertEnabled(endpoint.enabled);
@@ -316,7 +361,7 @@ export async function sendTestEvent(
       { type, data: { ...EXAMPLE_EVENT_DATA[type], endpoint_id: Number(endpoint.id), test: true }, meterId: null },
       (eb) => eb('id', '=', endpoint.id),
     );
-    // The endpoint was deleted between the select above and the insert.
+    // One id for the one endpoint, locked above; the check is for the type.
     if (!deliveryId) throw endpointNotFound();
     return { deliveryId };
   });

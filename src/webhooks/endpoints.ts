@@ -22,6 +22,7 @@ export async function addWebhookEndpoint(
   const secret = newWebhookSecret();
   return db.transaction().execute(async (tx) => {
     await assertEndpointSlot(tx, input.accountId, config.webhookEndpointsPerAccount);
+    await assertUrlUnused(tx, input.accountId, url);
     const { id } = await tx
       .insertInto('webhook_endpoints')
       .values({ account_id: input.accountId, url, secret, events, disabled_reason: null })
@@ -46,6 +47,106 @@ async function assertEndpointSlot(tx: Tx, accountId: string, limit: number): Pro
     throw new DomainError('conflict', 'endpoints', `This account already has ${count} webhook endpoints, the most it may have (${limit})`);
   }
 }
+
+/**
+ * Locks the account's row as adding does, so that an add and an edit cannot both take one URL.
+ * The receiver gets every event once per endpoint: a second endpoint with the same URL would get
+ * each twice.
+ */
+async function assertUrlUnused(tx: Tx, accountId: string, url: string, exceptEndpointId?: string): Promise<void> {
+  await tx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
+  const others = await tx
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'url'])
+    .where('account_id', '=', accountId)
+    .$if(exceptEndpointId !== undefined, (query) => query.where('id', '<>', exceptEndpointId!))
+    .execute();
+  const same = others.find((other) => sameReceiver(other.url, url));
+  if (same) {
+    throw new DomainError('conflict', 'url', `Endpoint ${same.id} already has this URL (${same.url}): change its events instead of adding it twice`);
+  }
+}
+
+/**
+ * Both URLs as the URL parser writes them (scheme and host in lower case, no default port, `/` for
+ * an empty path), compared without the fragment, which is never sent, and without one trailing
+ * slash of the path: `/hook` and `/hook/` reach the same handler on most servers. The query counts.
+ */
+function sameReceiver(a: string, b: string): boolean {
+  const comparable = (raw: string) => {
+    const url = new URL(raw);
+    url.hash = '';
+    url.pathname = url.pathname.replace(/\/$/, '');
+    return url.toString();
+  };
+  return comparable(a) === comparable(b);
+}
+
+/**
+ * The URL is checked as on add, the address guard included. A new URL is a new receiver: the run
+ * of failures starts again (an endpoint disabled after failing stays disabled until enabled). The
+ * endpoint's pending deliveries keep their schedule and go to the new URL: they are the account's
+ * events, and the new URL is where the account now takes them.
+ */
+export async function updateWebhookEndpoint(
+  db: Db,
+  config: Config,
+  input: { accountId: string; id: string; url: string; events: readonly string[] },
+): Promise<void> {
+  const id = requireEndpointId(input.id);
+  // Someone else's endpoint is not found, whatever the form holds.
+  const owned = await db.selectFrom('webhook_endpoints').select('id').where('id', '=', id).where('account_id', '=', input.accountId).executeTakeFirst();
+  if (!owned) throw endpointNotFound();
+  const url = await validateUrl(input.url, config);
+  const events = validateEvents(input.events);
+  await db.transaction().execute(async (tx) => {
+    await assertUrlUnused(tx, input.accountId, url, id);
+    const endpoint = await tx
+      .selectFrom('webhook_endpoints')
+      .select('url')
+      .where('id', '=', id)
+      .where('account_id', '=', input.accountId)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
+    if (!endpoint) throw endpointNotFound();
+    await tx
+      .updateTable('webhook_endpoints')
+      .set({ url, events, ...(url === endpoint.url ? {} : { failing_since: null, consecutive_failures: 0 }) })
+      .where('id', '=', id)
+      .execute();
+  });
+}
+
+/**
+ * The account's (dashboard) or the operator's (CLI: no account). Its pending deliveries fail now
+ * with the reason as their last error; they and its past deliveries stay in the account's history
+ * (endpoint_id NULL, deleted_endpoint_url kept) until WEBHOOK_RETENTION_DAYS. The row lock is
+ * FOR UPDATE, so events being queued for the endpoint are waited for (and ended here) and events
+ * queued after skip it.
+ */
+export async function deleteWebhookEndpoint(db: Db, accountId: string | undefined, endpointId: string): Promise<{ url: string; endedDeliveries: number }> {
+  return db.transaction().execute(async (tx) => {
+    const endpoint = await tx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'url'])
+      .where('id', '=', requireEndpointId(endpointId))
+      .$if(accountId !== undefined, (query) => query.where('account_id', '=', accountId!))
+      .forUpdate()
+      .executeTakeFirst();
+    if (!endpoint) throw endpointNotFound();
+    const ended = await tx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'failed', next_attempt_at: null, last_error: endpointDeletedError(accountId === undefined ? 'by the operator' : 'by the account') })
+      .where('endpoint_id', '=', endpoint.id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    await tx.updateTable('webhook_deliveries').set({ endpoint_id: null, deleted_endpoint_url: endpoint.url }).where('endpoint_id', '=', endpoint.id).execute();
+    await tx.deleteFrom('webhook_endpoints').where('id', '=', endpoint.id).execute();
+    return { url: endpoint.url, endedDeliveries: Number(ended.numUpdatedRows) };
+  });
+}
+
+const endpointDeletedError = (by: string): string => `Endpoint deleted ${by} before this delivery succeeded`;
 
 export type WebhookEndpointSummary = Omit<WebhookEndpoint, 'secret' | 'account_id' | 'failing_since' | 'consecutive_failures'>;
 

@@ -1,7 +1,7 @@
 /**
  * The dashboard in a real browser (Debian's chromium driven by playwright-core), as a new client
- * uses it: sign up, create a key, use it, see the reading and the usage, add a webhook endpoint
- * and watch a test event arrive. Screenshots of every page go to test/screenshots/.
+ * uses it: sign up, create a key, use it, see the reading and the usage, add a webhook endpoint,
+ * watch a test event arrive, then edit and delete the endpoint. Screenshots of every page go to test/screenshots/.
  * Code run in the page is given as strings: the project is typechecked without the DOM's types.
  */
 import { existsSync } from 'node:fs';
@@ -136,6 +136,21 @@ t.test(
     await page.locator('tr.delivery summary').click();
     t.match(await page.locator('tr.delivery pre').textContent(), /"event": "webhook.test"/, 'with its payload');
     await shot('webhook');
+
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}/edited`);
+    await page.getByLabel('reading.failed').check();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('heading', { level: 1, name: `${receiver.url}/edited` }).waitFor();
+    t.match(await page.locator('dl.facts').textContent(), /reading\.completed, reading\.failed/, 'the edit is saved');
+    await page.getByText('Attempts of this delivery').click();
+    t.match(await page.locator('li.attempt').first().textContent(), /HTTP 204, \d+ ms/, 'each attempt is listed');
+    await shot('webhook-edited');
+    page.once('dialog', (dialog) => dialog.accept());
+    await page.getByRole('button', { name: 'Delete endpoint' }).click();
+    await page.waitForURL('**/dashboard/webhooks');
+    t.equal(await page.getByRole('link', { name: `${receiver.url}/edited` }).count(), 0, 'the deleted endpoint is no longer listed');
+    t.equal(await page.locator('tr.deleted-endpoint-delivery').count(), 1, 'its delivery stays in the history');
+    await shot('webhook-deleted');
 
     const phone = await browser.newContext({ baseURL: service.url, viewport: PHONE, storageState: await context.storageState() });
     const phonePage = await phone.newPage();

@@ -291,6 +291,72 @@ t.test('dashboard routes', async (t) => {
     t.match(unknownKind.text, 'Unknown event kind');
   });
 
+  t.test("webhooks: edit and delete an endpoint, and each attempt's outcome on its page", async (t) => {
+    const { client } = await signedUp(service);
+    const receiver = await startWebhookReceiver();
+    t.teardown(() => receiver.close());
+    receiver.answer('/answers', (response) => response.writeHead(200, { 'content-type': 'text/html' }).end(`<b>thanks & bye</b>${'x'.repeat(300)}`));
+    await client.post('/dashboard/webhooks', { url: `${receiver.url}/answers`, events: ['reading.completed'] });
+    await client.post('/dashboard/webhooks', { url: `${receiver.url}/other`, events: ['reading.completed'] });
+    const [answering, other] = await service.db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('url', 'in', [`${receiver.url}/answers`, `${receiver.url}/other`])
+      .orderBy('id')
+      .execute();
+    const page = `/dashboard/webhooks/${answering.id}`;
+
+    await client.post(`${page}/test`);
+    const answered = await waitFor(
+      () => client.get(page),
+      (response) => response.text.includes('badge-delivered'),
+    );
+    t.match(answered.text, /<li class="attempt">[^<]+: <span class="attempt-outcome">HTTP 200<\/span>, <span class="attempt-duration">\d+ ms<\/span>/);
+    t.match(
+      answered.text,
+      `<pre class="attempt-body">&lt;b&gt;thanks &amp; bye&lt;/b&gt;${'x'.repeat(200 - 'thanks & bye'.length - 7)}</pre>`,
+      'the start of the answer, escaped',
+    );
+
+    const edited = await client.post(`${page}/edit`, { url: `${receiver.url}/closed`, events: ['reading.completed', 'reading.failed'] });
+    t.equal(edited.location, page);
+    const editedPage = (await client.get(page)).text;
+    t.match(editedPage, `<h1 class="break">${receiver.url}/closed</h1>`);
+    t.match(editedPage, 'reading.completed, reading.failed');
+    const taken = await client.post(`${page}/edit`, { url: `${receiver.url}/other/`, events: ['reading.completed'] });
+    t.equal(taken.status, 409);
+    t.match(taken.text, `Endpoint ${other.id} already has this URL`);
+    t.match(taken.text, `value="${receiver.url}/other/"`, 'the form keeps what was typed');
+    const duplicateAdd = await client.post('/dashboard/webhooks', { url: `${receiver.url}/closed`, events: ['reading.completed'] });
+    t.equal(duplicateAdd.status, 409);
+    t.match(duplicateAdd.text, `Endpoint ${answering.id} already has this URL`);
+    const invalid = await client.post(`${page}/edit`, { url: 'ftp://example.com', events: ['reading.completed'] });
+    t.equal(invalid.status, 400);
+    t.match(invalid.text, 'The URL must start with http:// or https://');
+
+    // Nothing listens on the closed port: the attempt fails with the connection's error.
+    const closed = await startWebhookReceiver();
+    await closed.close();
+    await client.post(`${page}/edit`, { url: `${closed.url}/gone`, events: ['reading.completed'] });
+    await client.post(`${page}/test`);
+    const refused = await waitFor(
+      () => client.get(page),
+      (response) => response.text.includes('ECONNREFUSED'),
+    );
+    t.match(refused.text, /<span class="attempt-outcome">connect ECONNREFUSED [^<]+<\/span>, <span class="attempt-duration">\d+ ms<\/span><\/li>/);
+
+    const deleted = await client.post(`${page}/delete`);
+    t.equal(deleted.location, '/dashboard/webhooks');
+    t.equal((await client.get(page)).status, 404);
+    const list = await client.get('/dashboard/webhooks');
+    t.match(list.text, 'Deliveries to deleted endpoints');
+    t.match(list.text, /<td data-label="URL" class="break">http:\/\/127\.0\.0\.1:\d+\/gone<\/td>/);
+    t.match(list.text, 'Endpoint deleted by the account before this delivery succeeded', 'the pending retry ended, visibly');
+    t.equal(list.text.match(/<tr class="deleted-endpoint-delivery">/g)?.length, 2, 'its earlier delivery is kept too');
+    t.match(list.text, 'badge-delivered');
+    t.equal((await client.post(`${page}/delete`)).status, 404);
+  });
+
   t.test('usage shows a subscription whose period has ended as expired', async (t) => {
     const { client, accountId } = await signedUp(service);
     await setSubscription(service.db, { accountId, planCode: 'trial', until: new Date('2020-01-01T00:00:00Z') });
@@ -380,6 +446,8 @@ t.test('dashboard routes', async (t) => {
       `/dashboard/webhooks/${endpoint.id}/rotate-secret`,
       `/dashboard/webhooks/${endpoint.id}/disable`,
       `/dashboard/webhooks/${endpoint.id}/test`,
+      `/dashboard/webhooks/${endpoint.id}/edit`,
+      `/dashboard/webhooks/${endpoint.id}/delete`,
       `/dashboard/webhooks/${endpoint.id}/deliveries/${delivery.id}/redeliver`,
     ];
     for (const path of posts) {

@@ -6,7 +6,8 @@ import { createDatabase } from '../../src/db/database.ts';
 import { notify, type MeterOutcome } from '../../src/pipeline/notify.ts';
 import { createBoss } from '../../src/queue.ts';
 import type { ChainReading } from '../../src/readers/chain.ts';
-import { deliverWebhook, redeliver, sendTestEvent, WEBHOOK_RETRY_DELAYS_SECONDS } from '../../src/webhooks/deliver.ts';
+import { deliverWebhook, redeliver, RESPONSE_BODY_START_CHARACTERS, sendTestEvent, WEBHOOK_RETRY_DELAYS_SECONDS } from '../../src/webhooks/deliver.ts';
+import { deleteWebhookEndpoint, updateWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import type { WebhookEvent } from '../../src/webhooks/events.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';
 import { startWebhookReceiver, status } from '../fakes/webhook-receiver.ts';
@@ -344,4 +345,119 @@ t.test('sendTestEvent sends a webhook.test event to one enabled endpoint of the 
 
   await db.updateTable('webhook_endpoints').set({ enabled: false }).where('id', '=', endpoint.id).execute();
   await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id), { name: 'DomainError', kind: 'invalid', message: /disabled/ });
+});
+
+t.test("each attempt keeps the start of the receiver's answer; none when no answer came", async (t) => {
+  await addEndpoint('/deliver/body');
+  const page = `<html><h1>502 Bad Gateway</h1>\u0000${'é'.repeat(300)}</html>`;
+  answer(
+    '/deliver/body',
+    (response) => response.writeHead(502, { 'content-type': 'text/html' }).end(page),
+    () => {},
+  );
+  const [row] = await notifyCommitted(await completedOutcome());
+  await deliverWebhook(deps, row.id);
+  await deliverWebhook(deps, row.id);
+  await deliverWebhook(deps, row.id);
+  const [bad, silent, ok] = await attempts(row.id);
+  t.equal(bad.status_code, 502);
+  t.equal(bad.response_body_start, Array.from(page.replace('\u0000', '\uFFFD')).slice(0, RESPONSE_BODY_START_CHARACTERS).join(''));
+  t.equal(Array.from(bad.response_body_start!).length, RESPONSE_BODY_START_CHARACTERS, 'characters, not bytes');
+  t.match(silent, { status_code: null, error: 'No answer within 300 ms', response_body_start: null });
+  t.match(ok, { status_code: 204, response_body_start: '' });
+});
+
+t.test("an edited URL takes the endpoint's pending deliveries at their next attempt", async (t) => {
+  const endpoint = await addEndpoint('/edit/old');
+  answer('/edit/old', status(503));
+  const [row] = await notifyCommitted(await completedOutcome());
+  await deliverWebhook(deps, row.id);
+  t.match(await delivery(row.id), { status: 'pending', attempt_count: 1 });
+
+  await updateWebhookEndpoint(db, config, { accountId, id: endpoint.id, url: receiverUrl('/edit/new'), events: ['reading.completed'] });
+  await deliverWebhook(deps, row.id);
+  t.equal(requestsTo('/edit/old').length, 1);
+  t.equal(requestsTo('/edit/new').length, 1, 'the retry went to the new URL');
+  t.equal(requestsTo('/edit/new')[0].headers['webhook-id'], row.event_id);
+  t.match(await delivery(row.id), { status: 'delivered', attempt_count: 2 });
+});
+
+t.test('deleting an endpoint ends its pending deliveries visibly and keeps its history; a queued attempt sends nothing', async (t) => {
+  const endpoint = await addEndpoint('/delete/me');
+  answer('/delete/me', status(503), status(204), status(503));
+  const [done] = await notifyCommitted(await completedOutcome());
+  await deliverWebhook(deps, done.id);
+  await deliverWebhook(deps, done.id);
+  const [pending] = await notifyCommitted(await completedOutcome());
+  await deliverWebhook(deps, pending.id);
+  t.match(await delivery(pending.id), { status: 'pending', attempt_count: 1 });
+
+  const otherAccount = (await db.insertInto('accounts').values({ name: 'Not the owner' }).returning('id').executeTakeFirstOrThrow()).id;
+  await t.rejects(deleteWebhookEndpoint(db, otherAccount, endpoint.id), { name: 'DomainError', kind: 'not_found' });
+  t.same(await deleteWebhookEndpoint(db, accountId, endpoint.id), { url: receiverUrl('/delete/me'), endedDeliveries: 1 });
+
+  t.notOk(await db.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).executeTakeFirst(), 'the endpoint is gone');
+  t.match(await delivery(pending.id), {
+    status: 'failed',
+    next_attempt_at: null,
+    endpoint_id: null,
+    account_id: accountId,
+    deleted_endpoint_url: receiverUrl('/delete/me'),
+    last_error: 'Endpoint deleted by the account before this delivery succeeded',
+  });
+  t.match(await delivery(done.id), { status: 'delivered', endpoint_id: null, deleted_endpoint_url: receiverUrl('/delete/me') }, 'past deliveries stay');
+  t.equal((await attempts(done.id)).length, 2, 'with their attempts');
+
+  await deliverWebhook(deps, pending.id);
+  t.equal(requestsTo('/delete/me').length, 3, 'the retry pg-boss still holds sends nothing');
+  await t.rejects(redeliver(db, boss, accountId, done.id), { name: 'DomainError', kind: 'not_found' }, 'nothing to redeliver to');
+});
+
+/** Resolves once this many sessions wait for a lock. */
+async function lockWaiters(count: number): Promise<void> {
+  const waiting = async () =>
+    Number((await sql<{ count: string }>`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`.execute(db)).rows[0].count);
+  while ((await waiting()) < count) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/**
+ * Deletes the endpoint while another transaction holds one of its deliveries, so that the deletion
+ * waits there with the endpoint's row locked; `meanwhile` runs then, and waits for the deletion.
+ */
+async function deleteHeldUp<T>(endpointId: string, heldDeliveryId: string, meanwhile: () => Promise<T>): Promise<PromiseSettledResult<T>> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held!: () => void;
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  const holder = db.transaction().execute(async (tx) => {
+    await tx.selectFrom('webhook_deliveries').select('id').where('id', '=', heldDeliveryId).forUpdate().execute();
+    held();
+    await released;
+  });
+  await holding;
+  const deleting = deleteWebhookEndpoint(db, accountId, endpointId);
+  await lockWaiters(1);
+  const [result] = await Promise.allSettled([meanwhile(), lockWaiters(2).then(release)]);
+  await holder;
+  await deleting;
+  return result;
+}
+
+t.test('an event queued while its endpoint is being deleted skips the endpoint; its transaction commits', async (t) => {
+  const endpoint = await addEndpoint('/delete/racing');
+  const [earlier] = await notifyCommitted(await completedOutcome());
+  const outcome = await completedOutcome();
+  const announced = await deleteHeldUp(endpoint.id, earlier.id, () => notifyCommitted(outcome));
+  t.same(announced, { status: 'fulfilled', value: [] }, 'no delivery for the deleted endpoint, and no foreign-key error');
+  t.match(await delivery(earlier.id), { status: 'failed', endpoint_id: null });
+});
+
+t.test('a redelivery asked for while its endpoint is being deleted is not found, without a deadlock', async (t) => {
+  const endpoint = await addEndpoint('/delete/redeliver');
+  const [pending] = await notifyCommitted(await completedOutcome());
+  const [delivered] = await notifyCommitted(await completedOutcome());
+  await deliverWebhook(deps, delivered.id);
+  const redelivered = await deleteHeldUp(endpoint.id, pending.id, () => redeliver(db, boss, accountId, delivered.id));
+  t.match(redelivered, { status: 'rejected', reason: { name: 'DomainError', kind: 'not_found' } });
+  t.match(await delivery(delivered.id), { status: 'delivered', endpoint_id: null });
 });
