@@ -87,7 +87,7 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Prom
   if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
   try {
     const context = await readContext(deps.db, meter.ref.meterId);
-    const result = await readPhoto(deps, meter.ref.meterId, meter.image, context.window, job.signal);
+    const result = await readPhoto(deps, meter.ref.meterId, meter.image, context, job.signal);
     await recordReading(deps, meter.ref, result, context);
   } catch (error) {
     if (!(error instanceof ReadFailure)) throw error;

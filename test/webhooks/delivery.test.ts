@@ -64,7 +64,15 @@ async function newMeter() {
 async function completedOutcome(account = accountId): Promise<MeterOutcome> {
   const meter = await newMeter();
   const reading = { reading: '004217.35', value: 4217.35, confidence: 93, model: 'local-crnn-v1', escalated: false, plausibility: 'unknown' } as ChainReading;
-  return { status: 'completed', meterId: meter.id, accountId: account, referenceId: meter.reference_id, reading, readingId: '42' };
+  return {
+    status: 'completed',
+    meterId: meter.id,
+    accountId: account,
+    referenceId: meter.reference_id,
+    reading,
+    readingId: '42',
+    context: { meterId: null, reviewBelow: 90 },
+  };
 }
 
 /** Notifies in a committed transaction; returns the deliveries it created. */
