@@ -1,3 +1,4 @@
+import type { Db } from '../db/database.ts';
 import type { Plausibility } from '../readers/reader.ts';
 
 /** Plausibility statuses that flag a reading: it needs review, and is no reference, until a person confirms it. */
@@ -24,4 +25,35 @@ export function needsReview(facts: ReviewFacts): boolean {
   if (facts.status === 'failed') return true;
   if (facts.plausibility && FLAGGED.includes(facts.plausibility)) return true;
   return (facts.confidence ?? 0) < facts.reviewBelow;
+}
+
+/** An account's review settings: its review threshold and the usual consumption of a meter with too little history. */
+export interface ReviewSettings {
+  reviewBelow: number;
+  usualM3PerDay: number;
+}
+
+/** The most usual consumption a setting may name, m³ a day: far beyond any household, so a typo is caught. */
+export const USUAL_M3_PER_DAY_LIMIT = 10_000;
+
+export function isReviewBelow(value: number): boolean {
+  return Number.isInteger(value) && value >= 0 && value <= 100;
+}
+
+export function isUsualM3PerDay(value: number): boolean {
+  return Number.isFinite(value) && value > 0 && value <= USUAL_M3_PER_DAY_LIMIT;
+}
+
+/** Sets what is given of an account's review settings; the settings after, or undefined when there is no such account. */
+export async function setReviewSettings(db: Db, accountId: string, change: Partial<ReviewSettings>): Promise<ReviewSettings | undefined> {
+  const row = await db
+    .updateTable('accounts')
+    .set({
+      ...(change.reviewBelow === undefined ? {} : { review_below: change.reviewBelow }),
+      ...(change.usualM3PerDay === undefined ? {} : { usual_m3_per_day: change.usualM3PerDay }),
+    })
+    .where('id', '=', accountId)
+    .returning(['review_below', 'usual_m3_per_day'])
+    .executeTakeFirst();
+  return row && { reviewBelow: row.review_below, usualM3PerDay: Number(row.usual_m3_per_day) };
 }

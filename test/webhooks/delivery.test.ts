@@ -145,7 +145,8 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
     model: 'local-crnn-v1',
     reading_id: 42,
     meter_id: null,
-    plausibility: { status: 'unknown', reference: null, reference_source: null, window: null },
+    needs_review: false,
+    plausibility: { status: 'unknown', reference: null, reference_source: null, reference_submission: null, window: null },
   });
   t.equal(payload.event, 'reading.completed');
   t.equal(new Date(payload.timestamp).toISOString(), payload.timestamp, 'ISO-8601 timestamp');
@@ -176,7 +177,7 @@ t.test('a failed reading is announced with its error; a rolled-back transaction 
   t.equal(rows[0].count, '0', 'no jobs for deliveries that do not exist');
 
   const [row] = await notifyCommitted(failed);
-  t.same(JSON.parse(row.payload_text).data, { reference_id: meter.reference_id, error: { code: 'unreadable', message: 'No digits' } });
+  t.same(JSON.parse(row.payload_text).data, { reference_id: meter.reference_id, error: { code: 'unreadable', message: 'No digits' }, needs_review: true });
   t.equal(row.event_type, 'reading.failed');
 });
 
