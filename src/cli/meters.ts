@@ -50,6 +50,7 @@ export const meterCommands: Command[] = [
       const usualText = optionalOption(args, 'usual-m3-per-day');
       const reviewBelow = belowText === undefined ? undefined : Number(belowText);
       const usualM3PerDay = usualText === undefined ? undefined : Number(usualText);
+      if (reviewBelow === undefined && usualM3PerDay === undefined) throw new UsageError('give --below, --usual-m3-per-day or both');
       if (reviewBelow !== undefined && !isReviewBelow(reviewBelow)) throw new UsageError(`--below must be an integer from 0 to 100, got "${belowText}"`);
       if (usualM3PerDay !== undefined && !isUsualM3PerDay(usualM3PerDay)) {
         throw new UsageError(`--usual-m3-per-day must be a number above 0 and at most ${USUAL_M3_PER_DAY_LIMIT}, got "${usualText}"`);

@@ -159,4 +159,5 @@ t.test("meters review: the account's review threshold and default usual consumpt
   t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '101']), { code: 2, stderr: /--below must be an integer/ });
   t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--usual-m3-per-day', '0']), { code: 2, stderr: /above 0/ });
   t.match(await meterlens(service, ['meters', 'review', '--account', '999999', '--below', '80']), { code: 1, stderr: /no account/ });
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId]), { code: 2, stderr: /give --below, --usual-m3-per-day or both/ });
 });
