@@ -19,6 +19,7 @@ import { createDatabase } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { checkImageHeader, normaliseImage } from '../src/images.ts';
 import { normaliseUpload } from '../src/pipeline/normalise.ts';
+import { readContext } from '../src/pipeline/plausibility.ts';
 import { persistAndEnqueue } from '../src/pipeline/persist-and-enqueue.ts';
 import { recordReading } from '../src/pipeline/record.ts';
 import { createBoss, ensureQueues } from '../src/queue.ts';
@@ -90,7 +91,7 @@ try {
     const meter = { ...accepted, accountId: account.id, mode: 'async' as const };
     try {
       const jpeg = await normaliseUpload({ db, photos: photoStore, config }, accepted.meterId, image.upload);
-      await recordReading({ db, boss }, meter, await readers.read(jpeg));
+      await recordReading({ db, boss }, meter, await readers.read(jpeg), await readContext(db, accepted.meterId));
     } catch {
       // An unreadable photo costs no reading row; the failure is in the meter row.
     }

@@ -103,7 +103,7 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Prom
     const context = await readContext(deps.db, meter.ref.meterId);
     const photo = await loadPhoto(deps, meter.ref.meterId);
     if (!photo) throw new Error(`meter ${meter.ref.meterId} has no photo`);
-    const result = await readPhoto(deps, meter.ref.meterId, photo, context.window, job.signal);
+    const result = await readPhoto(deps, meter.ref.meterId, photo, context, job.signal);
     await recordReading(deps, meter.ref, result, context);
   } catch (error) {
     // The photo is safe in the bucket: the read waits for it, past the job's retries, until METER_DEADLINE_SECONDS.

@@ -149,7 +149,8 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
       model: service.config.openai.model,
       reading_id: Number(reading.id),
       meter_id: null,
-      plausibility: { status: 'unknown', reference: null, reference_source: null, window: null },
+      needs_review: false,
+      plausibility: { status: 'unknown', reference: null, reference_source: null, reference_submission: null, window: null },
     },
   });
   t.match(webhook.headers['webhook-id'], /^msg_/);

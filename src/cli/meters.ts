@@ -1,5 +1,6 @@
 import { DomainError, requireId } from '../errors.ts';
 import { isMaxFlow, MAX_FLOW_LIMIT, setAccountMaxFlow, setMeterMaxFlow } from '../meters/meter-points.ts';
+import { isReviewBelow, isUsualM3PerDay, setReviewSettings, USUAL_M3_PER_DAY_LIMIT } from '../meters/review.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { optionalOption, requiredOption, UsageError } from './args.ts';
 import type { Command } from './context.ts';
@@ -34,6 +35,31 @@ export const meterCommands: Command[] = [
       output.print(
         { account: Number(accountId), meter: meterId, maxFlowM3PerHour: settings.maxFlow, effectiveMaxFlowM3PerHour: settings.effectiveMaxFlow },
         `meter ${meterId} of account ${accountId}: ${settings.effectiveMaxFlow} m³/h${settings.maxFlow === null ? " (the account's)" : ''}`,
+      );
+    },
+  },
+  {
+    name: 'meters review',
+    synopsis: '--account N [--below CONFIDENCE] [--usual-m3-per-day X]',
+    description:
+      "when a reading needs a person's look before it is billed (needs_review): below this confidence (default 90), or far above the usual consumption, the account's default for meters with too little history (1.5 m³ a day)",
+    options: { account: { type: 'string' }, below: { type: 'string' }, 'usual-m3-per-day': { type: 'string' } },
+    async run({ database, output }, args) {
+      const accountId = requireId(requiredOption(args, 'account'), '--account');
+      const belowText = optionalOption(args, 'below');
+      const usualText = optionalOption(args, 'usual-m3-per-day');
+      const reviewBelow = belowText === undefined ? undefined : Number(belowText);
+      const usualM3PerDay = usualText === undefined ? undefined : Number(usualText);
+      if (reviewBelow === undefined && usualM3PerDay === undefined) throw new UsageError('give --below, --usual-m3-per-day or both');
+      if (reviewBelow !== undefined && !isReviewBelow(reviewBelow)) throw new UsageError(`--below must be an integer from 0 to 100, got "${belowText}"`);
+      if (usualM3PerDay !== undefined && !isUsualM3PerDay(usualM3PerDay)) {
+        throw new UsageError(`--usual-m3-per-day must be a number above 0 and at most ${USUAL_M3_PER_DAY_LIMIT}, got "${usualText}"`);
+      }
+      const settings = await setReviewSettings(await database(), accountId, { reviewBelow, usualM3PerDay });
+      if (!settings) throw new DomainError('not_found', '--account', `no account ${accountId}`);
+      output.print(
+        { account: Number(accountId), reviewBelow: settings.reviewBelow, usualM3PerDayDefault: settings.usualM3PerDay },
+        `account ${accountId}: readings below confidence ${settings.reviewBelow} need review; a meter with too little history usually uses ${settings.usualM3PerDay} m³ a day`,
       );
     },
   },

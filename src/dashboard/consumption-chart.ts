@@ -1,4 +1,5 @@
 import { billableReading, type SubmissionRecord } from '../meters/records.ts';
+import { FLAGGED } from '../meters/review.ts';
 
 const WIDTH = 640;
 const HEIGHT = 240;
@@ -30,11 +31,11 @@ export interface ConsumptionChart {
 
 /**
  * The meter's index over time from its billable readings (a correction, else a reading that was not
- * implausible): the slope is the consumption. Undefined with fewer than two points.
+ * flagged: manual readings too): the slope is the consumption. Undefined with fewer than two points.
  */
 export function consumptionChart(records: SubmissionRecord[]): ConsumptionChart | undefined {
   const readings = records
-    .filter((record) => record.correctedReading || (record.reading && record.plausibility !== 'implausible'))
+    .filter((record) => record.correctedReading || (record.reading && !FLAGGED.includes(record.plausibility!)))
     .map((record) => ({ at: record.createdAt.getTime(), ...billableReading(record)! }))
     .sort((a, b) => a.at - b.at);
   if (readings.length < 2) return undefined;

@@ -3,7 +3,7 @@ import type { Plausibility } from '../readers/reader.ts';
 import type { DeliveryEvent, WebhookEvent } from '../webhooks/events.ts';
 
 /** Where a plausibility window's reference came from (see src/pipeline/plausibility.ts). */
-export type ReferenceSource = 'previous_reading' | 'reading' | 'correction';
+export type ReferenceSource = 'previous_reading' | 'reading' | 'correction' | 'manual';
 
 /** Kysely's view of the tables in sql/. The SQL files are the source of truth. */
 export interface Database {
@@ -46,6 +46,10 @@ export interface AccountsTable {
   name: string;
   /** numeric: pg returns it as a string. */
   max_flow_m3_per_hour: ColumnType<string, number | string | undefined, number | string>;
+  /** A reading less confident than this needs a person's look (needs_review). */
+  review_below: ColumnType<number, number | undefined, number>;
+  /** A meter's usual consumption, m³ a day, while its own history is too short (numeric: a string). */
+  usual_m3_per_day: ColumnType<string, number | string | undefined, number | string>;
   created_at: CreatedAt;
   /** The plan a self-signed-up account starts on once its user's email is verified. */
   trial_plan_code: ColumnType<string | null, string | undefined, string | null>;
@@ -80,7 +84,8 @@ export interface ApiKeysTable {
 }
 export type ApiKey = Selectable<ApiKeysTable>;
 
-export type MeterMode = 'async' | 'sync';
+/** manual: a reading a person took, without a photo (POST /api/meters/{meter_id}/readings). */
+export type MeterMode = 'async' | 'sync' | 'manual';
 export type MeterStatus = 'pending' | 'processing' | 'completed' | 'failed';
 
 export interface MetersTable {
@@ -163,6 +168,9 @@ export interface ReadingsTable {
   window_max: ColumnType<string | null, number | null | undefined, never>;
   unconstrained_reading: ColumnType<string | null, string | null | undefined, never>;
   plausibility_reason: ColumnType<string | null, string | null | undefined, never>;
+  /** The submission whose value was the reference; null: the client's previous_reading. */
+  reference_meter_id: ColumnType<string | null, string | null | undefined, never>;
+  usual_max: ColumnType<string | null, number | null | undefined, never>;
   created_at: CreatedAt;
 }
 export type NewReading = Insertable<ReadingsTable>;

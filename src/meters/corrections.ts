@@ -10,7 +10,11 @@ export type Corrector = { apiKeyId: string; userId?: undefined; label: string } 
 /** Corrections one submission may have: a person changes their mind a few times, not hundreds. */
 export const CORRECTIONS_PER_SUBMISSION = 20;
 
-export type CorrectionOutcome = { outcome: 'corrected'; record: SubmissionRecord } | { outcome: 'not_found' } | { outcome: 'not_finished' };
+export type CorrectionOutcome =
+  | { outcome: 'corrected'; record: SubmissionRecord }
+  | { outcome: 'not_found' }
+  | { outcome: 'not_finished' }
+  | { outcome: 'nothing_to_confirm' };
 
 /**
  * Stores a person's reading of a submitted photo. The machine's reading stays; the newest
@@ -18,20 +22,50 @@ export type CorrectionOutcome = { outcome: 'corrected'; record: SubmissionRecord
  * photo in `meterlens dataset export`. A correction equal to the machine's reading confirms it.
  * Only finished submissions (completed, or failed: a person may read what the readers could not).
  */
-export async function correctReading(db: Db, accountId: string, referenceId: string, reading: string, by: Corrector): Promise<CorrectionOutcome> {
+export function correctReading(
+  db: Db,
+  accountId: string,
+  referenceId: string,
+  reading: string,
+  by: Corrector,
+): Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>> {
+  // A correction brings its own reading, so there is always one to store.
+  return storeCorrection(db, accountId, referenceId, by, () => reading) as Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>>;
+}
+
+/**
+ * A person confirms the machine's reading: a correction equal to it (so the newest correction still
+ * counts, and a later correction can override it). needs_review becomes false, and a reading that
+ * was flagged (`implausible`, `suspicious`) becomes the meter's reference: a meter whose reference
+ * was wrong is released. A failed submission has no reading to confirm.
+ */
+export function confirmReading(db: Db, accountId: string, referenceId: string, by: Corrector): Promise<CorrectionOutcome> {
+  return storeCorrection(db, accountId, referenceId, by, (machineReading) => machineReading);
+}
+
+async function storeCorrection(
+  db: Db,
+  accountId: string,
+  referenceId: string,
+  by: Corrector,
+  readingOf: (machineReading: string | undefined) => string | undefined,
+): Promise<CorrectionOutcome> {
   if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
   return db.transaction().execute(async (tx): Promise<CorrectionOutcome> => {
     // The submission's row stays locked until the correction is stored, so that concurrent
     // corrections of it are counted one after another and the bound holds exactly.
     const meter = await tx
-      .selectFrom('meters')
-      .select(['id', 'status'])
-      .where('account_id', '=', accountId)
-      .where('reference_id', '=', referenceId)
-      .forNoKeyUpdate()
+      .selectFrom('meters as m')
+      .leftJoin('readings as r', 'r.meter_id', 'm.id')
+      .select(['m.id', 'm.status', 'r.reading'])
+      .where('m.account_id', '=', accountId)
+      .where('m.reference_id', '=', referenceId)
+      .forNoKeyUpdate('m')
       .executeTakeFirst();
     if (!meter) return { outcome: 'not_found' };
     if (meter.status !== 'completed' && meter.status !== 'failed') return { outcome: 'not_finished' };
+    const reading = readingOf(meter.reading ?? undefined);
+    if (!reading) return { outcome: 'nothing_to_confirm' };
     const { count } = await tx
       .selectFrom('reading_corrections')
       .select(sql<number>`count(*)::int`.as('count'))

@@ -51,7 +51,13 @@ export async function setMeterMaxFlow(db: Db, accountId: string, externalId: str
   });
 }
 
-async function createMeterPoint(tx: Tx, accountId: string, externalId: string, maxFlow: number | null): Promise<string> {
+/** The account's meter point named `externalId`; created within the bound if it has none (a manual reading of a new meter). */
+export async function meterPointWithinBound(tx: Tx, accountId: string, externalId: string): Promise<string> {
+  return (await findMeterPoint(tx, accountId, externalId))?.id ?? createMeterPoint(tx, accountId, externalId, undefined);
+}
+
+/** maxFlow undefined: a meter created without a setting, which leaves one a concurrent request set. */
+async function createMeterPoint(tx: Tx, accountId: string, externalId: string, maxFlow: number | null | undefined): Promise<string> {
   await lockAccount(tx, accountId);
   const { count } = await tx
     .selectFrom('meter_points')
@@ -68,9 +74,11 @@ async function createMeterPoint(tx: Tx, accountId: string, externalId: string, m
   );
   const point = await tx
     .insertInto('meter_points')
-    .values({ account_id: accountId, external_id: externalId, max_flow_m3_per_hour: maxFlow })
+    .values({ account_id: accountId, external_id: externalId, max_flow_m3_per_hour: maxFlow ?? null })
     // A submission, which does not take the account's lock, may have created it meanwhile.
-    .onConflict((conflict) => conflict.columns(['account_id', 'external_id']).doUpdateSet({ max_flow_m3_per_hour: maxFlow }))
+    .onConflict((conflict) =>
+      conflict.columns(['account_id', 'external_id']).doUpdateSet(maxFlow === undefined ? { external_id: externalId } : { max_flow_m3_per_hour: maxFlow }),
+    )
     .returning('id')
     .executeTakeFirstOrThrow();
   return point.id;

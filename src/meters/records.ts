@@ -2,6 +2,7 @@ import type { Db } from '../db/database.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
 import { readingResult } from '../pipeline/reading-result.ts';
 import type { MeterResult } from '../schemas/meter-reading.ts';
+import { needsReview } from './review.ts';
 
 /**
  * Submissions with their machine reading, its plausibility and the newest human correction: the one
@@ -13,6 +14,8 @@ export function submissionRecords(db: Db, accountId: string) {
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
+    .innerJoin('accounts as a', 'a.id', 'm.account_id')
+    .leftJoin('meters as rm', 'rm.id', 'r.reference_meter_id')
     .leftJoinLateral(
       (eb) =>
         eb
@@ -27,6 +30,7 @@ export function submissionRecords(db: Db, accountId: string) {
     .select([
       'm.id as meterRowId',
       'm.reference_id as referenceId',
+      'm.mode',
       'm.status',
       'm.created_at as createdAt',
       'm.finished_at as finishedAt',
@@ -43,6 +47,7 @@ export function submissionRecords(db: Db, accountId: string) {
       'r.counter_box as counterBox',
       'i.width as imageWidth',
       'i.height as imageHeight',
+      'a.review_below as reviewBelow',
       ...storedPlausibilityColumns,
       'c.reading as correctedReading',
       'c.value as correctedValue',
@@ -65,10 +70,21 @@ export function billableReading(record: SubmissionRecord): { reading: string; va
   return null;
 }
 
+/** needs_review of a finished submission (src/meters/review.ts). */
+export function recordNeedsReview(record: SubmissionRecord & { status: 'completed' | 'failed' }): boolean {
+  return needsReview({
+    status: record.status,
+    plausibility: record.plausibility,
+    confidence: record.confidence,
+    reviewBelow: record.reviewBelow,
+    byPerson: record.correctedReading !== null || record.mode === 'manual',
+  });
+}
+
 /**
  * A submission as the API shows it (GET one, the list, a meter's history, the correction response):
  * its status; once completed, the machine's reading; once failed, the error; once finished, the
- * newest correction beside them (a person may correct a failed submission too).
+ * newest correction beside them (a person may correct a failed submission too) and `needs_review`.
  */
 export function submissionJson(record: SubmissionRecord): MeterResult {
   const submission = {
@@ -78,24 +94,30 @@ export function submissionJson(record: SubmissionRecord): MeterResult {
     finished_at: record.finishedAt?.toISOString() ?? null,
   };
   if (record.status === 'failed') {
-    return { ...submission, error: { code: record.errorCode ?? 'unknown', message: record.errorMessage ?? '' }, correction: correctionJson(record) };
+    return {
+      ...submission,
+      error: { code: record.errorCode ?? 'unknown', message: record.errorMessage ?? '' },
+      correction: correctionJson(record),
+      needs_review: recordNeedsReview({ ...record, status: record.status }),
+    };
   }
   if (record.status !== 'completed' || record.readingId === null) return submission;
   return {
     ...submission,
-    ...readingResult({
-      readingId: record.readingId,
-      reading: record.reading!,
-      value: record.value!,
-      confidence: record.confidence!,
-      escalated: record.escalated!,
-      model: record.model!,
-      digitConfidences: record.digitConfidences,
-      counterBox: record.counterBox,
-      frame: record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
-    }),
-    meter_id: record.meterId,
-    plausibility: storedPlausibilityJson(record) ?? undefined,
+    ...readingResult(
+      {
+        readingId: record.readingId,
+        reading: record.reading!,
+        value: record.value!,
+        confidence: record.confidence!,
+        escalated: record.escalated!,
+        model: record.model!,
+        digitConfidences: record.digitConfidences,
+        counterBox: record.counterBox,
+        frame: record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
+      },
+      { meterId: record.meterId, plausibility: storedPlausibilityJson(record), needsReview: recordNeedsReview({ ...record, status: record.status }) },
+    ),
     correction: correctionJson(record),
   };
 }

@@ -22,7 +22,7 @@ export function identifyMeter(fields: UploadFields): MeterIdentity {
   if (fields.meter_id !== undefined) identity.meterId = meterIdField(fields.meter_id);
   if (fields.previous_reading !== undefined) {
     identity.previousReading = { reading: readingField(fields.previous_reading, 'previous_reading') };
-    if (fields.previous_read_at !== undefined) identity.previousReading.readAt = readAtField(fields.previous_read_at);
+    if (fields.previous_read_at !== undefined) identity.previousReading.readAt = readAtField(fields.previous_read_at, 'previous_read_at');
   } else if (fields.previous_read_at !== undefined) {
     throw new DomainError('invalid', 'previous_read_at', 'previous_read_at needs previous_reading: send the reading it was taken at');
   }
@@ -44,12 +44,13 @@ export function readingField(value: unknown, field: string): string {
   return parsed.reading;
 }
 
-function readAtField(value: string): Date {
+/** When a reading was taken: a real date, or date-time with its offset; not in the future. */
+export function readAtField(value: unknown, field: string): Date {
   const readAt = instantField(
-    value.trim(),
-    'previous_read_at',
-    'previous_read_at must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z',
+    typeof value === 'string' ? value.trim() : '',
+    field,
+    `${field} must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z`,
   );
-  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new DomainError('invalid', 'previous_read_at', 'previous_read_at is in the future');
+  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new DomainError('invalid', field, `${field} is in the future`);
   return readAt;
 }

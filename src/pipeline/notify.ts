@@ -3,11 +3,11 @@ import type { Tx } from '../db/database.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import type { WebhookEvent } from '../webhooks/events.ts';
-import { plausibilityJson, type ReadContext } from './plausibility.ts';
-import { readingResult } from './reading-result.ts';
+import type { ReadContext } from './plausibility.ts';
+import { freshReadingResult } from './reading-result.ts';
 
 export type MeterOutcome =
-  | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string; context?: ReadContext }
+  | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string; context: ReadContext }
   | { status: 'failed'; meterId: string; accountId: string; referenceId: string; error: { code: string; message: string } };
 
 /**
@@ -21,12 +21,6 @@ export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promi
 }
 
 function eventData(outcome: MeterOutcome): Record<string, unknown> {
-  if (outcome.status === 'failed') return { reference_id: outcome.referenceId, error: outcome.error };
-  const { reading, context = { meterId: null } } = outcome;
-  return {
-    reference_id: outcome.referenceId,
-    ...readingResult({ ...reading, readingId: outcome.readingId }),
-    meter_id: context.meterId,
-    plausibility: plausibilityJson(reading, context),
-  };
+  if (outcome.status === 'failed') return { reference_id: outcome.referenceId, error: outcome.error, needs_review: true };
+  return { reference_id: outcome.referenceId, ...freshReadingResult(outcome.reading, outcome.readingId, outcome.context) };
 }

@@ -3,31 +3,47 @@ import type { Db } from '../db/database.ts';
 import type { ReferenceSource } from '../db/schema.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
+import { FLAGGED } from '../meters/review.ts';
+import { usualAllowance, usualConsumption, type UsualConsumption } from '../meters/usual-consumption.ts';
 
 /** However little time has passed, the window allows this many hours of the maximum flow. */
 export const MIN_ELAPSED_HOURS = 1;
-/** A `previous_reading` without `previous_read_at` is taken as up to a year old. */
-export const UNDATED_ELAPSED_HOURS = 366 * 24;
+/**
+ * A `previous_reading` without `previous_read_at` is taken as from one reading cycle ago, a month:
+ * clients send the reading they last billed. A year gave a misread thousands of m³ of room.
+ */
+export const UNDATED_ELAPSED_HOURS = 31 * 24;
 
 /** The reading a new photo is judged against, and when the meter showed it (null: not known). */
 export interface MeterReference {
   reading: string;
   source: ReferenceSource;
   readAt: Date | null;
+  /** The submission it is the value of (its meters row and reference_id); null: this submission's own previous_reading. */
+  meterRowId: string | null;
+  referenceId: string | null;
 }
 
-/** What the read step knows about the photo's meter: its client id, and the reference and window, if any. */
+/** The most the meter usually has run since the reference (its usual consumption's allowance), m³. */
+export type UsualWindow = UsualConsumption & { max: number };
+
+/** What the read step knows about the photo's meter: its client id, the account's review threshold, and the reference and windows, if any. */
 export interface ReadContext {
   meterId: string | null;
+  reviewBelow: number;
   reference?: MeterReference;
   window?: PlausibilityWindow;
+  usual?: UsualWindow;
 }
 
+/** The trusted values of a meter the usual consumption is estimated from: enough for MAX_INTERVALS of monthly readings and then some. */
+const TRUSTED_HISTORY_LIMIT = 100;
+
 /**
- * Step 6a: the plausibility window for a submission. The reference is the client's
- * `previous_reading` if it sent one, else the newest earlier submission of the same meter point
- * that has a trusted value: its latest correction, else its reading unless that was implausible,
- * else the `previous_reading` it came with. No meter_id, or nothing trusted yet: no window.
+ * Step 6a: the windows for a submission. The reference is the client's `previous_reading` if it
+ * sent one, else the meter point's newest trusted value (trustedHistory). The physical window is the
+ * hard limit (implausible); the usual one, from the meter's trusted history or the account's
+ * default, the soft one (suspicious). No meter_id, or nothing trusted yet: no window.
  */
 export async function readContext(db: Db, meterId: string): Promise<ReadContext> {
   const meter = await db
@@ -41,74 +57,96 @@ export async function readContext(db: Db, meterId: string): Promise<ReadContext>
       'm.previous_reading',
       'm.previous_read_at',
       'p.external_id',
+      'a.review_below',
+      'a.usual_m3_per_day',
       sql<string>`coalesce(p.max_flow_m3_per_hour, a.max_flow_m3_per_hour)`.as('max_flow'),
     ])
     .where('m.id', '=', meterId)
     .executeTakeFirstOrThrow();
-  const context: ReadContext = { meterId: meter.external_id };
+  const context: ReadContext = { meterId: meter.external_id, reviewBelow: meter.review_below };
+  const history = meter.meter_point_id ? await trustedHistory(db, meter.meter_point_id, meter) : [];
   const reference: MeterReference | undefined = meter.previous_reading
-    ? { reading: meter.previous_reading, source: 'previous_reading', readAt: meter.previous_read_at }
-    : meter.meter_point_id
-      ? await lastTrustedReading(db, meter.meter_point_id, meter)
-      : undefined;
+    ? { reading: meter.previous_reading, source: 'previous_reading', readAt: meter.previous_read_at, meterRowId: null, referenceId: null }
+    : history[0];
   if (!reference) return context;
-  return { ...context, reference, window: plausibilityWindow(reference, meter.created_at, Number(meter.max_flow)) };
+  const points = history.filter((point) => point.readAt !== null).map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
+  const usual = usualConsumption(points, Number(meter.usual_m3_per_day));
+  return {
+    ...context,
+    reference,
+    window: plausibilityWindow(reference, meter.created_at, Number(meter.max_flow)),
+    usual: { ...usual, max: roundVolume(Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, meter.created_at) / 24)) },
+  };
 }
 
 /**
  * Not below the reference, less one step of its fastest wheel (a wheel half-way may be read either
  * way); not above the reference plus the maximum flow over the hours since it was read.
  */
-export function plausibilityWindow(reference: MeterReference, takenAt: Date, maxFlowPerHour: number): PlausibilityWindow {
+export function plausibilityWindow(
+  reference: Pick<MeterReference, 'reading' | 'source' | 'readAt'>,
+  takenAt: Date,
+  maxFlowPerHour: number,
+): PlausibilityWindow {
   const value = Number(reference.reading);
   const decimals = reference.reading.split('.')[1]?.length ?? 0;
   const fastestWheelStep = 10 ** -decimals;
-  const elapsedHours = reference.readAt ? (takenAt.getTime() - reference.readAt.getTime()) / 3_600_000 : UNDATED_ELAPSED_HOURS;
-  const allowance = maxFlowPerHour * Math.max(elapsedHours, MIN_ELAPSED_HOURS);
+  const allowance = maxFlowPerHour * Math.max(elapsedHours(reference, takenAt), MIN_ELAPSED_HOURS);
   return { reference: reference.reading, min: roundVolume(value - fastestWheelStep), max: roundVolume(value + allowance) };
 }
 
 /** The plausibility part of a reading's API representation (sync response, webhook, history). */
 export function plausibilityJson(
   reading: Pick<ChainReading, 'plausibility' | 'unconstrainedReading' | 'plausibilityReason'>,
-  context: Pick<ReadContext, 'reference' | 'window'>,
+  context: {
+    reference?: Pick<MeterReference, 'reading' | 'source' | 'referenceId'>;
+    window?: Pick<PlausibilityWindow, 'min' | 'max'>;
+    usual?: Pick<UsualWindow, 'max'>;
+  },
 ) {
   return {
     status: reading.plausibility,
     reference: context.reference?.reading ?? null,
     reference_source: context.reference?.source ?? null,
-    window: context.window ? { min: context.window.min, max: context.window.max } : null,
+    reference_submission: context.reference?.referenceId ?? null,
+    window: context.window ? { min: context.window.min, max: context.window.max, ...(context.usual ? { usual_max: context.usual.max } : {}) } : null,
     ...(reading.unconstrainedReading ? { unconstrained_reading: reading.unconstrainedReading } : {}),
     ...(reading.plausibilityReason ? { reason: reading.plausibilityReason } : {}),
   };
 }
+export type PlausibilityJson = ReturnType<typeof plausibilityJson>;
 
 /** A reading's plausibility as the readings table stores it (the columns' camel-cased names). */
 export interface StoredPlausibility {
   plausibility: Plausibility | null;
   referenceReading: string | null;
   referenceSource: ReferenceSource | null;
+  /** reference_id of the submission the reference came from (readings.reference_meter_id). */
+  referenceSubmission: string | null;
   windowMin: string | null;
   windowMax: string | null;
+  usualMax: string | null;
   unconstrainedReading: string | null;
   plausibilityReason: string | null;
 }
 
-/** The readings columns behind StoredPlausibility, for a query that joins readings as `r`. */
+/** The readings columns behind StoredPlausibility, for a query that joins readings as `r` and the reference's submission as `rm`. */
 export const storedPlausibilityColumns = [
   sql<Plausibility | null>`r.plausibility`.as('plausibility'),
   sql<string | null>`r.reference_reading`.as('referenceReading'),
   sql<ReferenceSource | null>`r.reference_source`.as('referenceSource'),
+  sql<string | null>`rm.reference_id`.as('referenceSubmission'),
   sql<string | null>`r.window_min`.as('windowMin'),
   sql<string | null>`r.window_max`.as('windowMax'),
+  sql<string | null>`r.usual_max`.as('usualMax'),
   sql<string | null>`r.unconstrained_reading`.as('unconstrainedReading'),
   sql<string | null>`r.plausibility_reason`.as('plausibilityReason'),
 ];
 
-/** plausibilityJson of a stored reading; null for a submission with no reading. */
-export function storedPlausibilityJson(stored: StoredPlausibility) {
-  if (!stored.plausibility) return null;
-  const { referenceReading, referenceSource, windowMin, windowMax } = stored;
+/** plausibilityJson of a stored reading; undefined for a submission with no reading. */
+export function storedPlausibilityJson(stored: StoredPlausibility): PlausibilityJson | undefined {
+  if (!stored.plausibility) return undefined;
+  const { referenceReading, referenceSource, windowMin, windowMax, usualMax } = stored;
   return plausibilityJson(
     {
       plausibility: stored.plausibility,
@@ -116,41 +154,66 @@ export function storedPlausibilityJson(stored: StoredPlausibility) {
       plausibilityReason: stored.plausibilityReason ?? undefined,
     },
     {
-      reference: referenceReading && referenceSource ? { reading: referenceReading, source: referenceSource, readAt: null } : undefined,
-      window:
-        referenceReading && windowMin !== null && windowMax !== null
-          ? { reference: referenceReading, min: Number(windowMin), max: Number(windowMax) }
-          : undefined,
+      reference:
+        referenceReading && referenceSource ? { reading: referenceReading, source: referenceSource, referenceId: stored.referenceSubmission } : undefined,
+      window: referenceReading && windowMin !== null && windowMax !== null ? { min: Number(windowMin), max: Number(windowMax) } : undefined,
+      usual: usualMax === null ? undefined : { max: Number(usualMax) },
     },
   );
 }
 
 /**
- * Whether a submission's value can be trusted: a person corrected it (`c`, its newest correction), or
- * it was read (`r`) and the reading was not implausible. The meter's next reference, its last trusted
- * reading and its consumption all come from such submissions.
+ * Whether a submission's value can be trusted: a person corrected or confirmed it (`c`, its newest
+ * correction), or it was read (`r`) and the reading was not flagged (FLAGGED). The meter's next
+ * reference, its last trusted reading and its consumption all come from such submissions.
  */
-export const isTrusted = sql<SqlBool>`(c.reading IS NOT NULL OR (r.reading IS NOT NULL AND r.plausibility <> 'implausible'))`;
+export const isTrusted = sql<SqlBool>`(c.reading IS NOT NULL OR (r.reading IS NOT NULL AND r.plausibility NOT IN (${sql.join(FLAGGED.map((status) => sql.lit(status)))})))`;
 
-async function lastTrustedReading(db: Db, meterPointId: string, before: { id: string }): Promise<MeterReference | undefined> {
-  const row = await db
+/**
+ * The meter point's trusted values before this submission, newest first (by when the meter showed
+ * them): of each earlier submission its value if trusted (isTrusted), else the `previous_reading` it
+ * came with. A manual reading is a submission whose time is its read_at.
+ */
+async function trustedHistory(db: Db, meterPointId: string, before: { id: string; created_at: Date }): Promise<MeterReference[]> {
+  const rows = await db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoinLateral(
       (eb) => eb.selectFrom('reading_corrections').select('reading').whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
       (join) => join.onTrue(),
     )
-    .select(['m.created_at', 'm.previous_reading', 'm.previous_read_at', 'r.reading', 'r.plausibility', 'c.reading as corrected'])
+    .select([
+      'm.id',
+      'm.reference_id',
+      'm.mode',
+      'm.created_at',
+      'm.previous_reading',
+      'm.previous_read_at',
+      'r.reading',
+      'r.plausibility',
+      'c.reading as corrected',
+    ])
     .where('m.meter_point_id', '=', meterPointId)
-    .where('m.id', '<', before.id)
+    .where('m.id', '<>', before.id)
+    .where('m.created_at', '<=', before.created_at)
     .where((eb) => eb.or([isTrusted, eb('m.previous_reading', 'is not', null)]))
+    .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at };
-  if (row.reading && row.plausibility !== 'implausible') return { reading: row.reading, source: 'reading', readAt: row.created_at };
-  return { reading: row.previous_reading!, source: 'previous_reading', readAt: row.previous_read_at };
+    .limit(TRUSTED_HISTORY_LIMIT)
+    .execute();
+  return rows.map((row): MeterReference => {
+    const of = { meterRowId: row.id, referenceId: row.reference_id };
+    if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at, ...of };
+    if (row.reading && !FLAGGED.includes(row.plausibility!)) {
+      return { reading: row.reading, source: row.mode === 'manual' ? 'manual' : 'reading', readAt: row.created_at, ...of };
+    }
+    return { reading: row.previous_reading!, source: 'previous_reading', readAt: row.previous_read_at, ...of };
+  });
+}
+
+/** Hours from the reference to the photo; UNDATED_ELAPSED_HOURS when the reference has no date. */
+function elapsedHours(reference: Pick<MeterReference, 'readAt'>, takenAt: Date): number {
+  return reference.readAt ? (takenAt.getTime() - reference.readAt.getTime()) / 3_600_000 : UNDATED_ELAPSED_HOURS;
 }
 
 /** Readings have at most a few decimals; this keeps float noise (0.1 + 0.2) out of the window. */

@@ -2,11 +2,13 @@ import type { ServiceDeps } from '../deps.ts';
 import { observeReaderAttempts } from '../metrics.ts';
 import type { MeterPhoto } from '../photos/meter-photos.ts';
 import { ReadFailure, type ChainReading } from '../readers/chain.ts';
-import type { PlausibilityWindow } from '../readers/reader.ts';
+import { judgeUsual } from '../readers/plausibility.ts';
 import { normaliseUpload } from './normalise.ts';
+import type { ReadContext } from './plausibility.ts';
 
 /**
- * Step 6: the photo read through the reader chain within the meter's plausibility window. An upload
+ * Step 6: the photo read through the reader chain within the meter's plausibility window, then
+ * judged against its usual consumption (suspicious). An upload
  * is normalised first; a retried job finds the upright JPEG its first attempt stored. Every reader
  * the chain asked is counted in the metrics, whatever came of it.
  */
@@ -14,14 +16,14 @@ export async function readPhoto(
   deps: Pick<ServiceDeps, 'db' | 'photos' | 'config' | 'readers'>,
   meterId: string,
   photo: MeterPhoto,
-  window: PlausibilityWindow | undefined,
+  context: Pick<ReadContext, 'window' | 'usual'>,
   signal?: AbortSignal,
 ): Promise<ChainReading> {
   const jpeg = photo.jpeg ?? (await normaliseUpload(deps, meterId, photo.upload!));
   try {
-    const reading = await deps.readers.read(jpeg, signal, window);
+    const reading = await deps.readers.read(jpeg, signal, context.window);
     observeReaderAttempts(reading.attempts);
-    return reading;
+    return judgeUsual(reading, context.usual);
   } catch (error) {
     if (error instanceof ReadFailure) observeReaderAttempts(error.attempts);
     throw error;

@@ -1,5 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
+import type { MeterMode } from '../db/schema.ts';
 import { observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
@@ -9,7 +10,7 @@ export interface MeterRef {
   meterId: string;
   accountId: string;
   referenceId: string;
-  mode: 'async' | 'sync';
+  mode: MeterMode;
 }
 
 export interface FailureReason {
@@ -23,12 +24,7 @@ export interface FailureReason {
  * Returns the reading id, or undefined when the meter had already finished (a retried job, or
  * one that expired while it ran).
  */
-export async function recordReading(
-  deps: { db: Db; boss: PgBoss },
-  meter: MeterRef,
-  result: ChainReading,
-  context: ReadContext = { meterId: null },
-): Promise<string | undefined> {
+export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading, context: ReadContext): Promise<string | undefined> {
   const readingId = await deps.db.transaction().execute(async (tx) => {
     if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;
     const { id: readingId } = await tx
@@ -52,6 +48,8 @@ export async function recordReading(
         reference_read_at: context.reference?.readAt ?? null,
         window_min: context.window?.min ?? null,
         window_max: context.window?.max ?? null,
+        usual_max: context.usual?.max ?? null,
+        reference_meter_id: context.reference?.meterRowId ?? null,
         unconstrained_reading: result.unconstrainedReading ?? null,
         plausibility_reason: result.plausibilityReason ?? null,
       })

@@ -29,6 +29,27 @@ export function outsideWindowReason({ reading, value }: Pick<MeterReading, 'read
   return undefined;
 }
 
+/**
+ * A plausible reading far above the meter's usual consumption since the reference (`usualMax`) is
+ * `suspicious`: physically possible, but not this meter's behaviour. Its confidence stays: the
+ * reader is sure of what it saw, the question is whether the dial says what the meter used.
+ */
+export function judgeUsual<T extends Pick<JudgedReading, 'reading' | 'value' | 'plausibility' | 'plausibilityReason'>>(
+  reading: T,
+  usual: { max: number; perDay: number; basis: 'history' | 'default' } | undefined,
+): T {
+  if (!usual || (reading.plausibility !== 'ok' && reading.plausibility !== 'corrected') || reading.value <= usual.max) return reading;
+  const usually =
+    usual.basis === 'history'
+      ? `this meter usually uses about ${formatM3(usual.perDay)} m³ a day`
+      : `with no history, about ${formatM3(usual.perDay)} m³ a day is usual`;
+  return {
+    ...reading,
+    plausibility: 'suspicious',
+    plausibilityReason: `${reading.reading} is far more than usual since the reference reading (${usually}: at most ${formatM3(usual.max)} m³ expected)`,
+  };
+}
+
 export function implausible(reading: MeterReading, reason: string): JudgedReading {
   return {
     ...reading,

@@ -43,7 +43,7 @@ export interface PlausibilityWindow {
  *   likely); the confidence is capped low and `plausibilityReason` says why.
  * - `unknown`: no window (no reference reading).
  */
-export type Plausibility = 'ok' | 'corrected' | 'implausible' | 'unknown';
+export type Plausibility = 'ok' | 'corrected' | 'suspicious' | 'implausible' | 'unknown';
 
 export interface MeterReader {
   readonly name: string;

@@ -33,21 +33,40 @@ const DigitConfidence = Type.Object({
 });
 
 export const PlausibilityStatus = Type.Union(
-  (['ok', 'corrected', 'implausible', 'unknown'] as const).map((status) => Type.Literal(status)),
+  (['ok', 'corrected', 'suspicious', 'implausible', 'unknown'] as const).map((status) => Type.Literal(status)),
   {
     description:
-      'ok: inside the window. corrected: the decode within the window differs from the free one. implausible: nothing probable inside the ' +
-      "window (the reading lies outside it, or the reader's own readers read other whole units inside it); confidence capped at 20. unknown: no reference.",
+      'ok: inside the window. corrected: the decode within the window differs from the free one. suspicious: inside the window, but far above ' +
+      "the meter's usual consumption (window.usual_max). implausible: nothing probable inside the window (the reading lies outside it, or the " +
+      "reader's own readers read other whole units inside it); confidence capped at 20. unknown: no reference (or a manual reading, not judged).",
   },
 );
 
 const PlausibilityResponse = Type.Object({
   status: PlausibilityStatus,
   reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
-  reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Null()]),
-  window: Type.Union([Type.Object({ min: Type.Number(), max: Type.Number() }), Type.Null()]),
+  reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual'), Type.Null()]),
+  reference_submission: Type.Union([ReferenceId, Type.Null()], {
+    description:
+      "The reference_id of the submission the reference is the value of (null: this submission's own previous_reading, or none): the one to confirm or correct if the reference is wrong",
+  }),
+  window: Type.Union([
+    Type.Object({
+      min: Type.Number(),
+      max: Type.Number({ description: 'The physical limit: reference + max flow × hours' }),
+      usual_max: Type.Optional(Type.Number({ description: "Above this the reading is suspicious: the meter's usual consumption since the reference" })),
+    }),
+    Type.Null(),
+  ]),
   unconstrained_reading: Type.Optional(Type.String({ description: 'The free decode, when the window changed it' })),
-  reason: Type.Optional(Type.String({ description: 'Why the reading is implausible' })),
+  reason: Type.Optional(Type.String({ description: 'Why the reading is implausible or suspicious' })),
+});
+
+/** needs_review, the one flag to bill on (README "Plausibility"; src/meters/review.ts). */
+export const NeedsReview = Type.Boolean({
+  description:
+    "true: a person should look before this is billed (failed, implausible, suspicious, or less confident than the account's review threshold); " +
+    'false: consistent with everything the service knows, or a person gave, corrected or confirmed it',
 });
 
 /** What a completed reading says, the same in the sync response, GET and the webhook's `data`. */
@@ -64,6 +83,7 @@ export const ReadingFields = {
   reading_id: Type.Integer(),
   meter_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "The client's meter_id, if it sent one" })),
   plausibility: Type.Optional(PlausibilityResponse),
+  needs_review: NeedsReview,
   counter_box: Type.Optional(CounterBox),
   digits: Type.Optional(
     Type.Array(DigitConfidence, { description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them' }),
@@ -98,6 +118,7 @@ const READING_EXAMPLE = {
   escalated: false,
   model: 'meterlens-local-v6',
   reading_id: 42,
+  needs_review: false,
   counter_box: {
     corners: [
       [412, 630],
@@ -133,7 +154,7 @@ const Correction = Type.Object(
 
 /**
  * A submission as GET, the list, a meter's history and the correction response show it: the reading
- * fields once completed, `error` once failed, and `correction` once finished.
+ * fields once completed, `error` once failed, and `correction` and `needs_review` once finished.
  */
 export const MeterResult = Type.Composite(
   [
@@ -148,7 +169,7 @@ export const MeterResult = Type.Composite(
     Type.Partial(ReadingResult),
   ],
   {
-    description: 'The submission: its status; the reading fields once completed; `error` once failed; `correction` once finished',
+    description: 'The submission: its status; the reading fields once completed; `error` once failed; `correction` and `needs_review` once finished',
     examples: [
       {
         reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',

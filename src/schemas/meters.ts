@@ -214,3 +214,51 @@ export const ReadingCorrection = {
     500: errorEnvelope(SERVER_ERROR),
   },
 };
+
+/** Route schema of POST /api/meter-reading/{reference_id}/confirmation: no body. */
+export const ReadingConfirmation = {
+  tags,
+  summary: 'Confirm a submission’s reading as the machine read it',
+  description:
+    'Not counted as usage; works without a current subscription. Stored as a correction equal to the machine’s reading (so `correction` shows who confirmed and when): `needs_review` becomes false, and a flagged reading becomes the meter’s reference, which releases a meter whose reference was wrong. ' +
+    `Counts towards the ${CORRECTIONS_PER_SUBMISSION} corrections a submission may have. No body.`,
+  params: MeterReferenceParams,
+  response: {
+    200: MeterResult,
+    404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
+    409: errorEnvelope('`reference_id`: the submission is still being read, or it failed and has no reading to confirm'),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already`),
+    500: errorEnvelope(SERVER_ERROR),
+  },
+};
+
+/** Route schema of POST /api/meters/{meter_id}/readings; its body is checked by the route (422 `reading`, `read_at`). */
+export const ManualReading = {
+  tags,
+  summary: 'Record a reading a person took without a photo',
+  description:
+    'A manual reading (or one from another system): stored as a completed submission of the meter with `model: "manual"`, confidence 100 and `needs_review: false`, at its `read_at` (its `created_at`). ' +
+    'Trusted as the meter’s reference and in its usual consumption; in the history and the chart. Not judged against a window, not counted as usage, no webhook. ' +
+    `Needs an active subscription; creates the meter if it has none yet, while the account has fewer than ${METER_POINTS_PER_ACCOUNT} meters.`,
+  documentation: {
+    params: MeterParams,
+    body: Type.Object(
+      {
+        reading: Type.Union([Type.String(), Type.Number({ minimum: 0 })], {
+          description: 'As the dial shows it, with the digits of the meter’s earlier readings (e.g. 5 whole and 3 fractional: "00123.456")',
+        }),
+        read_at: Type.String({ description: 'When the meter showed it: a date, or a date-time with its offset; not in the future' }),
+      },
+      { examples: [{ reading: '00123.456', read_at: '2026-10-01T08:00:00Z' }] },
+    ),
+  },
+  response: {
+    201: MeterResult,
+    400: errorEnvelope(BODY_ERROR),
+    415: errorEnvelope(MEDIA_TYPE_ERROR),
+    422: errorEnvelope(
+      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\` malformed; \`reading\` malformed or with other digits than the meter’s readings; \`read_at\` malformed or in the future`,
+    ),
+    500: errorEnvelope(SERVER_ERROR),
+  },
+};

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { USAGE_THRESHOLD_SHARE, type DeliveryEvent } from '../webhooks/events.ts';
-import { FailureError, ReadingFields, ReferenceId } from './meter-reading.ts';
+import { FailureError, NeedsReview, ReadingFields, ReferenceId } from './meter-reading.ts';
 
 const UsageMilestone = Type.Object({
   month: Type.String({ description: 'The calendar month (UTC), e.g. "2026-11"' }),
@@ -32,7 +32,10 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
     data: Type.Object({ endpoint_id: Type.Integer() }),
   },
   'reading.completed': { summary: 'A submission was read', data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }) },
-  'reading.failed': { summary: 'A submission could not be read', data: Type.Object({ reference_id: ReferenceId, error: FailureError }) },
+  'reading.failed': {
+    summary: 'A submission could not be read',
+    data: Type.Object({ reference_id: ReferenceId, error: FailureError, needs_review: NeedsReview }),
+  },
   'usage.threshold_reached': {
     summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`,
     data: UsageMilestone,

@@ -49,10 +49,13 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     escalated: false,
     model: MODEL_NAME,
     reading_id: 42,
+    meter_id: 'SN-4711',
+    needs_review: false,
   },
   'reading.failed': {
     reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
     error: { code: 'unreadable', message: 'No reader found a reading in the photo' },
+    needs_review: true,
   },
   'usage.threshold_reached': { month: '2026-11', count: 800, limit: 1000, plan: 'starter' },
   'usage.limit_reached': { month: '2026-11', count: 1000, limit: 1000, plan: 'starter' },

@@ -135,3 +135,29 @@ t.test("meters max-flow: the account default and one meter's, used by the window
     t.match(await patch('C', { max_flow_m3_per_hour: value }), { status: 422, body: { errors: { max_flow_m3_per_hour: [String] } } }, String(value));
   }
 });
+
+t.test("meters review: the account's review threshold and default usual consumption, used by needs_review and the usual window", async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const customer = await createCustomer(service.db);
+  const submit = async (fields: Record<string, string>) => {
+    const form = new FormData();
+    for (const [name, value] of Object.entries(fields)) form.append(name, value);
+    form.append('image', new Blob([await renderMeterPhoto()]), 'meter.jpg');
+    const response = await fetch(`${service.url}/api/meter-reading/sync`, { method: 'POST', headers: { authorization: `Bearer ${customer.key}` }, body: form });
+    return (await response.json()) as { confidence: number; needs_review: boolean; plausibility: { status: string; window: { usual_max: number } } };
+  };
+  const tenDaysAgo = { previous_reading: '2380', previous_read_at: new Date(Date.now() - 10 * 86_400_000).toISOString() };
+  t.match(await submit(tenDaysAgo), { confidence: 97, needs_review: false, plausibility: { status: 'ok' } }, 'defaults: 90, and 1.5 m³ a day');
+
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '98', '--usual-m3-per-day', '0.2']), {
+    code: 0,
+    result: { account: Number(customer.accountId), reviewBelow: 98, usualM3PerDayDefault: 0.2 },
+  });
+  const after = await submit(tenDaysAgo);
+  t.match(after, { needs_review: true, plausibility: { status: 'suspicious' } }, '10.276 m³ in ten days is far above 0.2 m³ a day; 97 is below 98');
+  t.ok(Math.abs(after.plausibility.window.usual_max - (2380 + 3 * 0.2 * 10 + 1)) < 0.01, `usual_max ${after.plausibility.window.usual_max}`);
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '101']), { code: 2, stderr: /--below must be an integer/ });
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--usual-m3-per-day', '0']), { code: 2, stderr: /above 0/ });
+  t.match(await meterlens(service, ['meters', 'review', '--account', '999999', '--below', '80']), { code: 1, stderr: /no account/ });
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId]), { code: 2, stderr: /give --below, --usual-m3-per-day or both/ });
+});

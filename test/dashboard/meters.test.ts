@@ -68,6 +68,30 @@ t.test('dashboard: meter page with its chart, and corrections from the reading p
   const full = await client.post(`/dashboard/readings/${second}/correction`, { reading: '02391.600' });
   t.equal(full.status, 403, 'a submission at its bound of corrections');
   t.match(full.text, `This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`);
+
+  const wrongReference = { meter_id: 'SN-43', previous_reading: '02400.500', previous_read_at: new Date(Date.now() - 86_400_000).toISOString() };
+  const flagged = await submit(wrongReference);
+  const flaggedPage = await client.get(`/dashboard/readings/${flagged}`);
+  t.match(flaggedPage.text, /<dt>Billable<\/dt><dd><span class="badge badge-review">needs review<\/span>/, 'an implausible reading needs review');
+  t.match(flaggedPage.text, /<h2>Confirm this reading<\/h2>/);
+  t.equal((await client.post(`/dashboard/readings/${flagged}/confirmation`, { _csrf: 'forged' })).status, 403, 'CSRF checked');
+  t.equal((await stranger.post(`/dashboard/readings/${flagged}/confirmation`, {})).status, 404, "another account's reading");
+  const confirmed = await client.post(`/dashboard/readings/${flagged}/confirmation`, {});
+  t.equal(confirmed.status, 303);
+  const confirmedPage = await client.get(`/dashboard/readings/${flagged}`);
+  t.match(confirmedPage.text, /<dt>Billable<\/dt><dd>yes/);
+  t.notMatch(confirmedPage.text, /Confirm this reading/);
+  t.match(
+    confirmedPage.text,
+    new RegExp(`Corrected to</dt><dd class="big"><strong>02390.276</strong> by ${email.replace(/\./g, '\\.')}`),
+    'stored as a correction equal to the reading',
+  );
+  const next = await submit({ meter_id: 'SN-43' });
+  t.match(
+    (await client.get(`/dashboard/readings/${next}`)).text,
+    `(the reference is <a href="/dashboard/readings/${flagged}">this reading</a>`,
+    'the confirmed reading is the reference, and the page links to it',
+  );
 });
 
 t.test('dashboard: the readings list pages past 100 under its filters; the meters list; consumption per month', async (t) => {

@@ -1,5 +1,7 @@
 import t from 'tap';
+import { usualAllowance, usualConsumption } from '../../src/meters/usual-consumption.ts';
 import { MIN_ELAPSED_HOURS, plausibilityWindow, UNDATED_ELAPSED_HOURS } from '../../src/pipeline/plausibility.ts';
+import { judgeReading, judgeUsual } from '../../src/readers/plausibility.ts';
 
 const readAt = new Date('2026-11-01T00:00:00Z');
 const hoursLater = (hours: number) => new Date(readAt.getTime() + hours * 3_600_000);
@@ -14,7 +16,7 @@ t.test('one step of the fastest wheel below the reference, max flow × elapsed h
   );
 });
 
-t.test('a floor of elapsed time, and undated references taken as a year old', async (t) => {
+t.test('a floor of elapsed time, and undated references taken as a month old', async (t) => {
   t.equal(plausibilityWindow({ reading: '10.000', source: 'reading', readAt }, hoursLater(0.05), 2.5).max, 10 + 2.5 * MIN_ELAPSED_HOURS, 'three minutes later');
   t.equal(
     plausibilityWindow({ reading: '10.000', source: 'reading', readAt: hoursLater(5) }, readAt, 2.5).max,
@@ -22,4 +24,28 @@ t.test('a floor of elapsed time, and undated references taken as a year old', as
     'a reference dated after the photo',
   );
   t.equal(plausibilityWindow({ reading: '10', source: 'previous_reading', readAt: null }, readAt, 1).max, 10 + UNDATED_ELAPSED_HOURS);
+});
+
+t.test("the issue's misread: inside the physical window of an undated reference, but far above the meter's usual: suspicious", async (t) => {
+  const reference = { reading: '00024.807', source: 'previous_reading' as const, readAt: null };
+  const window = plausibilityWindow(reference, readAt, 2.5);
+  t.ok(window.max < 24.807 + 2000, `an undated reference is a month of room, not a year (max ${window.max})`);
+  const misread = { reading: '00379', value: 379, confidence: 100, model: 'm', raw: null };
+  const judged = judgeReading(misread, window);
+  t.equal(judged.plausibility, 'ok', 'the physical limit alone lets it through');
+  const usual = usualConsumption([], 1.5);
+  const usualMax = 24.807 + usualAllowance(usual, UNDATED_ELAPSED_HOURS / 24);
+  const suspicious = judgeUsual(judged, { ...usual, max: usualMax });
+  t.match(suspicious, { plausibility: 'suspicious', confidence: 100, plausibilityReason: /00379 is far more than usual.*1\.5 m³ a day/ });
+  t.equal(
+    judgeUsual({ ...misread, reading: '00037.902', value: 37.902, plausibility: 'ok' as const }, { ...usual, max: usualMax }).plausibility,
+    'ok',
+    'the right reading is usual',
+  );
+  t.equal(
+    judgeUsual({ ...misread, plausibility: 'implausible' as const }, { ...usual, max: usualMax }).plausibility,
+    'implausible',
+    'the physical limit stays the hard one',
+  );
+  t.equal(judgeUsual(judged, undefined).plausibility, 'ok', 'no reference: nothing to judge by');
 });

@@ -33,6 +33,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     '/api/meter-reading',
     '/api/meter-reading/sync',
     '/api/meter-reading/{reference_id}',
+    '/api/meter-reading/{reference_id}/confirmation',
     '/api/meter-reading/{reference_id}/correction',
     '/api/meter-readings',
     '/api/meters',
@@ -130,6 +131,16 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     '/api/meter-reading/00000000-0000-4000-8000-000000000000/correction',
     json({ reading: '1' }),
   );
+  await call('POST', '/api/meter-reading/{reference_id}/confirmation', `/api/meter-reading/${referenceOf(metered)}/confirmation`, { headers: auth });
+  await call('POST', '/api/meter-reading/{reference_id}/confirmation', `/api/meter-reading/${referenceOf(unreadable)}/confirmation`, { headers: auth });
+  await call('POST', '/api/meter-reading/{reference_id}/confirmation', '/api/meter-reading/00000000-0000-4000-8000-000000000000/confirmation', {
+    headers: auth,
+  });
+  const manualPath = `${meterPath}/readings`;
+  await call('POST', '/api/meters/{meter_id}/readings', manualPath, json({ reading: '02391.000', read_at: new Date().toISOString() }));
+  await call('POST', '/api/meters/{meter_id}/readings', manualPath, json({ reading: '2391', read_at: new Date().toISOString() }));
+  await call('POST', '/api/meters/{meter_id}/readings', manualPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"reading' });
+  await call('POST', '/api/meters/{meter_id}/readings', manualPath, { headers: { ...auth, 'content-type': 'application/xml' }, body: '<reading/>' });
   // The worker may already have failed it: back to processing means no outcome yet.
   await service.db
     .updateTable('meters')
@@ -187,6 +198,13 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     'post /api/meter-reading/{reference_id}/correction 404',
     'post /api/meter-reading/{reference_id}/correction 409',
     'post /api/meter-reading/{reference_id}/correction 422',
+    'post /api/meter-reading/{reference_id}/confirmation 200',
+    'post /api/meter-reading/{reference_id}/confirmation 404',
+    'post /api/meter-reading/{reference_id}/confirmation 409',
+    'post /api/meters/{meter_id}/readings 201',
+    'post /api/meters/{meter_id}/readings 400',
+    'post /api/meters/{meter_id}/readings 415',
+    'post /api/meters/{meter_id}/readings 422',
     'post /api/meter-reading 202',
     'post /api/meter-reading 422',
     'post /api/meter-reading/sync 200',

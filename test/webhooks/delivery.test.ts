@@ -65,7 +65,15 @@ async function newMeter() {
 async function completedOutcome(account = accountId): Promise<MeterOutcome> {
   const meter = await newMeter();
   const reading = { reading: '004217.35', value: 4217.35, confidence: 93, model: 'local-crnn-v1', escalated: false, plausibility: 'unknown' } as ChainReading;
-  return { status: 'completed', meterId: meter.id, accountId: account, referenceId: meter.reference_id, reading, readingId: '42' };
+  return {
+    status: 'completed',
+    meterId: meter.id,
+    accountId: account,
+    referenceId: meter.reference_id,
+    reading,
+    readingId: '42',
+    context: { meterId: null, reviewBelow: 90 },
+  };
 }
 
 /** Notifies in a committed transaction; returns the deliveries it created. */
@@ -138,7 +146,8 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
     model: 'local-crnn-v1',
     reading_id: 42,
     meter_id: null,
-    plausibility: { status: 'unknown', reference: null, reference_source: null, window: null },
+    needs_review: false,
+    plausibility: { status: 'unknown', reference: null, reference_source: null, reference_submission: null, window: null },
   });
   t.equal(payload.event, 'reading.completed');
   t.equal(new Date(payload.timestamp).toISOString(), payload.timestamp, 'ISO-8601 timestamp');
@@ -169,7 +178,7 @@ t.test('a failed reading is announced with its error; a rolled-back transaction 
   t.equal(rows[0].count, '0', 'no jobs for deliveries that do not exist');
 
   const [row] = await notifyCommitted(failed);
-  t.same(JSON.parse(row.payload_text).data, { reference_id: meter.reference_id, error: { code: 'unreadable', message: 'No digits' } });
+  t.same(JSON.parse(row.payload_text).data, { reference_id: meter.reference_id, error: { code: 'unreadable', message: 'No digits' }, needs_review: true });
   t.equal(row.event_type, 'reading.failed');
 });
 

@@ -8,9 +8,9 @@ import { checkUsage } from '../../pipeline/check-usage.ts';
 import { identifyMeter } from '../../pipeline/identify-meter.ts';
 import { idempotencyKey, idempotentResponses, isKeyTaken, replayOrClaim } from '../../pipeline/idempotency.ts';
 import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
-import { plausibilityJson, readContext } from '../../pipeline/plausibility.ts';
+import { readContext } from '../../pipeline/plausibility.ts';
 import { readPhoto } from '../../pipeline/read.ts';
-import { readingResult } from '../../pipeline/reading-result.ts';
+import { freshReadingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { discardRestOfBody, notMultipart, validateImage } from '../../pipeline/validate-image.ts';
 import { ReadFailure } from '../../readers/chain.ts';
@@ -84,7 +84,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const context = await readContext(db, accepted.meterId);
     let result;
     try {
-      result = await readPhoto({ db, photos, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context.window);
+      result = await readPhoto({ db, photos, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context);
     } catch (error) {
       const reason =
         error instanceof ReadFailure ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'The reading failed unexpectedly' };
@@ -93,13 +93,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const readingId = await recordReading({ db, boss }, meter, result, context);
     if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
-    return {
-      reference_id: accepted.referenceId,
-      status: 'completed' as const,
-      ...readingResult({ ...result, readingId }),
-      meter_id: context.meterId,
-      plausibility: plausibilityJson(result, context),
-    };
+    return { reference_id: accepted.referenceId, status: 'completed' as const, ...freshReadingResult(result, readingId, context) };
   });
 };
 

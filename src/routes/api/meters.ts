@@ -1,15 +1,16 @@
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors.ts';
-import { correctReading } from '../../meters/corrections.ts';
+import { confirmReading, correctReading } from '../../meters/corrections.ts';
 import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
+import { addManualReading } from '../../meters/manual-readings.ts';
 import { METER_LIST_MAX_LIMIT, meterList, type MeterSummary } from '../../meters/meter-list.ts';
 import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
 import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription } from '../../pipeline/check-subscription.ts';
-import { METER_ID_RULE, meterIdField, readingField } from '../../pipeline/identify-meter.ts';
-import { MeterHistory, MeterList, MeterSettingsChange, MetersQuery, ReadingCorrection } from '../../schemas/meters.ts';
+import { METER_ID_RULE, meterIdField, readAtField, readingField } from '../../pipeline/identify-meter.ts';
+import { ManualReading, MeterHistory, MeterList, MeterSettingsChange, MetersQuery, ReadingConfirmation, ReadingCorrection } from '../../schemas/meters.ts';
 import { queryError, rejectUnknownParameters } from './query.ts';
 
 /** Of a meter's history and of the meters list. */
@@ -24,12 +25,15 @@ declare module 'fastify' {
 type HistoryRequest = { Params: { meter_id: string }; Querystring: { limit?: string; cursor?: string } };
 type SettingsRequest = { Params: { meter_id: string }; Body: unknown };
 type CorrectionRequest = { Params: { reference_id: string }; Body: unknown };
+type ConfirmationRequest = { Params: { reference_id: string } };
+type ManualReadingRequest = { Params: { meter_id: string }; Body: unknown };
 
 /**
- * A meter's history, its settings and corrections of readings. Authenticated like the submit
- * endpoints; none counts as a request. History and corrections need no current subscription: a
- * client can always see and fix its data. Settings do: they shape the readings of photos to come,
- * which only a subscribed account may submit, and they may create meters.
+ * A meter's history, its settings, its manual readings, and corrections and confirmations of
+ * readings. Authenticated like the submit endpoints; none counts as a request. History, corrections
+ * and confirmations need no current subscription: a client can always see and fix its data.
+ * Settings and manual readings do: they shape the readings of photos to come, which only a
+ * subscribed account may submit, and they may create meters.
  */
 export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.deps;
@@ -87,6 +91,30 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     if (corrected.outcome === 'not_finished')
       throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
     return submissionJson(corrected.record);
+  });
+
+  /** A person confirms the machine's reading as it stands (src/meters/corrections.ts): no body. */
+  app.post<ConfirmationRequest>('/meter-reading/:reference_id/confirmation', { schema: ReadingConfirmation }, async (request) => {
+    const key = apiKey(request);
+    const confirmed = await confirmReading(db, key.accountId, request.params.reference_id, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    if (confirmed.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
+    if (confirmed.outcome === 'not_finished')
+      throw new DomainError('conflict', 'reference_id', 'The submission is still being read: confirm it once it has finished');
+    if (confirmed.outcome === 'nothing_to_confirm')
+      throw new DomainError('conflict', 'reference_id', 'The submission failed and has no reading to confirm: correct it with the reading instead');
+    return submissionJson(confirmed.record);
+  });
+
+  /** A reading a person took without a photo (src/meters/manual-readings.ts). */
+  app.post<ManualReadingRequest>('/meters/:meter_id/readings', { schema: ManualReading }, async (request, reply) => {
+    const key = apiKey(request);
+    checkSubscription(key.subscription);
+    const meterId = meterIdField(request.params.meter_id);
+    const body = (request.body ?? {}) as { reading?: unknown; read_at?: unknown };
+    const reading = readingField(body.reading, 'reading');
+    const readAt = readAtField(body.read_at, 'read_at');
+    const record = await addManualReading(db, key, meterId, reading, readAt);
+    return reply.code(201).send(submissionJson(record));
   });
 }
 

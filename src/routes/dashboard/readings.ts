@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { METER_STATUSES, PLAUSIBILITIES, readingDetail, readingPhoto, type ReadingsQuery, readingsFilter, readingsPage } from '../../dashboard/readings.ts';
 import { DomainError } from '../../errors.ts';
-import { correctReading } from '../../meters/corrections.ts';
+import { confirmReading, correctReading } from '../../meters/corrections.ts';
+import { recordNeedsReview } from '../../meters/records.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
@@ -36,7 +37,9 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
     if (!reading) throw notFound();
-    return reply.page('reading', { title: 'Reading', section: 'readings', reading });
+    const finished = reading.status === 'completed' || reading.status === 'failed';
+    const needsReview = finished ? recordNeedsReview({ ...reading, status: reading.status as 'completed' | 'failed' }) : undefined;
+    return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview });
   });
 
   app.post<ReadingParams & { Body: ReadingCorrectionForm }>(
@@ -60,6 +63,16 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
     },
   );
+
+  app.post<ReadingParams>('/readings/:referenceId/confirmation', async (request, reply) => {
+    const { referenceId } = request.params;
+    const user = request.user!;
+    const confirmed = await confirmReading(db, user.accountId, referenceId, { userId: user.userId, label: user.email });
+    if (confirmed.outcome === 'not_found') throw notFound();
+    if (confirmed.outcome === 'not_finished' || confirmed.outcome === 'nothing_to_confirm')
+      throw new DomainError('invalid', 'reference_id', 'This submission has no finished reading to confirm: correct it instead.');
+    return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
+  });
 
   app.get<ReadingParams>('/readings/:referenceId/photo', async (request, reply) => {
     const jpeg = await readingPhoto({ db, photos }, accountId(request), request.params.referenceId);

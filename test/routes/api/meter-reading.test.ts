@@ -194,6 +194,7 @@ t.test('meter-reading API', async (t) => {
       'escalated',
       'meter_id',
       'model',
+      'needs_review',
       'plausibility',
       'reading',
       'reading_id',

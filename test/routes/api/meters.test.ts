@@ -78,7 +78,11 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     const customer = await createCustomer(service.db);
     const first = await submit(customer.key, { meter_id: 'M1' });
     t.equal(first.status, 200);
-    t.same(first.body.plausibility, { status: 'unknown', reference: null, reference_source: null, window: null }, 'no history: unknown');
+    t.same(
+      first.body.plausibility,
+      { status: 'unknown', reference: null, reference_source: null, reference_submission: null, window: null },
+      'no history: unknown',
+    );
 
     const second = await submit(customer.key, { meter_id: 'M1' });
     t.same(
@@ -87,9 +91,10 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
         status: 'ok',
         reference: MODEL_READING,
         reference_source: 'reading',
-        window: { min: 2390.275, max: 2392.776 },
+        reference_submission: first.body.reference_id,
+        window: { min: 2390.275, max: 2392.776, usual_max: 2390.276 + 3 * 1.5 + 1 },
       },
-      'the last reading is the reference; one red-wheel step below, one hour of 2.5 m³/h above',
+      "the last reading is the reference; one red-wheel step below, one hour of 2.5 m³/h above; a day of three times a household's 1.5 m³ and 1 m³ is usual",
     );
     t.equal(second.body.confidence, 97);
 
@@ -167,7 +172,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       window_min: '2999',
       plausibility_reason: /below the reference reading 3000/,
     });
-    t.equal(Number(reading.window_max), 3000 + 2.5 * 366 * 24, 'no previous_read_at: taken as up to a year old');
+    t.equal(Number(reading.window_max), 3000 + 2.5 * 31 * 24, 'no previous_read_at: taken as a month old');
     const [webhook] = await receiver.waitFor(1);
     t.match(JSON.parse(webhook!.body), {
       event: 'reading.completed',
@@ -175,11 +180,12 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
         reference_id: accepted.body.reference_id,
         meter_id: 'W1',
         confidence: 20,
+        needs_review: true,
         plausibility: {
           status: 'implausible',
           reference: '3000',
           reference_source: 'previous_reading',
-          window: { min: 2999, max: 3000 + 2.5 * 366 * 24 },
+          window: { min: 2999, max: 3000 + 2.5 * 31 * 24 },
           reason: /below the reference reading 3000/,
         },
       },
@@ -432,5 +438,181 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       t.same(Object.keys(refused.body.errors), [field], query);
     }
     t.equal((await api('meterlens_live_nope', 'GET', '/meters')).status, 422, 'a bad key');
+  });
+
+  const DAY_MS = 86_400_000;
+  const daysAgo = (days: number) => new Date(Date.now() - days * DAY_MS).toISOString();
+
+  t.test('manual readings: 201 and trusted as the reference, in the history; 422 for a bad value, date, meter id or layout', async (t) => {
+    const customer = await createCustomer(service.db);
+    const readAt = daysAgo(20);
+    const manual = await api(customer.key, 'POST', '/meters/T1/readings', { reading: '02380.000', read_at: readAt });
+    t.match(manual, {
+      status: 201,
+      body: {
+        reference_id: String,
+        status: 'completed',
+        created_at: readAt,
+        reading: '02380.000',
+        value: 2380,
+        confidence: 100,
+        model: 'manual',
+        meter_id: 'T1',
+        needs_review: false,
+        plausibility: { status: 'unknown' },
+        correction: null,
+      },
+    });
+    const cases: Array<[string, unknown, string, RegExp]> = [
+      ['T1', { reading: 'abc', read_at: readAt }, 'reading', /meter reading/],
+      ['T1', { reading: -4, read_at: readAt }, 'reading', /meter reading/],
+      ['T1', { read_at: readAt }, 'reading', /meter reading/],
+      ['T1', { reading: '02381.000', read_at: new Date(Date.now() + DAY_MS).toISOString() }, 'read_at', /in the future/],
+      ['T1', { reading: '02381.000', read_at: 'yesterday' }, 'read_at', /ISO 8601/],
+      ['T1', { reading: '02381.000' }, 'read_at', /ISO 8601/],
+      ['flat%203', { reading: '02381.000', read_at: readAt }, 'meter_id', /1–64 characters/],
+      ['x'.repeat(65), { reading: '02381.000', read_at: readAt }, 'meter_id', /1–64 characters/],
+      ['T1', { reading: '2381.5', read_at: readAt }, 'reading', /shows 5 whole and 3 fractional digits \(like 02380\.000\); this reading has 4 and 1/],
+      ['T1', { reading: '002381.000', read_at: readAt }, 'reading', /this reading has 6 and 3/],
+    ];
+    for (const [meterId, body, field, message] of cases) {
+      t.match(
+        await api(customer.key, 'POST', `/meters/${meterId}/readings`, body),
+        { status: 422, body: { errors: { [field]: [message] } } },
+        JSON.stringify(body),
+      );
+    }
+    t.match(await api(customer.key, 'POST', '/meters/T1/readings', { reading: 2381.25, read_at: daysAgo(15) }), {
+      status: 422,
+      body: { errors: { reading: [/this reading has 4 and 2/] } },
+    });
+
+    const photo = await submit(customer.key, { meter_id: 'T1' });
+    t.match(
+      photo.body,
+      {
+        needs_review: false,
+        plausibility: { status: 'ok', reference: '02380.000', reference_source: 'manual', reference_submission: manual.body.reference_id },
+      },
+      "the manual reading is the next photo's reference",
+    );
+    const { body: history } = await api(customer.key, 'GET', '/meters/T1/readings');
+    t.same(
+      history.readings.map((entry: { reference_id: string }) => entry.reference_id),
+      [photo.body.reference_id, manual.body.reference_id],
+      'and is in the history',
+    );
+    t.same((await api(customer.key, 'GET', `/meter-reading/${manual.body.reference_id}`)).body, manual.body, 'GET shows it as the 201 did');
+  });
+
+  t.test('suspicious: far above the usual consumption, needs review and is no reference until a person confirms it', async (t) => {
+    const customer = await createCustomer(service.db);
+    for (const [days, reading] of [
+      [40, '02300.000'],
+      [30, '02303.000'],
+      [20, '02306.000'],
+      [10, '02309.000'],
+    ] as const) {
+      t.equal((await api(customer.key, 'POST', '/meters/U1/readings', { reading, read_at: daysAgo(days) })).status, 201);
+    }
+    const first = await submit(customer.key, { meter_id: 'U1' });
+    t.match(
+      first.body,
+      {
+        confidence: 97,
+        needs_review: true,
+        plausibility: {
+          status: 'suspicious',
+          reference: '02309.000',
+          reference_source: 'manual',
+          reason: /02390\.276 is far more than usual since the reference reading \(this meter usually uses about 0\.3 m³ a day/,
+        },
+      },
+      '81 m³ in ten days: physically possible, but not the 0.3 m³ a day this meter uses',
+    );
+    const { max, usual_max: usualMax } = first.body.plausibility.window;
+    t.ok(Math.abs(max - (2309 + 2.5 * 24 * 10)) < 0.01, `the physical limit: ten days of 2.5 m³/h (${max})`);
+    t.ok(Math.abs(usualMax - (2309 + 3 * 0.3 * 10 + 1)) < 0.01, `usual: ten days of three times 0.3 m³, and 1 m³ (${usualMax})`);
+    const second = await submit(customer.key, { meter_id: 'U1' });
+    t.match(second.body.plausibility, { status: 'suspicious', reference: '02309.000' }, 'a suspicious reading is no reference');
+    t.equal((await api(customer.key, 'GET', '/meter-readings?limit=1')).body.data[0].needs_review, true, 'the list says so too');
+
+    const confirmed = await api(customer.key, 'POST', `/meter-reading/${second.body.reference_id}/confirmation`);
+    t.match(confirmed, {
+      status: 200,
+      body: {
+        reading: MODEL_READING,
+        needs_review: false,
+        plausibility: { status: 'suspicious' },
+        correction: { reading: MODEL_READING, corrected_by: `api key ${customer.keyId}` },
+      },
+    });
+    const after = await submit(customer.key, { meter_id: 'U1' });
+    t.match(
+      after.body,
+      {
+        needs_review: false,
+        plausibility: { status: 'ok', reference: MODEL_READING, reference_source: 'correction', reference_submission: second.body.reference_id },
+      },
+      'the confirmed reading is the reference',
+    );
+    t.equal((await api(customer.key, 'GET', `/meter-reading/${first.body.reference_id}`)).body.needs_review, true, 'the unconfirmed one still needs review');
+  });
+
+  t.test('no lock-out: a wrong reference flags every right reading until a person confirms one', async (t) => {
+    const customer = await createCustomer(service.db);
+    t.equal((await api(customer.key, 'POST', '/meters/L1/readings', { reading: '02400.500', read_at: daysAgo(1) })).status, 201);
+    const flagged = [];
+    for (let i = 0; i < 3; i++) {
+      const photo = await submit(customer.key, { meter_id: 'L1' });
+      t.match(
+        photo.body,
+        { needs_review: true, plausibility: { status: 'implausible', reference: '02400.500', reference_source: 'manual' } },
+        `photo ${i + 1}`,
+      );
+      flagged.push(photo.body.reference_id);
+    }
+    t.match(await api(customer.key, 'POST', `/meter-reading/${flagged[1]}/confirmation`), { status: 200, body: { needs_review: false } });
+    const released = await submit(customer.key, { meter_id: 'L1' });
+    t.match(
+      released.body,
+      { needs_review: false, plausibility: { status: 'ok', reference: MODEL_READING, reference_source: 'correction', reference_submission: flagged[1] } },
+      'the confirmed reading replaced the wrong reference (a replaced meter)',
+    );
+  });
+
+  t.test('confirmation: 404 for other accounts, 409 for a failed or unfinished submission; needs_review on every shape', async (t) => {
+    const customer = await createCustomer(service.db);
+    const stranger = await createCustomer(service.db);
+    const done = await submit(customer.key, { meter_id: 'V1' });
+    t.equal(done.body.needs_review, false, 'a confident reading with no flag: billable (sync response)');
+    t.match(await api(stranger.key, 'POST', `/meter-reading/${done.body.reference_id}/confirmation`), {
+      status: 404,
+      body: { errors: { reference_id: [String] } },
+    });
+    t.match(await api(customer.key, 'POST', '/meter-reading/not-a-uuid/confirmation'), { status: 404 });
+
+    service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+    t.teardown(() => service.model.setBehaviour({}));
+    const unreadable = await submit(customer.key, { meter_id: 'V1' });
+    service.model.setBehaviour({});
+    const failedPath = `/meter-reading/${unreadable.body.reference_id}`;
+    t.match(await api(customer.key, 'GET', failedPath), { body: { status: 'failed', needs_review: true } }, 'a failed submission needs review');
+    t.match(await api(customer.key, 'POST', `${failedPath}/confirmation`), { status: 409, body: { errors: { reference_id: [/no reading to confirm/] } } });
+    t.match(
+      await api(customer.key, 'POST', `${failedPath}/correction`, { reading: '02390.000' }),
+      { status: 200, body: { needs_review: false } },
+      'until a person reads it',
+    );
+
+    await service.db.updateTable('accounts').set({ review_below: 98 }).where('id', '=', customer.accountId).execute();
+    const unsure = await submit(customer.key, { meter_id: 'V1' });
+    t.match(unsure.body, { confidence: 97, needs_review: true, plausibility: { status: 'ok' } }, "below the account's review threshold: needs review");
+    const { body: history } = await api(customer.key, 'GET', '/meters/V1/readings');
+    t.same(
+      history.readings.map((entry: { needs_review: boolean }) => entry.needs_review),
+      [true, false, true],
+      'the history: the threshold applies to stored readings too; the corrected failure is billable',
+    );
   });
 });

@@ -1,0 +1,75 @@
+/**
+ * A meter's usual consumption, from its trusted history (corrections and confirmations, manual
+ * readings, readings nobody flagged): what it normally uses a day and how much that varies. A
+ * reading far above it is `suspicious` (src/readers/plausibility.ts): possible for a meter, but not
+ * this meter's behaviour.
+ */
+
+/** A value the service trusts and when the meter showed it. */
+export interface TrustedPoint {
+  at: Date;
+  value: number;
+}
+
+export interface UsualConsumption {
+  /** m³ a day. */
+  perDay: number;
+  /** How much the daily rate varies between readings: its standard deviation, m³ a day. */
+  spread: number;
+  /** history: the meter's own readings; default: too little history, the account's usual consumption. */
+  basis: 'history' | 'default';
+}
+
+/** Readings closer together than this are merged: a wheel's rounding would swamp the rate. */
+export const MIN_INTERVAL_DAYS = 1;
+/** The most recent intervals the estimate uses: a meter's behaviour changes (new tenants, a leak). */
+export const MAX_INTERVALS = 12;
+/** Fewer intervals than this are too little history: the account's default applies. */
+export const MIN_INTERVALS = 3;
+/** How far above usual is still usual: this many times the usual rate, or that many spreads above it. */
+export const USUAL_FACTOR = 3;
+export const USUAL_SPREADS = 3;
+/** Room any meter has besides its rate, m³: a vacant flat's first shower is no misread. */
+export const USUAL_FLOOR_M3 = 1;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The usual consumption of a meter from its trusted points (any order). Only the points after its
+ * last drop count (a lower value is a replaced meter: the old one's rate says nothing); intervals
+ * shorter than a day are merged into the next; the last MAX_INTERVALS of them are weighed by their
+ * length. Fewer than MIN_INTERVALS: the account's default, with no spread.
+ */
+export function usualConsumption(points: TrustedPoint[], defaultPerDay: number): UsualConsumption {
+  const intervals = recentIntervals(points);
+  if (intervals.length < MIN_INTERVALS) return { perDay: defaultPerDay, spread: 0, basis: 'default' };
+  const days = intervals.reduce((sum, interval) => sum + interval.days, 0);
+  const perDay = intervals.reduce((sum, interval) => sum + interval.volume, 0) / days;
+  const variance = intervals.reduce((sum, interval) => sum + interval.days * (interval.volume / interval.days - perDay) ** 2, 0) / days;
+  return { perDay: round(perDay), spread: round(Math.sqrt(variance)), basis: 'history' };
+}
+
+/** The most the meter usually uses in `days` (at least one day), m³. */
+export function usualAllowance(usual: UsualConsumption, days: number): number {
+  const rate = Math.max(USUAL_FACTOR * usual.perDay, usual.perDay + USUAL_SPREADS * usual.spread);
+  return round(rate * Math.max(days, 1) + USUAL_FLOOR_M3);
+}
+
+function recentIntervals(points: TrustedPoint[]): Array<{ days: number; volume: number }> {
+  const sorted = [...points].sort((a, b) => a.at.getTime() - b.at.getTime());
+  const lastDrop = sorted.findLastIndex((point, index) => index > 0 && point.value < sorted[index - 1]!.value);
+  const current = sorted.slice(Math.max(lastDrop, 0));
+  const intervals: Array<{ days: number; volume: number }> = [];
+  let start = current[0];
+  for (const point of current.slice(1)) {
+    const days = (point.at.getTime() - start!.at.getTime()) / DAY_MS;
+    if (days < MIN_INTERVAL_DAYS) continue;
+    intervals.push({ days, volume: point.value - start!.value });
+    start = point;
+  }
+  return intervals.slice(-MAX_INTERVALS);
+}
+
+function round(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}
