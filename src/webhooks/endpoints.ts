@@ -82,6 +82,26 @@ export async function setWebhookEndpointEnabled(db: Db, accountId: string | unde
 }
 
 /**
+ * The account's delete (dashboard), or the operator's (CLI: no account). The endpoint's deliveries
+ * and their attempts go with it (the foreign keys cascade): a delivery job that runs later finds
+ * nothing to send, and one whose attempt is under way records nothing, as for a used-up delivery.
+ * FOR UPDATE waits for an attempt being recorded (which locks the endpoint) to finish first.
+ */
+export async function deleteWebhookEndpoint(db: Db, accountId: string | undefined, id: string): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const endpoint = await tx
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('id', '=', requireEndpointId(id))
+      .$if(accountId !== undefined, (query) => query.where('account_id', '=', accountId!))
+      .forUpdate()
+      .executeTakeFirst();
+    if (!endpoint) throw endpointNotFound();
+    await tx.deleteFrom('webhook_endpoints').where('id', '=', endpoint.id).execute();
+  });
+}
+
+/**
  * Stops deliveries to the endpoint: its pending deliveries fail now, with the reason as their
  * last error, instead of waiting out their retries.
  */
