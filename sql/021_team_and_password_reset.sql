@@ -33,14 +33,14 @@ CREATE TABLE password_resets (
 CREATE INDEX password_resets_user ON password_resets (user_id);
 
 -- "Forgot password" requests, counted per email as typed (lower-cased, whether or not a user has
--- it) and per client address over a sliding window, like login_attempts.
+-- it) and per client address over a sliding window, like login_attempts (src/accounts/attempt-limits.ts).
 CREATE TABLE password_reset_requests (
   id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   email        text NOT NULL,
   ip           text NOT NULL,
-  requested_at timestamptz NOT NULL DEFAULT now()
+  attempted_at timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE INDEX password_reset_requests_email ON password_reset_requests (email, requested_at);
-CREATE INDEX password_reset_requests_ip ON password_reset_requests (ip, requested_at);
-CREATE INDEX password_reset_requests_requested ON password_reset_requests (requested_at);
+CREATE INDEX password_reset_requests_email ON password_reset_requests (email, attempted_at);
+CREATE INDEX password_reset_requests_ip ON password_reset_requests (ip, attempted_at);
+CREATE INDEX password_reset_requests_attempted ON password_reset_requests (attempted_at);

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { DomainError } from '../errors.ts';
 import type { Mailer } from '../mail.ts';
+import { reserveAttempt } from './attempt-limits.ts';
 import { expiresIn, type LinkRefusals, linkWithToken, openLink, useLink } from './one-time-links.ts';
 import { hashPassword, requireNewPassword } from './passwords.ts';
 import { hashToken, randomToken } from './tokens.ts';
@@ -16,32 +17,20 @@ export const MAX_RESET_REQUESTS_PER_IP = 10;
 
 /**
  * Counts a "Forgot password" request against the email as typed (whether or not a user has it)
- * and against the client address, or refuses it (429) past either limit. Like sign-in's, the count
- * and the insert run under transaction-scoped locks on the email and the address, so a burst of
- * requests cannot all read the count before any is written. Nothing here depends on whether the
- * email has a user: the answer and its timing are the same either way.
+ * and against the client address, or refuses it (429) past either limit. Nothing here depends on
+ * whether the email has a user: the answer and its timing are the same either way.
  */
 export async function reserveResetRequest(db: Db, input: { email: string; ip: string }): Promise<void> {
-  const email = requireEmail(input.email).toLowerCase();
-  await db.transaction().execute(async (tx) => {
-    // Always the email's lock first, then the address's: two requests never wait on each other in a cycle.
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`reset email ${email}`}, 0))`.execute(tx);
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`reset ip ${input.ip}`}, 0))`.execute(tx);
-    const recent = await tx
-      .selectFrom('password_reset_requests')
-      .select([
-        sql<number>`count(*) FILTER (WHERE email = ${email})::int`.as('forEmail'),
-        sql<number>`count(*) FILTER (WHERE ip = ${input.ip})::int`.as('forIp'),
-      ])
-      .where('requested_at', '>', sql<Date>`now() - make_interval(mins => ${REQUEST_WINDOW_MINUTES})`)
-      .where((eb) => eb.or([eb('email', '=', email), eb('ip', '=', input.ip)]))
-      .executeTakeFirstOrThrow();
-    if (recent.forEmail >= MAX_RESET_REQUESTS_PER_EMAIL || recent.forIp >= MAX_RESET_REQUESTS_PER_IP) {
-      throw new DomainError('refused', 'email', `Too many requests for a reset link. Try again in ${REQUEST_WINDOW_MINUTES} minutes.`, { status: 429 });
-    }
-    await tx.insertInto('password_reset_requests').values({ email, ip: input.ip }).execute();
-    await tx.deleteFrom('password_reset_requests').where('requested_at', '<', sql<Date>`now() - make_interval(mins => ${REQUEST_WINDOW_MINUTES})`).execute();
+  await reserveAttempt(db, {
+    table: 'password_reset_requests',
+    email: requireEmail(input.email).toLowerCase(),
+    ip: input.ip,
+    windowMinutes: REQUEST_WINDOW_MINUTES,
+    maxPerEmail: MAX_RESET_REQUESTS_PER_EMAIL,
+    maxPerIp: MAX_RESET_REQUESTS_PER_IP,
+    refused: () => new DomainError('refused', 'email', `Too many requests for a reset link. Try again in ${REQUEST_WINDOW_MINUTES} minutes.`, { status: 429 }),
   });
+  await db.deleteFrom('password_reset_requests').where('attempted_at', '<', sql<Date>`now() - make_interval(mins => ${REQUEST_WINDOW_MINUTES})`).execute();
 }
 
 /**

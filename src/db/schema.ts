@@ -296,7 +296,7 @@ export interface PasswordResetRequestsTable {
   id: Id;
   email: string;
   ip: string;
-  requested_at: CreatedAt;
+  attempted_at: CreatedAt;
 }
 
 export interface IdempotencyKeysTable {
