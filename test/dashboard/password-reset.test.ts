@@ -1,5 +1,7 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { sql } from 'kysely';
 import t from 'tap';
+import { buildApp } from '../../src/app.ts';
 import { MAX_RESET_REQUESTS_PER_EMAIL, MAX_RESET_REQUESTS_PER_IP } from '../../src/accounts/password-reset.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
 import { startTestService } from '../helpers/service.ts';
@@ -149,6 +151,30 @@ t.test('password reset through the mail', async (t) => {
     for (let sent = 0; sent < MAX_RESET_REQUESTS_PER_IP; sent++) t.equal((await requestLink(newEmail(), client)).status, 200);
     t.equal((await requestLink(newEmail(), client)).status, 429, 'per client address');
     t.equal((await requestLink('not an email')).status, 400);
+  });
+
+  t.test('the answer does not wait for the mail: a mail server that never answers does not slow it', async (t) => {
+    const email = await user();
+    const connections = new Set<Socket>();
+    const silent = createServer((socket) => connections.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => {
+      for (const socket of connections) socket.destroy();
+      return new Promise((resolve) => silent.close(resolve));
+    });
+    const smtpUrl = `smtp://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const app = await buildApp({ ...service, config: { ...service.config, smtp: { url: smtpUrl, from: 'noreply@meters.example.com' } } }, { logger: false });
+    t.teardown(() => app.close());
+    const started = Date.now();
+    const response = await app.inject({
+      method: 'POST',
+      url: '/dashboard/forgot-password',
+      headers: { cookie: 'meterlens_csrf=token' },
+      payload: { _csrf: 'token', email },
+    });
+    t.equal(response.statusCode, 200);
+    t.match(response.body, 'we have mailed it a link');
+    t.ok(Date.now() - started < 5_000, `answered in ${Date.now() - started} ms, though the mail waits for a server that stays silent`);
   });
 });
 
