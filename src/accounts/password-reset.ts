@@ -72,6 +72,8 @@ export async function openResetLink(db: Db, token: string): Promise<void> {
 
 /** Sets the new password; every session of the user ends (users.changePassword). */
 export async function resetPassword(db: Db, input: { token: string; password: string; passwordConfirmation: string }): Promise<{ userId: string }> {
+  // A token that opens nothing costs no hashing: this page is open to anyone.
+  await openResetLink(db, input.token);
   const passwordHash = await hashPassword(requireNewPassword(input.password, input.passwordConfirmation));
   return db.transaction().execute(async (tx) => {
     const id = await useLink(tx, 'password_resets', input.token, RESET_REFUSALS);

@@ -139,6 +139,8 @@ export async function openInvitation(db: Db, token: string): Promise<{ email: st
 
 /** The invited person chooses a password and becomes a member; the link is used up. */
 export async function acceptInvitation(db: Db, input: { token: string; password: string; passwordConfirmation: string }): Promise<{ userId: string }> {
+  // A token that opens nothing costs no hashing: this page is open to anyone.
+  await openLink(db, 'invitations', input.token, INVITATION_REFUSALS);
   const passwordHash = await hashPassword(requireNewPassword(input.password, input.passwordConfirmation));
   return db.transaction().execute(async (tx) => {
     const id = await useLink(tx, 'invitations', input.token, INVITATION_REFUSALS);

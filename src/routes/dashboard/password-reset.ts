@@ -12,7 +12,7 @@ import { EmailForm, LinkQuery, NewPasswordForm } from '../../schemas/dashboard-f
  */
 const passwordResetRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = async (app, { mailer }) => {
   const { db } = app.deps;
-  const forgotPage = { title: 'Forgot your password?', section: 'forgot-password', mailsLinks: mailer !== undefined, linkHours: RESET_LINK_HOURS };
+  const forgotPage = { title: 'Forgot your password?', mailsLinks: mailer !== undefined, linkHours: RESET_LINK_HOURS };
   const resetPage = {
     title: 'Choose a new password',
     intro: 'Every browser signed in with your old password will be signed out.',
