@@ -122,6 +122,7 @@ t.test(
       ['readings', '/dashboard/readings'],
       ['usage', '/dashboard/usage'],
       ['webhooks', '/dashboard/webhooks'],
+      ['team', '/dashboard/team'],
     ]) {
       await phonePage.goto(url);
       const overflow = await phonePage.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
