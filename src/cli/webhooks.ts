@@ -63,7 +63,7 @@ export const webhookCommands: Command[] = [
   {
     name: 'webhooks delete',
     synopsis: 'ID',
-    description: 'delete a webhook endpoint with its deliveries: nothing more is sent to it',
+    description: 'delete a webhook endpoint: its pending deliveries end and nothing more is sent to it',
     positionals: true,
     async run({ database, output }, args) {
       const id = requireId(singlePositional(args, 'endpoint id'), 'endpoint id');

@@ -85,7 +85,7 @@ t.test('users reset-link prints a one-time link that sets a new password and end
   });
 });
 
-t.test('webhooks delete: the endpoint goes with its deliveries, and nothing more is sent to it', async (t) => {
+t.test('webhooks delete: the endpoint is gone, its pending deliveries end, and nothing more is sent to it', async (t) => {
   const { id: accountId } = await json(['accounts', 'create', '--name', 'Unhooked']);
   const { id } = await db
     .insertInto('webhook_endpoints')
@@ -95,7 +95,12 @@ t.test('webhooks delete: the endpoint goes with its deliveries, and nothing more
   await db.insertInto('webhook_deliveries').values({ event_id: 'evt_pending', endpoint_id: id, event_type: 'reading.completed', payload: '{}' }).execute();
   t.same(await json(['webhooks', 'delete', id]), { id: Number(id), deleted: true });
   t.notOk(await db.selectFrom('webhook_endpoints').select('id').where('id', '=', id).executeTakeFirst());
-  t.same(await db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id).execute(), []);
+  t.same(await db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id).execute(), [], 'no delivery is left for it');
+  t.same(
+    await db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', 'evt_pending').where('status', '=', 'pending').execute(),
+    [],
+    'none pending',
+  );
   t.same((await json(['webhooks', 'list', '--account', String(accountId)])).endpoints, []);
   t.match(await meterlens(['webhooks', 'delete', id]), { code: 1, stderr: /Webhook endpoint not found/ });
   t.match(await meterlens(['webhooks', 'delete']), { code: 2 });
