@@ -43,9 +43,14 @@ async function main(argv: string[]): Promise<number | undefined> {
     return 0;
   }
   if (first === 'eval') return runEval(argv.slice(1)).catch((error: unknown) => reportError(error));
+  const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+  if (group.length > 0 && (second === '--help' || second === '-h')) {
+    process.stdout.write(`usage: meterlens ${first} COMMAND [OPTIONS]\n\nCommands:\n${describe(group)}\n`);
+    return 0;
+  }
   const command = COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ?? COMMANDS.find((candidate) => candidate.name === first);
   try {
-    if (!command) throw unknownCommand(first, second);
+    if (!command) throw unknownCommand(first, second, group);
     const args = parseCommandArgs(command, argv.slice(command.name.split(' ').length));
     if (args.values.help) {
       process.stdout.write(`usage: ${commandLine(command)}\n  ${command.description}\n`);
@@ -75,12 +80,11 @@ function parseCommandArgs(command: Command, args: string[]): CommandArgs {
   }
 }
 
-function unknownCommand(first: string, second: string | undefined): UsageError {
-  const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+function unknownCommand(first: string, second: string | undefined, group: Command[]): UsageError {
   if (group.length === 0) return new UsageError(`unknown command "${first}"; see meterlens help`);
   const subcommands = group.map((command) => command.name.split(' ')[1]).join(', ');
   const problem = second === undefined ? `"${first}" needs a command` : `unknown command "${first} ${second}"`;
-  return new UsageError(`${problem}; "${first}" takes: ${subcommands}`);
+  return new UsageError(`${problem}; "${first}" takes: ${subcommands} (meterlens ${first} --help)`);
 }
 
 /** Bad arguments also show the command's usage. */
@@ -98,12 +102,11 @@ async function runEval(args: string[]): Promise<number> {
 }
 
 function usage(): string {
-  const entries = [...COMMANDS, EVAL_USAGE].map((command) => `  ${commandLine(command)}\n      ${command.description}`);
   return [
     'usage: meterlens COMMAND [OPTIONS]',
     '',
     'Commands:',
-    ...entries,
+    describe([...COMMANDS, EVAL_USAGE]),
     '',
     'Options of every command:',
     '  --json    print each result as one JSON object on its own line instead of text',
@@ -114,6 +117,11 @@ function usage(): string {
     'PostgreSQL under DATA_DIR is used, started if no server is running it.',
     '',
   ].join('\n');
+}
+
+/** Each command's line and description, as help and a group's --help show them. */
+function describe(commands: { name: string; synopsis: string; description: string }[]): string {
+  return commands.map((command) => `  ${commandLine(command)}\n      ${command.description}`).join('\n');
 }
 
 function commandLine(command: { name: string; synopsis: string }): string {

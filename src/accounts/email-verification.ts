@@ -4,6 +4,7 @@ import type { Db } from '../db/database.ts';
 import { DomainError } from '../errors.ts';
 import type { Mailer } from '../mail.ts';
 import { applySubscriptionChange } from './subscriptions.ts';
+import { expiresIn, linkWithToken, type LinkRefusals, useLink } from './one-time-links.ts';
 import { hashToken, randomToken } from './tokens.ts';
 
 export const VERIFICATION_LINK_HOURS = 24;
@@ -38,19 +39,17 @@ export async function sendVerificationMail(deps: { db: Db; mailer: Mailer }, inp
     }
     await tx
       .insertInto('email_verifications')
-      .values({ user_id: input.userId, token_sha256: hashToken(token), expires_at: sql<Date>`now() + make_interval(hours => ${VERIFICATION_LINK_HOURS})` })
+      .values({ user_id: input.userId, token_sha256: hashToken(token), expires_at: expiresIn(VERIFICATION_LINK_HOURS) })
       .execute();
     return user.email;
   });
-  const link = new URL(input.verifyUrl);
-  link.searchParams.set('token', token);
   await deps.mailer.send({
     to: email,
     subject: 'Verify your email for Meterlens',
     text: [
       'Follow this link to verify your email address and start your account:',
       '',
-      link.href,
+      linkWithToken(input.verifyUrl, token),
       '',
       `The link works once, within ${VERIFICATION_LINK_HOURS} hours. If you did not sign up for Meterlens, ignore this mail.`,
     ].join('\n'),
@@ -64,20 +63,11 @@ export async function sendVerificationMail(deps: { db: Db; mailer: Mailer }, inp
  */
 export async function verifyEmail(deps: { db: Db; boss: PgBoss }, token: string): Promise<{ trialStarted: boolean }> {
   return deps.db.transaction().execute(async (tx) => {
-    const verification = await tx
-      .selectFrom('email_verifications')
-      .select(['id', 'user_id', 'used_at', sql<boolean>`expires_at <= now()`.as('expired')])
-      .where('token_sha256', '=', hashToken(token))
-      .forUpdate()
-      .executeTakeFirst();
-    if (!verification) throw new DomainError('invalid', 'token', 'This link is not valid. Copy the whole link from the mail, or sign in and send a new one.');
-    if (verification.used_at) throw linkRefused('This link has already been used. Sign in: if your email is not verified yet, send a new link.');
-    if (verification.expired) throw linkRefused(`This link has expired (links work for ${VERIFICATION_LINK_HOURS} hours). Sign in and send a new one.`);
-    await tx.updateTable('email_verifications').set({ used_at: sql<Date>`now()` }).where('id', '=', verification.id).execute();
+    const verificationId = await useLink(tx, 'email_verifications', token, VERIFICATION_REFUSALS);
     const user = await tx
       .updateTable('users')
       .set({ email_verified_at: sql<Date>`coalesce(email_verified_at, now())` })
-      .where('id', '=', verification.user_id)
+      .where('id', '=', (eb) => eb.selectFrom('email_verifications').select('user_id').where('id', '=', verificationId))
       .returning('account_id')
       .executeTakeFirstOrThrow();
     const account = await tx
@@ -96,7 +86,8 @@ export async function verifyEmail(deps: { db: Db; boss: PgBoss }, token: string)
   });
 }
 
-/** 410 Gone: the link existed but works no more. */
-function linkRefused(message: string): DomainError {
-  return new DomainError('refused', 'token', message, { status: 410 });
-}
+const VERIFICATION_REFUSALS: LinkRefusals = {
+  invalid: 'This link is not valid. Copy the whole link from the mail, or sign in and send a new one.',
+  used: 'This link has already been used. Sign in: if your email is not verified yet, send a new link.',
+  expired: `This link has expired (links work for ${VERIFICATION_LINK_HOURS} hours). Sign in and send a new one.`,
+};

@@ -17,6 +17,13 @@ export function requirePassword(password: string): string {
   return password;
 }
 
+/** A password chosen in a form that asks for it twice (a reset, an invitation): the sign-up rules, and both the same. */
+export function requireNewPassword(password: string, confirmation: string): string {
+  requirePassword(password);
+  if (password !== confirmation) throw new DomainError('invalid', 'password_confirmation', 'the two passwords are not the same');
+  return password;
+}
+
 /** For `meterlens users create` without --password: printed once, stored only as a hash. */
 export function generatePassword(): string {
   return randomBytes(15).toString('base64url');

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { UserRole } from '../db/schema.ts';
 import { hashToken, randomToken } from './tokens.ts';
 
 const SESSION_DAYS = 14;
@@ -9,6 +10,7 @@ export interface SessionUser {
   userId: string;
   accountId: string;
   email: string;
+  role: UserRole;
   accountName: string;
   csrfToken: string;
   /** The account's trial waits for this user to follow the link mailed at sign-up. */
@@ -46,6 +48,7 @@ export async function findSession(db: Db, token: string): Promise<SessionUser | 
       'u.id as userId',
       'u.account_id as accountId',
       'u.email',
+      'u.role',
       'a.name as accountName',
       's.csrf_token as csrfToken',
       sql<boolean>`u.email_verified_at IS NULL AND a.trial_plan_code IS NOT NULL`.as('awaitingVerification'),

@@ -27,7 +27,7 @@ export async function signUp(
       name: accountName,
       ...(input.awaitVerification ? { trialPlanCode: input.planCode } : { planCode: input.planCode }),
     });
-    const user = await insertUser(tx, { accountId: account.id, email, passwordHash });
+    const user = await insertUser(tx, { accountId: account.id, email, passwordHash, role: 'owner' });
     return { accountId: account.id, userId: user.id };
   });
 }

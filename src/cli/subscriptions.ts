@@ -1,10 +1,24 @@
-import { changeSubscription, type Subscription } from '../accounts/subscriptions.ts';
-import { requireId } from '../errors.ts';
+import { requireAccount } from '../accounts/require-account.ts';
+import { changeSubscription, getSubscription, type Subscription } from '../accounts/subscriptions.ts';
+import { DomainError, requireId } from '../errors.ts';
 import { dateOption, integerOption, requiredOption, UsageError, type CommandArgs } from './args.ts';
 import type { Command } from './context.ts';
 import { jsonId } from './output.ts';
 
 export const subscriptionCommands: Command[] = [
+  {
+    name: 'subscriptions show',
+    synopsis: '--account ID',
+    description: "show an account's subscription: plan, state and period",
+    options: { account: { type: 'string' } },
+    async run({ database, output }, args) {
+      const db = await database();
+      const accountId = await requireAccount(db, requireId(requiredOption(args, 'account'), '--account'));
+      const subscription = await getSubscription(db, accountId);
+      if (!subscription) throw new DomainError('not_found', 'account id', `account ${accountId} has no subscription`);
+      output.print(subscriptionJson(subscription), describeSubscription(subscription));
+    },
+  },
   {
     name: 'subscriptions set',
     synopsis: '--account ID --plan CODE (--months N | --until DATE)',

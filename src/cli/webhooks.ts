@@ -1,6 +1,6 @@
 import { requireAccount } from '../accounts/require-account.ts';
 import { requireId } from '../errors.ts';
-import { addWebhookEndpoint, listWebhookEndpoints, setWebhookEndpointEnabled } from '../webhooks/endpoints.ts';
+import { addWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, setWebhookEndpointEnabled } from '../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS } from '../webhooks/events.ts';
 import { optionalOption, requiredOption, singlePositional } from './args.ts';
 import type { Command } from './context.ts';
@@ -60,6 +60,17 @@ export const webhookCommands: Command[] = [
   },
   switchCommand('enable', true, 'enable a webhook endpoint again, such as one disabled after its deliveries kept failing'),
   switchCommand('disable', false, 'disable a webhook endpoint: its pending deliveries fail now and no events are sent to it'),
+  {
+    name: 'webhooks delete',
+    synopsis: 'ID',
+    description: 'delete a webhook endpoint: its pending deliveries end and nothing more is sent to it',
+    positionals: true,
+    async run({ database, output }, args) {
+      const id = requireId(singlePositional(args, 'endpoint id'), 'endpoint id');
+      await deleteWebhookEndpoint(await database(), undefined, id);
+      output.print({ id: jsonId(id), deleted: true }, `deleted webhook endpoint ${id}`);
+    },
+  },
 ];
 
 function switchCommand(verb: string, enabled: boolean, description: string): Command {

@@ -26,6 +26,9 @@ export interface Database {
   login_attempts: LoginAttemptsTable;
   signup_attempts: SignupAttemptsTable;
   email_verifications: EmailVerificationsTable;
+  invitations: InvitationsTable;
+  password_resets: PasswordResetsTable;
+  password_reset_requests: PasswordResetRequestsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
 
@@ -248,7 +251,11 @@ export interface UsersTable {
   created_at: CreatedAt;
   last_login_at: Date | null;
   email_verified_at: ColumnType<Date | null, never, Date>;
+  role: UserRole;
 }
+
+/** An owner invites and removes the account's people; a member may not (src/accounts/team.ts). */
+export type UserRole = 'owner' | 'member';
 
 export interface SessionsTable {
   id: Id;
@@ -280,6 +287,34 @@ export interface EmailVerificationsTable {
   created_at: CreatedAt;
   expires_at: Date;
   used_at: ColumnType<Date | null, never, Date>;
+}
+
+export interface InvitationsTable {
+  id: Id;
+  account_id: IdRef;
+  email: string;
+  invited_by: IdRef | null;
+  token_sha256: string;
+  created_at: CreatedAt;
+  expires_at: Date;
+  /** Accepted, or withdrawn by an owner. */
+  used_at: ColumnType<Date | null, never, Date>;
+}
+
+export interface PasswordResetsTable {
+  id: Id;
+  user_id: IdRef;
+  token_sha256: string;
+  created_at: CreatedAt;
+  expires_at: Date;
+  used_at: ColumnType<Date | null, never, Date>;
+}
+
+export interface PasswordResetRequestsTable {
+  id: Id;
+  email: string;
+  ip: string;
+  attempted_at: CreatedAt;
 }
 
 export interface IdempotencyKeysTable {

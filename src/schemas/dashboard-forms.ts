@@ -30,5 +30,10 @@ export type TestEventForm = Static<typeof TestEventForm>;
 export const ReadingCorrectionForm = Type.Object({ reading: Type.Optional(Type.String()) });
 export type ReadingCorrectionForm = Static<typeof ReadingCorrectionForm>;
 
-/** A link missing its token reaches the domain's check, which says the link is not valid. */
-export const VerifyEmailQuery = Type.Object({ token: text() });
+/** A one-time link (verify an email, an invitation, a password reset): one missing its token reaches the domain's check, which says the link is not valid. */
+export const LinkQuery = Type.Object({ token: text() });
+
+export const EmailForm = Type.Object({ email: text() });
+
+/** The form a one-time link opens to choose a password, which carries the link's token on. */
+export const NewPasswordForm = Type.Object({ token: text(), password: text(), password_confirmation: text() });

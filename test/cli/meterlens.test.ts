@@ -1,55 +1,14 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 import { API_KEY_PATTERN, hashApiKey } from '../../src/accounts/api-key-format.ts';
 import { verifyPassword } from '../../src/accounts/passwords.ts';
-import { createDatabase } from '../../src/db/database.ts';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import { startCli } from '../helpers/cli.ts';
 
-const root = path.join(import.meta.dirname, '..', '..');
-const database = await createTestDatabase();
-const db = createDatabase(database.url, 2);
-const scratch = await mkdtemp(path.join(tmpdir(), 'meterlens-cli-'));
-t.teardown(async () => {
-  await db.destroy();
-  await database.drop();
-  await rm(scratch, { recursive: true, force: true });
-});
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs bin/meterlens.js as an operator would, against the test database, with no reader configured. */
-async function meterlens(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, DATA_DIR: scratch, ...env };
-  for (const name of ['READER_CHAIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']) delete childEnv[name];
-  // An empty model directory: the local reader has no weights, so the chain is empty.
-  childEnv.LOCAL_MODEL_DIR = scratch;
-  const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args], { env: childEnv, cwd: root });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, stdout, stderr };
-}
-
-/** `--json` output is exactly one JSON object. */
-async function json(args: string[], env?: Record<string, string>): Promise<Record<string, any>> {
-  const run = await meterlens([...args, '--json'], env);
-  if (run.code !== 0) throw new Error(`meterlens ${args.join(' ')} exited with ${run.code}: ${run.stderr}`);
-  const lines = run.stdout.trimEnd().split('\n');
-  if (lines.length !== 1) throw new Error(`expected one line of JSON, got:\n${run.stdout}`);
-  return JSON.parse(lines[0]);
-}
+const { db, scratch, meterlens, json } = await startCli(t);
 
 t.test('help lists every command', async (t) => {
   for (const args of [[], ['help']]) {
@@ -63,6 +22,8 @@ t.test('help lists every command', async (t) => {
       'plans create',
       'plans list',
       'accounts create',
+      'accounts list',
+      'subscriptions show',
       'subscriptions set',
       'subscriptions cancel',
       'keys create',
@@ -74,13 +35,31 @@ t.test('help lists every command', async (t) => {
       'webhooks list',
       'webhooks enable',
       'webhooks disable',
+      'webhooks delete',
       'users create',
+      'users list',
+      'users reset-link',
       'read',
       'eval',
     ]) {
       t.match(run.stdout, `meterlens ${command}`, command);
     }
   }
+});
+
+t.test('GROUP --help lists the commands of that group, and only those', async (t) => {
+  const groups = ['plans', 'accounts', 'subscriptions', 'keys', 'webhooks', 'users', 'meters', 'dataset'];
+  const help = new Map<string, string>();
+  for (const [index, group] of groups.entries()) {
+    const flag = index === 0 ? '-h' : '--help';
+    const run = await meterlens([group, flag]);
+    help.set(group, run.stdout);
+    t.match(run, { code: 0, stderr: '' }, `${group} ${flag}`);
+    const named = [...run.stdout.matchAll(/^ {2}meterlens (\S+) /gm)].map((match) => match[1]);
+    t.ok(named.length > 0 && named.every((name) => name === group), `${group} ${flag} lists its own commands`);
+  }
+  t.match(help.get('webhooks'), /meterlens webhooks delete ID\n +delete a webhook endpoint/);
+  t.match(await meterlens(['users']), { code: 2, stderr: /"users" takes: create, list, reset-link \(meterlens users --help\)/ });
 });
 
 t.test('plans create and list', async (t) => {

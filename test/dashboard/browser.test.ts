@@ -10,10 +10,13 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import t from 'tap';
+import { createAccount } from '../../src/accounts/accounts.ts';
+import { createUser } from '../../src/accounts/users.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
 import { seedReadings } from '../helpers/seed-readings.ts';
 import { startTestService, submitPhoto } from '../helpers/service.ts';
+import { type ReceivedMail, startSmtpServer } from '../helpers/smtp.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = path.join(import.meta.dirname, '..', 'screenshots');
@@ -161,6 +164,7 @@ t.test(
       ['meters', '/dashboard/meters'],
       ['meter', '/dashboard/meters/SN-4711'],
       ['webhooks', '/dashboard/webhooks'],
+      ['team', '/dashboard/team'],
     ]) {
       await phonePage.goto(url);
       const overflow = await phonePage.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
@@ -177,6 +181,66 @@ t.test(
 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL('**/dashboard/login');
+    t.same(problems, [], 'no console errors, failed requests or CSP violations');
+  },
+);
+
+t.test(
+  'a team in chromium: invite a colleague, and reset a password, through the mail the SMTP server got',
+  { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)` },
+  async (t) => {
+    const smtp = await startSmtpServer();
+    t.teardown(() => smtp.close());
+    const service = await startTestService(t, { worker: false, env: { SMTP_URL: smtp.url, MAIL_FROM: 'noreply@meters.example.com' } });
+    const account = await createAccount(service.db, { name: 'Acme Water', planCode: 'starter' });
+    await createUser(service.db, { accountId: account.id, email: 'owner@acme.example', password: 'correct horse battery' });
+    const browser: Browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    t.teardown(() => browser.close());
+    const linkIn = (mail: ReceivedMail) => new URL(/(http\S+token=[\w-]+)/.exec(mail.text)![1]);
+
+    const owner = await (await browser.newContext({ baseURL: service.url })).newPage();
+    const problems = watchForProblems(owner);
+    await owner.goto('/dashboard/login');
+    await owner.getByLabel('Email').fill('owner@acme.example');
+    await owner.getByLabel('Password').fill('correct horse battery');
+    await owner.getByRole('button', { name: 'Sign in' }).click();
+    await owner.getByRole('link', { name: 'Team' }).click();
+    await owner.getByLabel('Email').fill('colleague@acme.example');
+    await owner.getByRole('button', { name: 'Invite' }).click();
+    const [invitation] = await smtp.waitFor(1);
+    t.equal(await owner.locator('#secret-value').textContent(), linkIn(invitation).href, 'the page shows the link it mailed');
+    await owner.screenshot({ path: path.join(SCREENSHOTS, 'team-invited.png'), fullPage: true });
+
+    const colleague = await (await browser.newContext({ baseURL: service.url })).newPage();
+    problems.push(...watchForProblems(colleague));
+    await colleague.goto(linkIn(invitation).pathname + linkIn(invitation).search);
+    await colleague.getByLabel('New password', { exact: true }).fill('a colleague passphrase');
+    await colleague.getByLabel('New password again').fill('a colleague passphrase');
+    await colleague.screenshot({ path: path.join(SCREENSHOTS, 'invitation.png'), fullPage: true });
+    await colleague.getByRole('button', { name: 'Join' }).click();
+    await colleague.getByRole('link', { name: 'Team' }).click();
+    t.equal(await colleague.getByRole('cell', { name: 'colleague@acme.example (you)' }).count(), 1, 'the colleague is signed in, on the team');
+
+    await colleague.getByRole('button', { name: 'Sign out' }).click();
+    await colleague.getByRole('link', { name: 'Forgot your password?' }).click();
+    await colleague.getByLabel('Email').fill('colleague@acme.example');
+    await colleague.getByRole('button', { name: 'Mail me a link' }).click();
+    await colleague.getByText('we have mailed it a link').waitFor();
+    const [, reset] = await smtp.waitFor(2);
+    await colleague.goto(linkIn(reset).pathname + linkIn(reset).search);
+    await colleague.getByLabel('New password', { exact: true }).fill('a fresh passphrase');
+    await colleague.getByLabel('New password again').fill('a fresh passphrase');
+    await colleague.getByRole('button', { name: 'Set new password' }).click();
+    await colleague.waitForURL('**/dashboard/usage');
+    await colleague.getByRole('button', { name: 'Sign out' }).click();
+    await colleague.getByLabel('Email').fill('colleague@acme.example');
+    await colleague.getByLabel('Password').fill('a fresh passphrase');
+    await colleague.getByRole('button', { name: 'Sign in' }).click();
+    await colleague.waitForURL('**/dashboard/usage');
+    t.pass('the new password signs in');
     t.same(problems, [], 'no console errors, failed requests or CSP violations');
   },
 );

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { DomainError, ErrorKind } from '../../errors.ts';
 import { API_STATUS, httpStatus } from './error-envelope.ts';
@@ -31,6 +31,11 @@ export default fp(async (app) => {
     return this.view(template, { user: request.user, csrfToken: request.csrfToken(this), signupOpen, format, error: null, section: template, ...data });
   });
 });
+
+/** A dashboard page's address for a link sent out (mailed, or shown to pass on): PUBLIC_URL, or else the host this request came to. */
+export function dashboardUrl(request: FastifyRequest, path: string): URL {
+  return new URL(path, request.server.deps.config.publicUrl ?? `${request.protocol}://${request.host}`);
+}
 
 /** The services' messages start in lower case (they also go to the CLI); a form shows them as sentences. */
 export function sentence(message: string): string {

@@ -48,8 +48,13 @@ export async function requireUser(request: FastifyRequest, reply: FastifyReply):
   if (!request.user) return reply.redirect('/dashboard/login', 303);
 }
 
-/** The signed-in user's account; the routes that call it run behind the sign-in check. */
-export function accountId(request: FastifyRequest): string {
+/** The signed-in user; the routes that call it run behind the sign-in check. */
+export function signedInUser(request: FastifyRequest): SessionUser {
   if (!request.user) throw new Error('a signed-in route ran without a user');
-  return request.user.accountId;
+  return request.user;
+}
+
+/** The signed-in user's account. */
+export function accountId(request: FastifyRequest): string {
+  return signedInUser(request).accountId;
 }

@@ -11,9 +11,12 @@ import formbody from '../../plugins/external/formbody.ts';
 import staticAssets from '../../plugins/external/static.ts';
 import view from '../../plugins/external/view.ts';
 import authRoutes from './auth.ts';
+import invitationRoutes from './invitations.ts';
 import keyRoutes from './keys.ts';
 import meterRoutes from './meters.ts';
+import passwordResetRoutes from './password-reset.ts';
 import readingRoutes from './readings.ts';
+import teamRoutes from './team.ts';
 import usageRoutes from './usage.ts';
 import verifyEmailRoutes from './verify-email.ts';
 import webhookRoutes from './webhooks.ts';
@@ -50,6 +53,8 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
   const mailer = createMailer(app.deps.config.smtp);
   await app.register(authRoutes, { mailer });
   await app.register(verifyEmailRoutes, { mailer });
+  await app.register(passwordResetRoutes, { mailer });
+  await app.register(invitationRoutes);
   await app.register(async (signedIn) => {
     signedIn.addHook('onRequest', requireUser);
     signedIn.get('/', async (_request, reply) => reply.redirect('/dashboard/usage', 303));
@@ -58,6 +63,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
     await signedIn.register(usageRoutes);
     await signedIn.register(readingRoutes);
     await signedIn.register(meterRoutes);
+    await signedIn.register(teamRoutes, { mailer });
   });
 }
 

@@ -3,15 +3,16 @@ import type { FastifyRequest } from 'fastify';
 import { sendVerificationMail, VERIFICATION_LINK_HOURS, verifyEmail } from '../../accounts/email-verification.ts';
 import { DomainError } from '../../errors.ts';
 import type { Mailer } from '../../mail.ts';
+import { dashboardUrl } from '../../plugins/app/page.ts';
 import { requireUser } from '../../plugins/app/session.ts';
-import { VerifyEmailQuery } from '../../schemas/dashboard-forms.ts';
+import { LinkQuery } from '../../schemas/dashboard-forms.ts';
 
 /**
  * The link mailed at sign-up (open: it may be followed in a browser that is not signed in) and
  * "send it again" for a signed-in user whose trial waits for it.
  */
 const verifyEmailRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = async (app, { mailer }) => {
-  app.get('/verify-email', { schema: { querystring: VerifyEmailQuery } }, async (request, reply) => {
+  app.get('/verify-email', { schema: { querystring: LinkQuery } }, async (request, reply) => {
     const { trialStarted } = await verifyEmail(app.deps, request.query.token);
     return reply.page('email-verification', {
       title: 'Email verified',
@@ -32,10 +33,8 @@ const verifyEmailRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined 
   });
 };
 
-/** The link points at PUBLIC_URL, or else at the host this request came to. */
 export async function mailVerificationLink(request: FastifyRequest, mailer: Mailer, userId: string): Promise<void> {
-  const base = request.server.deps.config.publicUrl ?? `${request.protocol}://${request.host}`;
-  await sendVerificationMail({ db: request.server.deps.db, mailer }, { userId, verifyUrl: new URL('/dashboard/verify-email', base) });
+  await sendVerificationMail({ db: request.server.deps.db, mailer }, { userId, verifyUrl: dashboardUrl(request, '/dashboard/verify-email') });
 }
 
 export default verifyEmailRoutes;
