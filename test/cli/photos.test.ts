@@ -1,34 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t from 'tap';
-import { createDatabase } from '../../src/db/database.ts';
 import { startTestBucket } from '../helpers/bucket.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import { startCli } from '../helpers/cli.ts';
 import { createCustomer } from '../helpers/service.ts';
 
-const root = path.join(import.meta.dirname, '..', '..');
-const database = await createTestDatabase();
-const db = createDatabase(database.url, 2);
-const scratch = await mkdtemp(path.join(tmpdir(), 'meterlens-cli-photos-'));
-t.teardown(async () => {
-  await db.destroy();
-  await database.drop();
-  await rm(scratch, { recursive: true, force: true });
-});
-
-/** bin/meterlens.js as an operator runs it, against the test database. */
-async function meterlens(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, DATA_DIR: scratch, LOCAL_MODEL_DIR: scratch, ...env };
-  const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args], { env: childEnv, cwd: root });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, stdout, stderr };
-}
+const { db, meterlens } = await startCli(t);
 
 t.test('photos migrate --help, and the target must be PHOTO_STORE', async (t) => {
   const help = await meterlens(['photos', 'migrate', '--help']);
