@@ -325,6 +325,9 @@ function smtpConfig(environment: Environment): SmtpConfig | undefined | string {
   // Not echoed: the URL may hold the SMTP password.
   if (!/^smtps?:$/.test(URL.parse(url)?.protocol ?? '')) return 'SMTP_URL: is not an smtp:// or smtps:// URL';
   if (environment.MAIL_FROM === undefined) return 'MAIL_FROM: unset, but SMTP_URL needs a sender address';
+  // A mailed link built from a request's Host would let anyone who asks for a password reset point the
+  // victim's link at their own host.
+  if (environment.PUBLIC_URL === undefined) return "PUBLIC_URL: unset, but SMTP_URL needs it: links in mails point at the service's own address";
   return { url, from: environment.MAIL_FROM };
 }
 

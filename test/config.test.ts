@@ -75,13 +75,19 @@ t.test('PHOTO_STORE and the AWS SDK variables', async (t) => {
   t.equal(loadConfig({ AWS_ACCESS_KEY_ID: 'id' }).photoStore.credentials, undefined, 'a key id alone leaves the credentials to the SDK');
 });
 
-t.test('mail: SMTP_URL needs MAIL_FROM and an smtp:// or smtps:// URL, which no message repeats', async (t) => {
+t.test('mail: SMTP_URL needs MAIL_FROM, PUBLIC_URL and an smtp:// or smtps:// URL, which no message repeats', async (t) => {
   t.equal(loadConfig({}).smtp, undefined, 'unset: no mail');
-  t.same(loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'Meterlens <noreply@example.com>' }).smtp, {
+  const PUBLIC_URL = 'https://meters.example.com';
+  t.same(loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'Meterlens <noreply@example.com>', PUBLIC_URL }).smtp, {
     url: 'smtps://u:p@mail.example.com:465',
     from: 'Meterlens <noreply@example.com>',
   });
-  t.throws(() => loadConfig({ SMTP_URL: 'smtp://u:p@mail.example.com' }), /MAIL_FROM: unset, but SMTP_URL needs a sender address/);
+  t.throws(() => loadConfig({ SMTP_URL: 'smtp://u:p@mail.example.com', PUBLIC_URL }), /MAIL_FROM: unset, but SMTP_URL needs a sender address/);
+  t.throws(
+    () => loadConfig({ SMTP_URL: 'smtp://u:p@mail.example.com', MAIL_FROM: 'a@example.com' }),
+    /PUBLIC_URL: unset, but SMTP_URL needs it: links in mails point at the service's own address/,
+    'a mailed link never follows the Host a request named',
+  );
   const error = t.throws(() => loadConfig({ SMTP_URL: 'https://user:hunter2@mail.example.com', MAIL_FROM: 'a@example.com' })) as Error;
   t.match(error.message, 'SMTP_URL: is not an smtp:// or smtps:// URL');
   t.notMatch(error.message, 'hunter2', 'the password stays out of the message');

@@ -15,6 +15,7 @@ import { startWorker } from '../../src/worker.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { FakeBehaviour, FakeServer } from '../fakes/http-fake.ts';
 import { createTestDatabase } from './database.ts';
+import { freePort } from './ports.ts';
 
 export interface TestService extends ServiceDeps {
   app: FastifyInstance;
@@ -32,8 +33,10 @@ export interface TestService extends ServiceDeps {
 export async function startTestService(t: Test, options: { env?: Record<string, string>; worker?: boolean; model?: FakeBehaviour } = {}): Promise<TestService> {
   const database = await createTestDatabase();
   const model = await startFakeOpenAI(options.model);
+  const port = await freePort();
   const config = loadConfig({
     DATABASE_URL: database.url,
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
     LOG_LEVEL: 'silent',
     READER_CHAIN: 'openai',
     OPENAI_BASE_URL: model.url,
@@ -55,7 +58,7 @@ export async function startTestService(t: Test, options: { env?: Record<string, 
   const readers = await createReaderChain(config);
   if (options.worker ?? true) await startWorker({ config, db, photos, boss, readers });
   const app = await buildApp({ config, db, photos, boss, readers }, { logger: false });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = await app.listen({ port, host: '127.0.0.1' });
   t.teardown(async () => {
     await app.close();
     await boss.stop({ graceful: false });

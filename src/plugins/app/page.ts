@@ -32,7 +32,11 @@ export default fp(async (app) => {
   });
 });
 
-/** A dashboard page's address for a link sent out (mailed, or shown to pass on): PUBLIC_URL, or else the host this request came to. */
+/**
+ * A dashboard page's address for a link sent out: PUBLIC_URL, which SMTP_URL requires, so a mailed link
+ * never follows a request's Host; without mail (a link shown to the signed-in person, to pass on), the
+ * host their request came to.
+ */
 export function dashboardUrl(request: FastifyRequest, path: string): URL {
   return new URL(path, request.server.deps.config.publicUrl ?? `${request.protocol}://${request.host}`);
 }
