@@ -25,7 +25,9 @@ export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref
       'm.created_at as readAt',
       sql<string>`coalesce(c.reading, r.reading)`.as('reading'),
       sql<string>`coalesce(c.value, r.value)`.as('value'),
-      sql<'correction' | 'reading'>`CASE WHEN c.reading IS NULL THEN 'reading' ELSE 'correction' END`.as('source'),
+      sql<'correction' | 'reading' | 'manual'>`CASE WHEN c.reading IS NOT NULL THEN 'correction' WHEN m.mode = 'manual' THEN 'manual' ELSE 'reading' END`.as(
+        'source',
+      ),
     ])
     .where(sql<SqlBool>`m.meter_point_id = ${meterPoint}`)
     .where(isTrusted);

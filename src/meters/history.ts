@@ -1,3 +1,4 @@
+import { sql, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { findMeterPoint } from './meter-points.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
@@ -16,8 +17,9 @@ export function decodeCursor(cursor: string): string | undefined {
 }
 
 /**
- * The submissions of one of the account's meters, newest first, `limit` of them below `before`
- * (a row id). Undefined when the account has no meter with this id.
+ * The submissions of one of the account's meters, newest first by when the meter showed them (a
+ * manual reading's read_at may be long past), `limit` of them after the submission `before` (a row
+ * id). Undefined when the account has no meter with this id.
  */
 export async function meterHistory(
   db: Db,
@@ -29,9 +31,13 @@ export async function meterHistory(
   if (!point) return undefined;
   let query = submissionRecords(db, accountId)
     .where('m.meter_point_id', '=', point.id)
+    .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
     .limit(page.limit + 1);
-  if (page.before) query = query.where('m.id', '<', page.before);
+  if (page.before) {
+    const cursorRow = db.selectFrom('meters').select(['created_at', 'id']).where('id', '=', page.before);
+    query = query.where(sql<SqlBool>`(m.created_at, m.id) < (${cursorRow})`);
+  }
   const rows = await query.execute();
   const records = rows.slice(0, page.limit);
   return { meterPointId: point.id, records, nextBefore: rows.length > page.limit ? records.at(-1)!.meterRowId : null };

@@ -8,7 +8,7 @@ export const METER_LIST_MAX_LIMIT = 100;
 export interface MeterSummary {
   meterId: string;
   createdAt: Date;
-  lastTrusted: { reading: string; value: number; source: 'correction' | 'reading'; readAt: Date; referenceId: string } | null;
+  lastTrusted: { reading: string; value: number; source: 'correction' | 'reading' | 'manual'; readAt: Date; referenceId: string } | null;
   /** m³; null without a trusted reading in the 30 days or before them. */
   consumption30Days: number | null;
 }
@@ -29,11 +29,12 @@ export async function meterList(
   let query = db
     .selectFrom('meter_points as p')
     .leftJoinLateral(
-      () => trustedSubmissions(db, sql.ref('p.id')).orderBy('m.id', 'desc').limit(1).as('last'),
+      () => trustedSubmissions(db, sql.ref('p.id')).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(1).as('last'),
       (join) => join.onTrue(),
     )
     .leftJoinLateral(
-      () => trustedSubmissions(db, sql.ref('p.id')).where('m.created_at', '<', since).orderBy('m.id', 'desc').limit(1).as('before'),
+      () =>
+        trustedSubmissions(db, sql.ref('p.id')).where('m.created_at', '<', since).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(1).as('before'),
       (join) => join.onTrue(),
     )
     .select([

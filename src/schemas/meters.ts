@@ -55,7 +55,9 @@ const MeterSummary = Type.Object({
       Type.Object({
         reading: Type.String(),
         value: Type.Number(),
-        source: Type.Union([Type.Literal('reading'), Type.Literal('correction')], { description: 'The machine’s reading, or a person’s correction' }),
+        source: Type.Union([Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual')], {
+          description: 'The machine’s reading, a person’s correction or confirmation, or a reading a person entered without a photo',
+        }),
         read_at: Type.String({ format: 'date-time', description: 'When its photo was submitted' }),
         reference_id: ReferenceId,
       }),

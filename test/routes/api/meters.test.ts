@@ -505,6 +505,29 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     t.same((await api(customer.key, 'GET', `/meter-reading/${manual.body.reference_id}`)).body, manual.body, 'GET shows it as the 201 did');
   });
 
+  t.test('a manual reading entered late takes its place by read_at: in the history, the meters list and the next reference', async (t) => {
+    const customer = await createCustomer(service.db);
+    const recent = await api(customer.key, 'POST', '/meters/V1/readings', { reading: '02385.000', read_at: daysAgo(2) });
+    const photo = await submit(customer.key, { meter_id: 'V1' });
+    const late = await api(customer.key, 'POST', '/meters/V1/readings', { reading: '02300.000', read_at: daysAgo(60) });
+    t.equal(late.status, 201);
+    const order = async (path: string) => (await api(customer.key, 'GET', path)).body;
+    const firstPage = await order('/meters/V1/readings?limit=2');
+    t.same(
+      [...firstPage.readings, ...(await order(`/meters/V1/readings?limit=2&cursor=${firstPage.next_cursor}`)).readings].map(
+        (entry: { reference_id: string }) => entry.reference_id,
+      ),
+      [photo.body.reference_id, recent.body.reference_id, late.body.reference_id],
+      'newest first by when the meter showed it, across pages',
+    );
+    const [meter] = (await order('/meters?meter_id_prefix=V1')).data;
+    t.match(meter.last_trusted_reading, { reading: '02390.276', source: 'reading' }, 'the photo, not the reading entered after it');
+    const next = await submit(customer.key, { meter_id: 'V1' });
+    t.match(next.body.plausibility, { reference: '02390.276', reference_submission: photo.body.reference_id });
+    await api(customer.key, 'POST', '/meters/V2/readings', { reading: '00010.000', read_at: daysAgo(1) });
+    t.match((await order('/meters?meter_id_prefix=V2')).data[0].last_trusted_reading, { source: 'manual' });
+  });
+
   t.test('suspicious: far above the usual consumption, needs review and is no reference until a person confirms it', async (t) => {
     const customer = await createCustomer(service.db);
     for (const [days, reading] of [
