@@ -30,6 +30,7 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
              interval '1 day') AS days (day)
       LEFT JOIN meters m
         ON m.account_id = ${accountId}
+       AND m.mode <> 'manual' -- readings people entered are not usage
        AND m.created_at >= days.day AT TIME ZONE 'UTC'
        AND m.created_at < (days.day + interval '1 day') AT TIME ZONE 'UTC'
       GROUP BY days.day
