@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/database.ts';
+import type { Db, Tx } from '../db/database.ts';
 import type { UserRole } from '../db/schema.ts';
 import { DomainError, requireId } from '../errors.ts';
 import type { Mailer } from '../mail.ts';
@@ -53,6 +53,10 @@ export async function inviteColleague(
   const token = randomToken();
   const accountName = await deps.db.transaction().execute(async (tx) => {
     await lockAccount(tx, input.accountId);
+    // Else each unverified sign-up could mail strangers, in an account name of its choosing.
+    if (await awaitsVerification(tx, input.accountId)) {
+      throw new DomainError('refused', 'email', 'Verify your email address first: follow the link we mailed you, then invite your colleagues');
+    }
     const existing = await findUserByEmail(tx, email);
     if (existing) {
       throw new DomainError(
@@ -175,3 +179,9 @@ const INVITATION_REFUSALS: LinkRefusals = {
   used: 'This invitation has already been accepted or was withdrawn. Sign in, or ask for a new invitation.',
   expired: `This invitation has expired (invitations work for ${INVITATION_DAYS} days). Ask for a new one.`,
 };
+
+/** The account's trial still waits for a self-signed-up owner to verify their email. */
+async function awaitsVerification(tx: Tx, accountId: string): Promise<boolean> {
+  const account = await tx.selectFrom('accounts').select('trial_plan_code').where('id', '=', accountId).executeTakeFirstOrThrow();
+  return account.trial_plan_code !== null;
+}

@@ -11,6 +11,7 @@ let emailCount = 0;
 const newEmail = () => `team${++emailCount}.${process.pid}@example.com`;
 
 const INVITATION_LINK = /(https?:\/\/\S+\/dashboard\/invitation\?token=[A-Za-z0-9_-]+)/;
+const VERIFICATION_LINK = /(https?:\/\/\S+\/dashboard\/verify-email\?token=[A-Za-z0-9_-]+)/;
 const SHOWN_LINK = /<code id="secret-value" class="secret">([^<]+)<\/code>/;
 
 function linkIn(text: string, pattern: RegExp): string {
@@ -29,11 +30,15 @@ t.test('team: an owner invites colleagues by email, sees and removes them', asyn
   t.teardown(() => smtp.close());
   const service = await startTestService(t, { worker: false, env: { SMTP_URL: smtp.url, MAIL_FROM: 'Meterlens <noreply@meters.example.com>' } });
 
-  async function owner(): Promise<{ client: DashboardClient; email: string; accountId: string }> {
+  /** A signed-up owner whose email is verified (`verified: false`: still waiting for the trial). */
+  async function owner({ verified = true } = {}): Promise<{ client: DashboardClient; email: string; accountId: string }> {
     const client = new DashboardClient(service.url);
     const email = newEmail();
+    const before = smtp.received.length;
     const response = await client.signUp(email, PASSWORD, 'Acme Water');
     if (response.status !== 303) throw new Error(`sign-up answered ${response.status}`);
+    const mail = (await smtp.waitFor(before + 1)).slice(before).find((received) => received.to[0] === email)!;
+    if (verified) await client.get(pathOf(linkIn(mail.text, VERIFICATION_LINK)));
     const { account_id: accountId } = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
     await client.get('/dashboard/team');
     return { client, email, accountId };
@@ -47,6 +52,14 @@ t.test('team: an owner invites colleagues by email, sees and removes them', asyn
     const mails = await smtp.waitFor(before + 1);
     return { shown: linkIn(page.text, SHOWN_LINK), mail: mails.slice(before).find((mail) => mail.to[0] === email)! };
   }
+
+  t.test('an account still waiting for its email to be verified invites no one', async (t) => {
+    const { client } = await owner({ verified: false });
+    const refused = await client.post('/dashboard/team/invitations', { email: newEmail() });
+    t.equal(refused.status, 403);
+    t.match(refused.text, 'Verify your email address first');
+    t.same(await service.db.selectFrom('invitations').select('id').execute(), [], 'no invitation, no mail');
+  });
 
   t.test('the invitation is mailed and shown once; its link makes a member, once', async (t) => {
     const { client, email: ownerEmail } = await owner();
