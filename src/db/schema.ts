@@ -239,7 +239,8 @@ export interface WebhookAttemptsTable {
 
 export interface WebhookManualSendsTable {
   id: Id;
-  endpoint_id: IdRef;
+  account_id: IdRef;
+  endpoint_id: IdRef | null;
   sent_at: CreatedAt;
 }
 

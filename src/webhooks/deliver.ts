@@ -36,6 +36,8 @@ export const DISABLE_AFTER_FAILING_HOURS = 24;
  * for. Enough to try every event kind once and redeliver a few.
  */
 export const MANUAL_SENDS_PER_MINUTE = 20;
+/** The same per account, over all its endpoints, deleted ones included: deleting an endpoint and adding it again gains nothing. */
+export const MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE = 3 * MANUAL_SENDS_PER_MINUTE;
 
 type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => Expression<SqlBool>;
 
@@ -320,7 +322,7 @@ export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliver
     if (!delivery) throw notFound();
     if (delivery.status === 'pending') throw new DomainError('invalid', 'delivery id', 'This delivery is already scheduled');
     assertEnabled(delivery.enabled);
-    await countManualSend(tx, delivery.endpoint_id);
+    await countManualSend(tx, accountId, delivery.endpoint_id);
     await tx
       .updateTable('webhook_deliveries')
       .set({ status: 'pending', next_attempt_at: new Date(), delivered_at: null })
@@ -354,7 +356,7 @@ export async function sendTestEvent(
       .executeTakeFirst();
     if (!endpoint) throw endpointNotFound();
     assertEnabled(endpoint.enabled);
-    await countManualSend(tx, endpoint.id);
+    await countManualSend(tx, accountId, endpoint.id);
     const [deliveryId] = await queueEvent(
       tx,
       boss,
@@ -368,31 +370,44 @@ export async function sendTestEvent(
 }
 
 /**
- * Counts a test event or redelivery against the endpoint's MANUAL_SENDS_PER_MINUTE, or refuses it
- * with 429 and the seconds until the oldest send in the window leaves it. The endpoint's row lock
- * makes concurrent sends count one after another.
+ * Counts a test event or redelivery against the endpoint's MANUAL_SENDS_PER_MINUTE and the account's
+ * MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE, or refuses it with 429 and the seconds until the oldest send
+ * in the full window leaves it. The endpoint's row lock makes concurrent sends to it count one after
+ * another; the account's bound is a coarser stop, not held that exactly across its endpoints.
  */
-async function countManualSend(tx: Tx, endpointId: string): Promise<void> {
+async function countManualSend(tx: Tx, accountId: string, endpointId: string): Promise<void> {
   await lockEndpoint(tx, endpointId);
-  await tx.deleteFrom('webhook_manual_sends').where('endpoint_id', '=', endpointId).where('sent_at', '<=', sql<Date>`now() - interval '1 minute'`).execute();
+  await tx.deleteFrom('webhook_manual_sends').where('account_id', '=', accountId).where('sent_at', '<=', sql<Date>`now() - interval '1 minute'`).execute();
+  const endpoint = await manualSendWindow(tx, 'endpoint_id', endpointId);
+  if (endpoint.count >= MANUAL_SENDS_PER_MINUTE)
+    throw tooManyManualSends(`${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint`, endpoint);
+  const account = await manualSendWindow(tx, 'account_id', accountId);
+  if (account.count >= MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE) {
+    throw tooManyManualSends(`${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} test events and redeliveries a minute go to the endpoints of one account`, account);
+  }
+  await tx.insertInto('webhook_manual_sends').values({ account_id: accountId, endpoint_id: endpointId }).execute();
+}
+
+/** The sends of the last minute to one endpoint or one account, and the seconds until the oldest leaves the window. */
+async function manualSendWindow(tx: Tx, column: 'endpoint_id' | 'account_id', id: string): Promise<{ count: number; retryAfterSeconds: number }> {
   const window = await tx
     .selectFrom('webhook_manual_sends')
     .select((eb) => [
       eb.fn.countAll<string>().as('count'),
       sql<number>`ceil(extract(epoch FROM min(sent_at) + interval '1 minute' - now()))::int`.as('retryAfterSeconds'),
     ])
-    .where('endpoint_id', '=', endpointId)
+    .where(column, '=', id)
+    .where('sent_at', '>', sql<Date>`now() - interval '1 minute'`)
     .executeTakeFirstOrThrow();
-  if (Number(window.count) >= MANUAL_SENDS_PER_MINUTE) {
-    const seconds = Math.max(1, window.retryAfterSeconds);
-    throw new DomainError(
-      'refused',
-      'endpoint id',
-      `At most ${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint. Try again in ${seconds} seconds.`,
-      { status: 429, headers: { 'retry-after': String(seconds) } },
-    );
-  }
-  await tx.insertInto('webhook_manual_sends').values({ endpoint_id: endpointId }).execute();
+  return { count: Number(window.count), retryAfterSeconds: window.retryAfterSeconds };
+}
+
+function tooManyManualSends(bound: string, window: { retryAfterSeconds: number }): DomainError {
+  const seconds = Math.max(1, window.retryAfterSeconds);
+  return new DomainError('refused', 'endpoint id', `At most ${bound}. Try again in ${seconds} seconds.`, {
+    status: 429,
+    headers: { 'retry-after': String(seconds) },
+  });
 }
 
 function assertEnabled(enabled: boolean): void {

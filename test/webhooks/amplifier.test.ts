@@ -8,7 +8,15 @@ import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { createAccount } from '../../src/accounts/accounts.ts';
 import { createUser } from '../../src/accounts/users.ts';
-import { DISABLE_AFTER_FAILED_ATTEMPTS, DISABLE_AFTER_FAILING_HOURS, deliverWebhook, MANUAL_SENDS_PER_MINUTE, queueEvent } from '../../src/webhooks/deliver.ts';
+import {
+  DISABLE_AFTER_FAILED_ATTEMPTS,
+  DISABLE_AFTER_FAILING_HOURS,
+  deliverWebhook,
+  MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE,
+  MANUAL_SENDS_PER_MINUTE,
+  queueEvent,
+} from '../../src/webhooks/deliver.ts';
+import { deleteWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import type { WebhookEvent } from '../../src/webhooks/events.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';
 import { startWebhookReceiver, status } from '../fakes/webhook-receiver.ts';
@@ -118,6 +126,27 @@ t.test(`test events and redeliveries: at most ${MANUAL_SENDS_PER_MINUTE} a minut
   t.equal((await client.post(redeliver)).status, 303);
   await attempt(delivered[0].id);
   t.equal(receiver.requestsTo('/manual/busy').length, MANUAL_SENDS_PER_MINUTE + 1);
+});
+
+t.test(`and at most ${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} a minute per account, which deleting an endpoint and adding it again does not reset`, async (t) => {
+  const { client, accountId } = await signedIn();
+  const endpoints = [];
+  for (let i = 0; i < MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE / MANUAL_SENDS_PER_MINUTE; i++) endpoints.push(await addEndpoint(accountId, `/account/${i}`));
+  for (const id of endpoints) {
+    for (let i = 0; i < MANUAL_SENDS_PER_MINUTE; i++) t.equal((await client.post(`/dashboard/webhooks/${id}/test`)).status, 303);
+  }
+  await deleteWebhookEndpoint(db, accountId, endpoints[0]!);
+  const again = await addEndpoint(accountId, '/account/0');
+  const refused = await client.post(`/dashboard/webhooks/${again}/test`);
+  t.equal(refused.status, 429, 'the same URL added again');
+  t.match(refused.text, `At most ${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} test events and redeliveries a minute go to the endpoints of one account.`);
+  t.ok(Number(refused.headers.get('retry-after')) >= 1);
+  const other = await signedIn();
+  t.equal(
+    (await other.client.post(`/dashboard/webhooks/${await addEndpoint(other.accountId, '/account/other')}/test`)).status,
+    303,
+    'another account has its own',
+  );
 });
 
 t.test('an endpoint whose attempts all fail for a day is disabled, the account told, and enabled again', async (t) => {
