@@ -205,6 +205,7 @@ export const MeterListQuery = Type.Object(
     created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created before this instant (RFC 3339)' })),
     meter_id: Type.Optional(Type.String({ pattern: METER_ID_PATTERN.source, description: 'Only submissions of this meter (the client’s meter_id)' })),
     plausibility: Type.Optional(Type.Union(PlausibilityStatus.anyOf, { description: 'Only completed submissions whose reading has this plausibility' })),
+    needs_review: Type.Optional(Type.Boolean({ description: 'Only finished submissions whose `needs_review` is this' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 20 })),
     starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' })),
   },

@@ -148,6 +148,15 @@ t.test('dashboard: the readings list pages past 100 under its filters; the meter
   const implausible = await client.get('/dashboard/readings?meter_id=SN-7&plausibility=implausible&from=2026-06-02&to=2026-06-03');
   t.match(implausible.text, /id="readings-total">12 matching submissions\./, 'plausibility and a range of UTC days, both included');
 
+  const toReview = await client.get('/dashboard/readings?meter_id=SN-7&needs_review=true');
+  t.match(toReview.text, /id="readings-total">65 matching submissions\./, 'needs_review: the implausible ones');
+  t.match(toReview.text, /<option value="true" selected>yes<\/option>/, 'the form shows the filter');
+  t.match(toReview.text, /<td data-label="Needs review"><span class="badge badge-review">needs review<\/span><\/td>/, 'a needs-review column');
+  t.notMatch(toReview.text, /<td data-label="Needs review">no<\/td>/);
+  const billable = await client.get('/dashboard/readings?meter_id=SN-7&needs_review=false');
+  t.match(billable.text, /id="readings-total">65 matching submissions\./, 'and the rest');
+  t.match(billable.text, /<td data-label="Needs review">no<\/td>/);
+
   await seedReadings(service.db, customer, [
     { meterId: 'SN-M', createdAt: new Date('2026-08-10T08:00:00Z'), reading: '00100.000', plausibility: 'ok' },
     { meterId: 'SN-M', createdAt: new Date('2026-08-25T08:00:00Z'), reading: '00110.000', plausibility: 'ok' },

@@ -98,6 +98,7 @@ const LIST_QUERY_RULES: Record<string, string> = {
   created_before: CREATED_BEFORE_RULE,
   meter_id: METER_ID_RULE,
   plausibility: `plausibility must be one of ${PlausibilityStatus.anyOf.map((member) => member.const).join(', ')}`,
+  needs_review: 'needs_review must be true or false',
   limit: `limit must be an integer from 1 to ${MeterListQuery.properties.limit.maximum}`,
   starting_after: 'starting_after must be the next_cursor of the previous page (a reference_id)',
 };
@@ -107,6 +108,7 @@ function listFilter(query: Static<typeof MeterListQuery>): SubmissionFilter {
   return {
     status: query.status,
     plausibility: query.plausibility,
+    needsReview: query.needs_review,
     meterId: query.meter_id,
     createdAfter: query.created_after === undefined ? undefined : instantField(query.created_after, 'created_after', CREATED_AFTER_RULE),
     createdBefore: query.created_before === undefined ? undefined : instantField(query.created_before, 'created_before', CREATED_BEFORE_RULE),

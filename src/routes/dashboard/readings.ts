@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { METER_STATUSES, PLAUSIBILITIES, readingDetail, readingPhoto, type ReadingsQuery, readingsFilter, readingsPage } from '../../dashboard/readings.ts';
 import { DomainError } from '../../errors.ts';
 import { confirmReading, correctReading } from '../../meters/corrections.ts';
-import { recordNeedsReview } from '../../meters/records.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
@@ -37,9 +36,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
     if (!reading) throw notFound();
-    const finished = reading.status === 'completed' || reading.status === 'failed';
-    const needsReview = finished ? recordNeedsReview({ ...reading, status: reading.status as 'completed' | 'failed' }) : undefined;
-    return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview });
+    return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview: reading.needsReview ?? undefined });
   });
 
   app.post<ReadingParams & { Body: ReadingCorrectionForm }>(

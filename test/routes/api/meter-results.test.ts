@@ -227,6 +227,19 @@ t.test('results by reference and lists', async (t) => {
     t.same(await references(`created_before=${day(4).toISOString()}`), [a2, b1, a1], 'strictly before');
     t.same(await references(`created_after=${day(1).toISOString()}&created_before=${day(5).toISOString()}`), [none, a2, b1]);
 
+    t.same(await references('needs_review=true'), [a2], 'implausible: needs review');
+    t.same(await references('needs_review=false'), [a3, none, b1, a1]);
+
+    const [lowRow, correctedRow] = await service.db.selectFrom('meters').select('id').where('reference_id', 'in', [b1, a2]).orderBy('created_at').execute();
+    await service.db.updateTable('readings').set({ confidence: 50 }).where('meter_id', '=', lowRow!.id).execute();
+    await service.db
+      .insertInto('reading_corrections')
+      .values({ meter_id: correctedRow!.id, reading: '00095.000', value: '95', corrected_by: 'tester' })
+      .execute();
+    t.same(await references('needs_review=true'), [b1], 'less confident than the account’s threshold; a corrected reading no longer');
+    t.same(await references('needs_review=true&meter_id=SN_A'), [], 'combined with the other filters');
+    t.same((await get(service, `/api/meter-reading/${b1}`, customer.key)).body.needs_review, true, 'the filter and the submission itself agree');
+
     const first = await get(service, '/api/meter-readings?meter_id=SN_A&limit=2', customer.key);
     t.match(first.body, { has_more: true, next_cursor: a2 });
     const second = await get(service, `/api/meter-readings?meter_id=SN_A&limit=2&starting_after=${first.body.next_cursor}`, customer.key);
@@ -245,7 +258,7 @@ t.test('results by reference and lists', async (t) => {
       t.equal(result.status, 422, name);
       t.same(Object.keys(result.body.errors), [name], name);
       t.match(result.body.errors[name], [
-        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, limit, starting_after$/,
+        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, needs_review, limit, starting_after$/,
       ]);
     }
   });
@@ -265,6 +278,7 @@ t.test('results by reference and lists', async (t) => {
       ['created_before=2026-11-01', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['meter_id=flat%203', 'meter_id', /^meter_id must be 1–64 characters/],
       ['plausibility=maybe', 'plausibility', /^plausibility must be one of ok, corrected, suspicious, implausible, unknown$/],
+      ['needs_review=yes', 'needs_review', /^needs_review must be true or false$/],
       ['created_before=2026-02-30T00:00:00Z', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['starting_after=nope', 'starting_after', /^starting_after must be the next_cursor of the previous page/],
       ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after', /^No submission of this account has this reference_id$/],
