@@ -1,5 +1,6 @@
 import t from 'tap';
 import { sql } from 'kysely';
+import { EXPORT_COLUMNS } from '../../../src/meters/billing-export.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
@@ -16,6 +17,35 @@ async function get(
 ): Promise<{ status: number; headers: Headers; body: any }> {
   const response = await fetch(`${service.url}${path}`, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
   return { status: response.status, headers: response.headers, body: await response.json() };
+}
+
+/** RFC 4180 records, each a map from the header row's names; strict about quoting, as a spreadsheet is. */
+function parseCsv(text: string): Array<Record<string, string>> {
+  const records: string[][] = [];
+  let record: string[] = [];
+  let field = '';
+  let at = 0;
+  while (at < text.length) {
+    if (text[at] === '"') {
+      const end = /^"((?:[^"]|"")*)"/.exec(text.slice(at));
+      if (!end) throw new Error(`an unclosed quote at ${at}`);
+      field = end[1]!.replaceAll('""', '"');
+      at += end[0].length;
+    } else {
+      const plain = /^[^",\r\n]*/.exec(text.slice(at))![0];
+      field = plain;
+      at += plain.length;
+    }
+    record.push(field);
+    if (text[at] === ',') at += 1;
+    else if (text.startsWith('\r\n', at)) {
+      records.push(record);
+      record = [];
+      at += 2;
+    } else throw new Error(`expected , or CRLF at ${at}`);
+  }
+  const [header, ...rows] = records;
+  return rows.map((row) => Object.fromEntries(header!.map((name, index) => [name, row[index]!])));
 }
 
 t.test('results by reference and lists', async (t) => {
@@ -251,6 +281,105 @@ t.test('results by reference and lists', async (t) => {
     t.match(second.body, { has_more: false, next_cursor: null });
   });
 
+  t.test('the billing export: CSV by Accept or format=csv, every matching row, streamed', async (t) => {
+    const customer = await createCustomer(service.db);
+    const day = (n: number) => new Date(Date.UTC(2026, 7, n, 8));
+    const references = await seedReadings(service.db, customer, [
+      { createdAt: day(1), meterId: 'SN-C', reading: '00100.000', plausibility: 'unknown' },
+      { createdAt: day(2), meterId: 'SN-C', reading: '00110.000', plausibility: 'ok' },
+      { createdAt: day(3), meterId: 'SN-C', reading: '00990.000', plausibility: 'implausible' },
+      { createdAt: day(4), meterId: 'SN-C', reading: '00120.000', plausibility: 'ok' },
+      { createdAt: day(5), meterId: 'SN-C', reading: '00130.000', plausibility: 'ok' },
+      { createdAt: day(6), meterId: 'SN-D', reading: '00001.000', plausibility: 'unknown' },
+    ]);
+    const [manual, machine, flagged, confirmed, corrected, failed] = references;
+    const rowId = async (reference: string) =>
+      (await service.db.selectFrom('meters').select('id').where('reference_id', '=', reference).executeTakeFirstOrThrow()).id;
+    await service.db.updateTable('meters').set({ mode: 'manual' }).where('reference_id', '=', manual!).execute();
+    await service.db
+      .insertInto('reading_corrections')
+      .values([
+        { meter_id: await rowId(confirmed!), reading: '00120.000', value: '120', corrected_by: 'ops@example.com' },
+        { meter_id: await rowId(corrected!), reading: '00125.500', value: '125.5', corrected_by: '=HYPERLINK("http://x","a, b")' },
+      ])
+      .execute();
+    await service.db
+      .deleteFrom('readings')
+      .where('meter_id', '=', await rowId(failed!))
+      .execute();
+    await service.db
+      .updateTable('meters')
+      .set({ status: 'failed', error_code: 'unreadable', error_message: 'no dial' })
+      .where('reference_id', '=', failed!)
+      .execute();
+
+    const csv = async (query: string, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${service.url}/api/meter-readings${query}`, { headers: { authorization: `Bearer ${customer.key}`, ...headers } });
+      return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+    };
+    const byAccept = await csv('', { accept: 'text/csv' });
+    t.equal(byAccept.status, 200);
+    t.match(byAccept.type, /^text\/csv/);
+    t.ok(byAccept.text.startsWith(`${EXPORT_COLUMNS.join(',')}\r\n`), 'the header row first');
+    const byFormat = await csv('?format=csv');
+    t.equal(byFormat.text, byAccept.text, 'format=csv gives the same');
+    t.match((await csv('', { accept: 'application/json' })).type, /^application\/json/, 'JSON otherwise');
+
+    const rows = parseCsv(byAccept.text);
+    t.same(
+      rows.map((row) => row.reference_id),
+      [failed, corrected, confirmed, flagged, machine, manual],
+      'every submission, newest first',
+    );
+    const of = (reference: string) => rows.find((row) => row.reference_id === reference)!;
+    t.match(of(manual!), {
+      meter_id: 'SN-C',
+      created_at: '2026-08-01T08:00:00.000Z',
+      status: 'completed',
+      quality: 'manual',
+      needs_review: 'false',
+      consumption: '',
+    });
+    t.match(of(machine!), { reading: '00110.000', value: '110', unit: 'm3', confidence: '97', plausibility: 'ok', quality: 'machine', consumption: '10' });
+    t.match(of(flagged!), { quality: 'machine', needs_review: 'true', consumption: '' }, 'a flagged reading is no trusted value');
+    t.match(of(confirmed!), { quality: 'confirmed', needs_review: 'false', consumption: '10', corrected_reading: '00120.000' }, 'from the last trusted value');
+    t.match(of(corrected!), {
+      quality: 'corrected',
+      consumption: '5.5',
+      corrected_reading: '00125.500',
+      corrected_by: `'=HYPERLINK("http://x","a, b")`,
+      corrected_at: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
+      escalated: 'false',
+      model: 'seed',
+    });
+    t.match(byAccept.text, `"'=HYPERLINK(""http://x"",""a, b"")"`, 'quoted as RFC 4180 says, and no formula');
+    t.match(
+      of(failed!),
+      { meter_id: 'SN-D', status: 'failed', quality: 'failed', needs_review: 'true', reading: '', value: '' },
+      'a meter id no formula either',
+    );
+
+    t.same(
+      parseCsv((await csv('?format=csv&meter_id=SN-C&needs_review=true')).text).map((row) => row.reference_id),
+      [flagged],
+      'the list’s filters apply',
+    );
+    t.same(
+      parseCsv((await csv(`?format=csv&created_before=${day(2).toISOString()}`)).text).map((row) => row.reference_id),
+      [manual],
+    );
+    for (const [query, field] of [
+      ['format=xml', 'format'],
+      ['format=csv&limit=5', 'limit'],
+      [`format=csv&starting_after=${manual}`, 'starting_after'],
+      ['format=csv&meterid=SN-C', 'meterid'],
+    ]) {
+      const refused = await csv(`?${query}`);
+      t.equal(refused.status, 422, query);
+      t.same(Object.keys(JSON.parse(refused.text).errors), [field], query);
+    }
+  });
+
   t.test('an unknown list parameter is a 422 naming it, not ignored', async (t) => {
     const customer = await createCustomer(service.db);
     for (const name of ['meterid', 'search', 'created_at']) {
@@ -258,7 +387,7 @@ t.test('results by reference and lists', async (t) => {
       t.equal(result.status, 422, name);
       t.same(Object.keys(result.body.errors), [name], name);
       t.match(result.body.errors[name], [
-        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, needs_review, limit, starting_after$/,
+        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, needs_review, limit, starting_after, format$/,
       ]);
     }
   });
