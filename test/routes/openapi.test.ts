@@ -65,6 +65,12 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     'so are a query and a path parameter the route checks itself',
   );
 
+  t.match(
+    document.paths['/api/meter-readings'].get.responses['200'].content,
+    { 'application/json': { schema: Object }, 'text/csv': { schema: { type: 'string', description: /^RFC 4180 CSV, header row first: reference_id,/ } } },
+    'the list’s 200 is JSON pages or the CSV billing export',
+  );
+
   const exchanges: Exchange[] = [];
   async function call(method: string, operation: string, path: string, init: RequestInit = {}): Promise<Exchange> {
     const response = await fetch(`${service.url}${path}`, { method, ...init });
