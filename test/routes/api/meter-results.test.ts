@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { sql } from 'kysely';
 import { EXPORT_COLUMNS } from '../../../src/meters/billing-export.ts';
@@ -378,6 +381,37 @@ t.test('results by reference and lists', async (t) => {
       t.equal(refused.status, 422, query);
       t.same(Object.keys(JSON.parse(refused.text).errors), [field], query);
     }
+  });
+
+  t.test('the billing export reads rows as the client takes them, and a client that stops holds no database connection', async (t) => {
+    const customer = await createCustomer(service.db);
+    await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at)
+      SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now() - g * interval '1 second', now() FROM generate_series(1, 50000) g`.execute(
+      service.db,
+    );
+    await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+      SELECT id, '00001.000', 1, 95, 'seed', 'seed', false, '[]', 1, 'ok' FROM meters WHERE account_id = ${customer.accountId}`.execute(service.db);
+    const request = http.get(`${service.url}/api/meter-readings?format=csv`, { headers: { authorization: `Bearer ${customer.key}` } });
+    const [response] = (await once(request, 'response')) as [http.IncomingMessage];
+    t.equal(response.statusCode, 200);
+    await sleep(1000); // not reading: the server's buffers fill, and the export waits
+
+    const busy = await sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query ILIKE '%reading_corrections%'`.execute(service.db);
+    t.equal(busy.rows[0]!.count, 0, 'no query open or transaction held while the client waits');
+    const oldest = await service.db
+      .selectFrom('meters')
+      .select('id')
+      .where('account_id', '=', customer.accountId)
+      .orderBy('created_at')
+      .limit(1)
+      .executeTakeFirstOrThrow();
+    await service.db.updateTable('readings').set({ model: 'changed-while-paused' }).where('meter_id', '=', oldest.id).execute();
+
+    let text = '';
+    for await (const chunk of response) text += chunk;
+    t.equal(text.trimEnd().split('\r\n').length, 50_001, 'every row once the client reads on');
+    t.match(text.trimEnd().split('\r\n').at(-1), /,changed-while-paused$/, 'the last rows fetched after the pause, not held in memory before it');
   });
 
   t.test('an unknown list parameter is a 422 naming it, not ignored', async (t) => {
