@@ -3,6 +3,7 @@ import type { Db } from './db/database.ts';
 import type { MeterStatus } from './db/schema.ts';
 import { DomainError } from './errors.ts';
 import { submissionJson, submissionRecord, submissionRecords } from './meters/records.ts';
+import { storedNeedsReview } from './meters/review.ts';
 import type { Plausibility } from './readers/reader.ts';
 import { isReferenceId, type MeterResult } from './schemas/meter-reading.ts';
 
@@ -10,6 +11,8 @@ import { isReferenceId, type MeterResult } from './schemas/meter-reading.ts';
 export interface SubmissionFilter {
   status?: MeterStatus;
   plausibility?: Plausibility;
+  /** Finished submissions whose needs_review is this. */
+  needsReview?: boolean;
   /** The client's meter_id. */
   meterId?: string;
   /** Bounds on created_at: exclusive, and the dashboard's inclusive start of a day. */
@@ -23,10 +26,11 @@ export interface SubmissionFilter {
  * filter, shared by the API's list, the dashboard's list and its count.
  */
 export function filterConditions(accountId: string, filter: SubmissionFilter): Array<Expression<SqlBool>> {
-  const { status, plausibility, meterId, createdAfter, createdBefore, createdFrom } = filter;
+  const { status, plausibility, needsReview, meterId, createdAfter, createdBefore, createdFrom } = filter;
   const conditions = [
     status && sql<SqlBool>`m.status = ${status}`,
     plausibility && sql<SqlBool>`r.plausibility = ${plausibility}`,
+    needsReview !== undefined && sql<SqlBool>`m.status IN ('completed', 'failed') AND ${needsReview ? storedNeedsReview : sql`NOT ${storedNeedsReview}`}`,
     meterId && sql<SqlBool>`m.meter_point_id = (SELECT id FROM meter_points WHERE account_id = ${accountId} AND external_id = ${meterId})`,
     createdAfter && sql<SqlBool>`m.created_at > ${createdAfter}`,
     createdBefore && sql<SqlBool>`m.created_at < ${createdBefore}`,

@@ -16,6 +16,7 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 export interface ReadingsQuery {
   status?: string;
   plausibility?: string;
+  needs_review?: string;
   meter_id?: string;
   from?: string;
   to?: string;
@@ -23,12 +24,13 @@ export interface ReadingsQuery {
 }
 
 /**
- * The filter of the readings list's form: a status, a plausibility, a meter_id, and a range of UTC
+ * The filter of the readings list's form: a status, a plausibility, needs_review (`true` or `false`), a meter_id, and a range of UTC
  * days (both included). A value that is none of these is left out, and the form shows what applied.
  */
 export function readingsFilter(query: ReadingsQuery): { filter: SubmissionFilter; form: Omit<ReadingsQuery, 'after'> } {
   const status = METER_STATUSES.find((value) => value === query.status);
   const plausibility = PLAUSIBILITIES.find((value) => value === query.plausibility);
+  const needsReview = query.needs_review === 'true' ? true : query.needs_review === 'false' ? false : undefined;
   const meterId = query.meter_id && METER_ID_PATTERN.test(query.meter_id) ? query.meter_id : undefined;
   const from = utcDay(query.from);
   const to = utcDay(query.to);
@@ -36,11 +38,19 @@ export function readingsFilter(query: ReadingsQuery): { filter: SubmissionFilter
     filter: {
       status,
       plausibility,
+      needsReview,
       meterId,
       createdFrom: from,
       createdBefore: to && new Date(to.getTime() + 86_400_000),
     },
-    form: { status, plausibility, meter_id: meterId, from: from && query.from, to: to && query.to },
+    form: {
+      status,
+      plausibility,
+      needs_review: needsReview === undefined ? undefined : String(needsReview),
+      meter_id: meterId,
+      from: from && query.from,
+      to: to && query.to,
+    },
   };
 }
 

@@ -1,8 +1,9 @@
+import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
 import { readingResult } from '../pipeline/reading-result.ts';
 import type { MeterResult } from '../schemas/meter-reading.ts';
-import { needsReview } from './review.ts';
+import { storedNeedsReview } from './review.ts';
 
 /**
  * Submissions with their machine reading, its plausibility and the newest human correction: the one
@@ -14,7 +15,6 @@ export function submissionRecords(db: Db, accountId: string) {
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
-    .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .leftJoin('meters as rm', 'rm.id', 'r.reference_meter_id')
     .leftJoinLateral(
       (eb) =>
@@ -47,12 +47,12 @@ export function submissionRecords(db: Db, accountId: string) {
       'r.counter_box as counterBox',
       'i.width as imageWidth',
       'i.height as imageHeight',
-      'a.review_below as reviewBelow',
       ...storedPlausibilityColumns,
       'c.reading as correctedReading',
       'c.value as correctedValue',
       'c.corrected_by as correctedBy',
       'c.created_at as correctedAt',
+      sql<boolean | null>`CASE WHEN m.status IN ('completed', 'failed') THEN ${storedNeedsReview} END`.as('needsReview'),
     ])
     .where('m.account_id', '=', accountId);
 }
@@ -68,17 +68,6 @@ export function billableReading(record: SubmissionRecord): { reading: string; va
   if (record.correctedReading) return { reading: record.correctedReading, value: Number(record.correctedValue) };
   if (record.reading) return { reading: record.reading, value: Number(record.value) };
   return null;
-}
-
-/** needs_review of a finished submission (src/meters/review.ts). */
-export function recordNeedsReview(record: SubmissionRecord & { status: 'completed' | 'failed' }): boolean {
-  return needsReview({
-    status: record.status,
-    plausibility: record.plausibility,
-    confidence: record.confidence,
-    reviewBelow: record.reviewBelow,
-    byPerson: record.correctedReading !== null || record.mode === 'manual',
-  });
 }
 
 /**
@@ -98,7 +87,7 @@ export function submissionJson(record: SubmissionRecord): MeterResult {
       ...submission,
       error: { code: record.errorCode ?? 'unknown', message: record.errorMessage ?? '' },
       correction: correctionJson(record),
-      needs_review: recordNeedsReview({ ...record, status: record.status }),
+      needs_review: record.needsReview!,
     };
   }
   if (record.status !== 'completed' || record.readingId === null) return submission;
@@ -116,7 +105,7 @@ export function submissionJson(record: SubmissionRecord): MeterResult {
         counterBox: record.counterBox,
         frame: record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
       },
-      { meterId: record.meterId, plausibility: storedPlausibilityJson(record), needsReview: recordNeedsReview({ ...record, status: record.status }) },
+      { meterId: record.meterId, plausibility: storedPlausibilityJson(record), needsReview: record.needsReview! },
     ),
     correction: correctionJson(record),
   };

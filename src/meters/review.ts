@@ -1,3 +1,4 @@
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Plausibility } from '../readers/reader.ts';
 
@@ -26,6 +27,25 @@ export function needsReview(facts: ReviewFacts): boolean {
   if (facts.plausibility && FLAGGED.includes(facts.plausibility)) return true;
   return (facts.confidence ?? 0) < facts.reviewBelow;
 }
+
+/** needsReview's rule in SQL, over SQL expressions of its facts: the list's needs_review filter and every stored submission read it through storedNeedsReview. */
+export function needsReviewSql(facts: { [K in keyof ReviewFacts]: RawBuilder<unknown> }): RawBuilder<SqlBool> {
+  const flagged = sql.join(FLAGGED.map((status) => sql.lit(status)));
+  return sql<SqlBool>`(NOT ${facts.byPerson} AND (${facts.status} = 'failed' OR coalesce(${facts.plausibility} IN (${flagged}), false) OR coalesce(${facts.confidence}, 0) < ${facts.reviewBelow}))`;
+}
+
+/**
+ * needs_review of a finished submission in a query of `meters as m` left-joined with `readings as r`
+ * (its value for an unfinished one means nothing): corrections and the account's threshold by
+ * subquery, so a count without those joins can filter on it too.
+ */
+export const storedNeedsReview = needsReviewSql({
+  status: sql`m.status`,
+  plausibility: sql`r.plausibility`,
+  confidence: sql`r.confidence`,
+  reviewBelow: sql`(SELECT review_below FROM accounts WHERE id = m.account_id)`,
+  byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE meter_id = m.id))`,
+});
 
 /** An account's review settings: its review threshold and the usual consumption of a meter with too little history. */
 export interface ReviewSettings {

@@ -205,11 +205,23 @@ export const MeterListQuery = Type.Object(
     created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created before this instant (RFC 3339)' })),
     meter_id: Type.Optional(Type.String({ pattern: METER_ID_PATTERN.source, description: 'Only submissions of this meter (the client’s meter_id)' })),
     plausibility: Type.Optional(Type.Union(PlausibilityStatus.anyOf, { description: 'Only completed submissions whose reading has this plausibility' })),
+    needs_review: Type.Optional(Type.Boolean({ description: 'Only finished submissions whose `needs_review` is this' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 20 })),
     starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' })),
+    format: Type.Optional(
+      Type.Union([Type.Literal('json'), Type.Literal('csv')], {
+        description: '`csv`: the billing export, every matching submission (as `Accept: text/csv` asks); JSON pages otherwise',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
+
+/** The billing export's body: a header row, then one row per submission (README "GET /api/meter-readings"). */
+export const MeterReadingsCsv = Type.String({
+  description:
+    'RFC 4180 CSV, header row first: reference_id, meter_id, created_at, finished_at, status, reading, value, unit, confidence, plausibility, needs_review, quality, consumption, corrected_reading, corrected_by, corrected_at, escalated, model',
+});
 
 const ErrorFields = {
   errors: Type.Record(Type.String(), Type.Array(Type.String(), { minItems: 1 }), {

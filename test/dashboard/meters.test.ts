@@ -148,6 +148,28 @@ t.test('dashboard: the readings list pages past 100 under its filters; the meter
   const implausible = await client.get('/dashboard/readings?meter_id=SN-7&plausibility=implausible&from=2026-06-02&to=2026-06-03');
   t.match(implausible.text, /id="readings-total">12 matching submissions\./, 'plausibility and a range of UTC days, both included');
 
+  const toReview = await client.get('/dashboard/readings?meter_id=SN-7&needs_review=true');
+  t.match(toReview.text, /id="readings-total">65 matching submissions\./, 'needs_review: the implausible ones');
+  t.match(toReview.text, /<option value="true" selected>yes<\/option>/, 'the form shows the filter');
+  t.match(toReview.text, /<td data-label="Needs review"><span class="badge badge-review">needs review<\/span><\/td>/, 'a needs-review column');
+  t.notMatch(toReview.text, /<td data-label="Needs review">no<\/td>/);
+  const billable = await client.get('/dashboard/readings?meter_id=SN-7&needs_review=false');
+  t.match(billable.text, /id="readings-total">65 matching submissions\./, 'and the rest');
+  t.match(billable.text, /<td data-label="Needs review">no<\/td>/);
+  const exportLink = /<a id="readings-export" href="([^"]+)" download>/.exec(toReview.text)?.[1]?.replaceAll('&amp;', '&');
+  t.equal(exportLink, '/dashboard/readings.csv?needs_review=true&meter_id=SN-7', 'the billing export of the current filter');
+  const exported = await client.get(exportLink!);
+  t.match(exported.headers.get('content-type'), /^text\/csv/);
+  const lines = exported.text.trimEnd().split('\r\n');
+  t.match(lines[0], /^reference_id,meter_id,created_at,/, 'its header row');
+  t.equal(lines.length, 66, 'and the 65 matching submissions');
+  t.ok(
+    lines.slice(1).every((line) => /^[0-9a-f-]{36},SN-7,.*,true,machine,/.test(line)),
+    'all of the meter, all needing review',
+  );
+  const meterPage = await client.get('/dashboard/meters/SN-7');
+  t.match(meterPage.text, /<a id="meter-export" href="\/dashboard\/readings\.csv\?meter_id=SN-7" download>/, 'the meter page offers its export');
+
   await seedReadings(service.db, customer, [
     { meterId: 'SN-M', createdAt: new Date('2026-08-10T08:00:00Z'), reading: '00100.000', plausibility: 'ok' },
     { meterId: 'SN-M', createdAt: new Date('2026-08-25T08:00:00Z'), reading: '00110.000', plausibility: 'ok' },

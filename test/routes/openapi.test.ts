@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
+import { EXPORT_COLUMNS } from '../../src/meters/billing-export.ts';
 import openapi from '../../src/plugins/external/openapi.ts';
 import { sendTestEvent } from '../../src/webhooks/deliver.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
@@ -63,6 +64,15 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
       { in: 'path', name: 'meter_id', schema: { pattern: String } },
     ],
     'so are a query and a path parameter the route checks itself',
+  );
+
+  t.match(
+    document.paths['/api/meter-readings'].get.responses['200'].content,
+    {
+      'application/json': { schema: Object },
+      'text/csv': { schema: { type: 'string', description: `RFC 4180 CSV, header row first: ${EXPORT_COLUMNS.join(', ')}` } },
+    },
+    'the list’s 200 is JSON pages or the CSV billing export',
   );
 
   const exchanges: Exchange[] = [];

@@ -2,13 +2,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Static } from '@sinclair/typebox';
 import { instantField } from '../../instant.ts';
+import { DomainError } from '../../errors.ts';
 import { meterResult, meterResults, type SubmissionFilter } from '../../meter-results.ts';
+import { billingExport } from '../../meters/billing-export.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
 import { METER_ID_RULE } from '../../pipeline/identify-meter.ts';
 import {
   errorEnvelope,
   INPUT_ERROR,
   MeterListQuery,
+  MeterReadingsCsv,
   MeterReferenceParams,
   MeterResult,
   MeterResultList,
@@ -61,11 +64,14 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
       attachValidation: true,
       preValidation: rejectUnknownParameters(MeterListQuery),
       schema: {
-        summary: 'The account’s submissions, newest first',
+        summary: 'The account’s submissions, newest first; as CSV, the billing export',
         tags: ['Readings'],
         querystring: MeterListQuery,
         response: {
-          200: MeterResultList,
+          200: {
+            description: 'A page of submissions; with `Accept: text/csv` or `format=csv`, every matching submission as CSV, streamed',
+            content: { 'application/json': { schema: MeterResultList }, 'text/csv': { schema: MeterReadingsCsv } },
+          },
           422: errorEnvelope(
             '`authorization`: bad or inactive key; or a query parameter, named, that is malformed or unknown (`starting_after`: not a reference of this account)',
           ),
@@ -73,9 +79,20 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       if (request.validationError) throw queryError(request.validationError, LIST_QUERY_RULES);
       const { limit, starting_after: startingAfter } = request.query;
+      if (wantsCsv(request.query.format, request.headers.accept)) {
+        // The raw query: Ajv fills in limit's default.
+        const given = new URL(request.url, 'http://localhost').searchParams;
+        const paging = ['limit', 'starting_after'].find((name) => given.has(name));
+        if (paging) throw new DomainError('invalid', paging, `The CSV export has no pages: leave out ${paging}`);
+        // The type provider types a body by the JSON schema; a stream is sent as it comes, unserialized.
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', 'attachment; filename="meter-readings.csv"')
+          .send(billingExport(db, account(request), listFilter(request.query)) as never);
+      }
       return meterResults(db, account(request), listFilter(request.query), { limit: limit ?? DEFAULT_LIST_LIMIT, startingAfter });
     },
   );
@@ -98,15 +115,27 @@ const LIST_QUERY_RULES: Record<string, string> = {
   created_before: CREATED_BEFORE_RULE,
   meter_id: METER_ID_RULE,
   plausibility: `plausibility must be one of ${PlausibilityStatus.anyOf.map((member) => member.const).join(', ')}`,
+  needs_review: 'needs_review must be true or false',
   limit: `limit must be an integer from 1 to ${MeterListQuery.properties.limit.maximum}`,
   starting_after: 'starting_after must be the next_cursor of the previous page (a reference_id)',
+  format: 'format must be json or csv',
 };
+
+/** CSV when `format=csv`, or without `format` when Accept names text/csv before application/json (q-values aside: clients name one). */
+function wantsCsv(format: 'json' | 'csv' | undefined, accept: string | undefined): boolean {
+  if (format) return format === 'csv';
+  const types = (accept ?? '').split(',').map((part) => part.split(';')[0]!.trim().toLowerCase());
+  const csv = types.indexOf('text/csv');
+  const json = types.indexOf('application/json');
+  return csv >= 0 && (json < 0 || csv < json);
+}
 
 /** The list's filter from its query parameters. */
 function listFilter(query: Static<typeof MeterListQuery>): SubmissionFilter {
   return {
     status: query.status,
     plausibility: query.plausibility,
+    needsReview: query.needs_review,
     meterId: query.meter_id,
     createdAfter: query.created_after === undefined ? undefined : instantField(query.created_after, 'created_after', CREATED_AFTER_RULE),
     createdBefore: query.created_before === undefined ? undefined : instantField(query.created_before, 'created_before', CREATED_BEFORE_RULE),

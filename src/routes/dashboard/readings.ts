@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { METER_STATUSES, PLAUSIBILITIES, readingDetail, readingPhoto, type ReadingsQuery, readingsFilter, readingsPage } from '../../dashboard/readings.ts';
 import { DomainError } from '../../errors.ts';
+import { billingExport } from '../../meters/billing-export.ts';
 import { confirmReading, correctReading } from '../../meters/corrections.ts';
-import { recordNeedsReview } from '../../meters/records.ts';
 import { readingField } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
 import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
@@ -21,6 +21,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const filtered = Object.values(form).some((value) => value !== undefined);
     const next = nextCursor && `/dashboard/readings?${new URLSearchParams(definedEntries({ ...form, after: nextCursor }))}`;
     const first = after && `/dashboard/readings?${new URLSearchParams(definedEntries(form))}`;
+    const exportLink = `/dashboard/readings.csv?${new URLSearchParams(definedEntries(form))}`;
     return reply.page('readings', {
       title: 'Readings',
       readings,
@@ -29,17 +30,25 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       form,
       next,
       first,
+      exportLink,
       statuses: METER_STATUSES,
       plausibilities: PLAUSIBILITIES,
     });
   });
 
+  /** The billing export of the list's filter (README "GET /api/meter-readings"). */
+  app.get<{ Querystring: ReadingsQuery }>('/readings.csv', async (request, reply) => {
+    const { filter } = readingsFilter(request.query);
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', 'attachment; filename="meter-readings.csv"')
+      .send(billingExport(db, accountId(request), filter));
+  });
+
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
     if (!reading) throw notFound();
-    const finished = reading.status === 'completed' || reading.status === 'failed';
-    const needsReview = finished ? recordNeedsReview({ ...reading, status: reading.status as 'completed' | 'failed' }) : undefined;
-    return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview });
+    return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview: reading.needsReview ?? undefined });
   });
 
   app.post<ReadingParams & { Body: ReadingCorrectionForm }>(

@@ -1,5 +1,9 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { sql } from 'kysely';
+import { EXPORT_COLUMNS } from '../../../src/meters/billing-export.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
@@ -16,6 +20,35 @@ async function get(
 ): Promise<{ status: number; headers: Headers; body: any }> {
   const response = await fetch(`${service.url}${path}`, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
   return { status: response.status, headers: response.headers, body: await response.json() };
+}
+
+/** RFC 4180 records, each a map from the header row's names; strict about quoting, as a spreadsheet is. */
+function parseCsv(text: string): Array<Record<string, string>> {
+  const records: string[][] = [];
+  let record: string[] = [];
+  let field = '';
+  let at = 0;
+  while (at < text.length) {
+    if (text[at] === '"') {
+      const end = /^"((?:[^"]|"")*)"/.exec(text.slice(at));
+      if (!end) throw new Error(`an unclosed quote at ${at}`);
+      field = end[1]!.replaceAll('""', '"');
+      at += end[0].length;
+    } else {
+      const plain = /^[^",\r\n]*/.exec(text.slice(at))![0];
+      field = plain;
+      at += plain.length;
+    }
+    record.push(field);
+    if (text[at] === ',') at += 1;
+    else if (text.startsWith('\r\n', at)) {
+      records.push(record);
+      record = [];
+      at += 2;
+    } else throw new Error(`expected , or CRLF at ${at}`);
+  }
+  const [header, ...rows] = records;
+  return rows.map((row) => Object.fromEntries(header!.map((name, index) => [name, row[index]!])));
 }
 
 t.test('results by reference and lists', async (t) => {
@@ -227,6 +260,19 @@ t.test('results by reference and lists', async (t) => {
     t.same(await references(`created_before=${day(4).toISOString()}`), [a2, b1, a1], 'strictly before');
     t.same(await references(`created_after=${day(1).toISOString()}&created_before=${day(5).toISOString()}`), [none, a2, b1]);
 
+    t.same(await references('needs_review=true'), [a2], 'implausible: needs review');
+    t.same(await references('needs_review=false'), [a3, none, b1, a1]);
+
+    const [lowRow, correctedRow] = await service.db.selectFrom('meters').select('id').where('reference_id', 'in', [b1, a2]).orderBy('created_at').execute();
+    await service.db.updateTable('readings').set({ confidence: 50 }).where('meter_id', '=', lowRow!.id).execute();
+    await service.db
+      .insertInto('reading_corrections')
+      .values({ meter_id: correctedRow!.id, reading: '00095.000', value: '95', corrected_by: 'tester' })
+      .execute();
+    t.same(await references('needs_review=true'), [b1], 'less confident than the account’s threshold; a corrected reading no longer');
+    t.same(await references('needs_review=true&meter_id=SN_A'), [], 'combined with the other filters');
+    t.same((await get(service, `/api/meter-reading/${b1}`, customer.key)).body.needs_review, true, 'the filter and the submission itself agree');
+
     const first = await get(service, '/api/meter-readings?meter_id=SN_A&limit=2', customer.key);
     t.match(first.body, { has_more: true, next_cursor: a2 });
     const second = await get(service, `/api/meter-readings?meter_id=SN_A&limit=2&starting_after=${first.body.next_cursor}`, customer.key);
@@ -238,6 +284,136 @@ t.test('results by reference and lists', async (t) => {
     t.match(second.body, { has_more: false, next_cursor: null });
   });
 
+  t.test('the billing export: CSV by Accept or format=csv, every matching row, streamed', async (t) => {
+    const customer = await createCustomer(service.db);
+    const day = (n: number) => new Date(Date.UTC(2026, 7, n, 8));
+    const references = await seedReadings(service.db, customer, [
+      { createdAt: day(1), meterId: 'SN-C', reading: '00100.000', plausibility: 'unknown' },
+      { createdAt: day(2), meterId: 'SN-C', reading: '00110.000', plausibility: 'ok' },
+      { createdAt: day(3), meterId: 'SN-C', reading: '00990.000', plausibility: 'implausible' },
+      { createdAt: day(4), meterId: 'SN-C', reading: '00120.000', plausibility: 'ok' },
+      { createdAt: day(5), meterId: 'SN-C', reading: '00130.000', plausibility: 'ok' },
+      { createdAt: day(6), meterId: 'SN-D', reading: '00001.000', plausibility: 'unknown' },
+    ]);
+    const [manual, machine, flagged, confirmed, corrected, failed] = references;
+    const rowId = async (reference: string) =>
+      (await service.db.selectFrom('meters').select('id').where('reference_id', '=', reference).executeTakeFirstOrThrow()).id;
+    await service.db.updateTable('meters').set({ mode: 'manual' }).where('reference_id', '=', manual!).execute();
+    await service.db
+      .insertInto('reading_corrections')
+      .values([
+        { meter_id: await rowId(confirmed!), reading: '00120.000', value: '120', corrected_by: 'ops@example.com' },
+        { meter_id: await rowId(corrected!), reading: '00125.500', value: '125.5', corrected_by: '=HYPERLINK("http://x","a, b")' },
+      ])
+      .execute();
+    await service.db
+      .deleteFrom('readings')
+      .where('meter_id', '=', await rowId(failed!))
+      .execute();
+    await service.db
+      .updateTable('meters')
+      .set({ status: 'failed', error_code: 'unreadable', error_message: 'no dial' })
+      .where('reference_id', '=', failed!)
+      .execute();
+
+    const csv = async (query: string, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${service.url}/api/meter-readings${query}`, { headers: { authorization: `Bearer ${customer.key}`, ...headers } });
+      return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+    };
+    const byAccept = await csv('', { accept: 'text/csv' });
+    t.equal(byAccept.status, 200);
+    t.match(byAccept.type, /^text\/csv/);
+    t.ok(byAccept.text.startsWith(`${EXPORT_COLUMNS.join(',')}\r\n`), 'the header row first');
+    const byFormat = await csv('?format=csv');
+    t.equal(byFormat.text, byAccept.text, 'format=csv gives the same');
+    t.match((await csv('', { accept: 'application/json' })).type, /^application\/json/, 'JSON otherwise');
+
+    const rows = parseCsv(byAccept.text);
+    t.same(
+      rows.map((row) => row.reference_id),
+      [failed, corrected, confirmed, flagged, machine, manual],
+      'every submission, newest first',
+    );
+    const of = (reference: string) => rows.find((row) => row.reference_id === reference)!;
+    t.match(of(manual!), {
+      meter_id: 'SN-C',
+      created_at: '2026-08-01T08:00:00.000Z',
+      status: 'completed',
+      quality: 'manual',
+      needs_review: 'false',
+      consumption: '',
+    });
+    t.match(of(machine!), { reading: '00110.000', value: '110', unit: 'm3', confidence: '97', plausibility: 'ok', quality: 'machine', consumption: '10' });
+    t.match(of(flagged!), { quality: 'machine', needs_review: 'true', consumption: '' }, 'a flagged reading is no trusted value');
+    t.match(of(confirmed!), { quality: 'confirmed', needs_review: 'false', consumption: '10', corrected_reading: '00120.000' }, 'from the last trusted value');
+    t.match(of(corrected!), {
+      quality: 'corrected',
+      consumption: '5.5',
+      corrected_reading: '00125.500',
+      corrected_by: `'=HYPERLINK("http://x","a, b")`,
+      corrected_at: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
+      escalated: 'false',
+      model: 'seed',
+    });
+    t.match(byAccept.text, `"'=HYPERLINK(""http://x"",""a, b"")"`, 'quoted as RFC 4180 says, and no formula');
+    t.match(
+      of(failed!),
+      { meter_id: 'SN-D', status: 'failed', quality: 'failed', needs_review: 'true', reading: '', value: '' },
+      'a meter id no formula either',
+    );
+
+    t.same(
+      parseCsv((await csv('?format=csv&meter_id=SN-C&needs_review=true')).text).map((row) => row.reference_id),
+      [flagged],
+      'the list’s filters apply',
+    );
+    t.same(
+      parseCsv((await csv(`?format=csv&created_before=${day(2).toISOString()}`)).text).map((row) => row.reference_id),
+      [manual],
+    );
+    for (const [query, field] of [
+      ['format=xml', 'format'],
+      ['format=csv&limit=5', 'limit'],
+      [`format=csv&starting_after=${manual}`, 'starting_after'],
+      ['format=csv&meterid=SN-C', 'meterid'],
+    ]) {
+      const refused = await csv(`?${query}`);
+      t.equal(refused.status, 422, query);
+      t.same(Object.keys(JSON.parse(refused.text).errors), [field], query);
+    }
+  });
+
+  t.test('the billing export reads rows as the client takes them, and a client that stops holds no database connection', async (t) => {
+    const customer = await createCustomer(service.db);
+    await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at)
+      SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now() - g * interval '1 second', now() FROM generate_series(1, 50000) g`.execute(
+      service.db,
+    );
+    await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+      SELECT id, '00001.000', 1, 95, 'seed', 'seed', false, '[]', 1, 'ok' FROM meters WHERE account_id = ${customer.accountId}`.execute(service.db);
+    const request = http.get(`${service.url}/api/meter-readings?format=csv`, { headers: { authorization: `Bearer ${customer.key}` } });
+    const [response] = (await once(request, 'response')) as [http.IncomingMessage];
+    t.equal(response.statusCode, 200);
+    await sleep(1000); // not reading: the server's buffers fill, and the export waits
+
+    const busy = await sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query ILIKE '%reading_corrections%'`.execute(service.db);
+    t.equal(busy.rows[0]!.count, 0, 'no query open or transaction held while the client waits');
+    const oldest = await service.db
+      .selectFrom('meters')
+      .select('id')
+      .where('account_id', '=', customer.accountId)
+      .orderBy('created_at')
+      .limit(1)
+      .executeTakeFirstOrThrow();
+    await service.db.updateTable('readings').set({ model: 'changed-while-paused' }).where('meter_id', '=', oldest.id).execute();
+
+    let text = '';
+    for await (const chunk of response) text += chunk;
+    t.equal(text.trimEnd().split('\r\n').length, 50_001, 'every row once the client reads on');
+    t.match(text.trimEnd().split('\r\n').at(-1), /,changed-while-paused$/, 'the last rows fetched after the pause, not held in memory before it');
+  });
+
   t.test('an unknown list parameter is a 422 naming it, not ignored', async (t) => {
     const customer = await createCustomer(service.db);
     for (const name of ['meterid', 'search', 'created_at']) {
@@ -245,7 +421,7 @@ t.test('results by reference and lists', async (t) => {
       t.equal(result.status, 422, name);
       t.same(Object.keys(result.body.errors), [name], name);
       t.match(result.body.errors[name], [
-        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, limit, starting_after$/,
+        /^Unknown query parameter: this list takes status, created_after, created_before, meter_id, plausibility, needs_review, limit, starting_after, format$/,
       ]);
     }
   });
@@ -265,6 +441,7 @@ t.test('results by reference and lists', async (t) => {
       ['created_before=2026-11-01', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['meter_id=flat%203', 'meter_id', /^meter_id must be 1–64 characters/],
       ['plausibility=maybe', 'plausibility', /^plausibility must be one of ok, corrected, suspicious, implausible, unknown$/],
+      ['needs_review=yes', 'needs_review', /^needs_review must be true or false$/],
       ['created_before=2026-02-30T00:00:00Z', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['starting_after=nope', 'starting_after', /^starting_after must be the next_cursor of the previous page/],
       ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after', /^No submission of this account has this reference_id$/],

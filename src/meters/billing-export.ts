@@ -1,0 +1,129 @@
+import { Readable } from 'node:stream';
+import { type SqlBool, sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { filteredSubmissions, type SubmissionFilter } from '../meter-results.ts';
+import { isTrusted } from '../pipeline/plausibility.ts';
+import { consumption, trustedSubmissions } from './consumption.ts';
+
+/** The billing export's columns, in order: its header row. */
+export const EXPORT_COLUMNS = [
+  'reference_id',
+  'meter_id',
+  'created_at',
+  'finished_at',
+  'status',
+  'reading',
+  'value',
+  'unit',
+  'confidence',
+  'plausibility',
+  'needs_review',
+  'quality',
+  'consumption',
+  'corrected_reading',
+  'corrected_by',
+  'corrected_at',
+  'escalated',
+  'model',
+] as const;
+
+/** Rows fetched per query: a slow reader holds no connection between batches, and memory stays at one batch. */
+export const EXPORT_BATCH_SIZE = 1000;
+
+type Cell = string | number | boolean | Date | null | undefined;
+
+/**
+ * One RFC 4180 field. Text that a spreadsheet would run as a formula (=, +, -, @, or a tab or carriage
+ * return before one) gets a leading apostrophe; numbers we write are plain numbers, never formulas.
+ */
+export function csvCell(cell: Cell): string {
+  if (cell === null || cell === undefined) return '';
+  if (cell instanceof Date) return cell.toISOString();
+  if (typeof cell !== 'string') return String(cell);
+  const text = /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+export function csvLine(cells: readonly Cell[]): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
+/** A batch of the account's submissions under the filter, newest first, after the row `afterId`, with the meter's previous trusted value. */
+function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterId: string | undefined) {
+  let page = filteredSubmissions(db, accountId, filter)
+    .select(['m.meter_point_id as meterPointId', sql<boolean>`${isTrusted}`.as('trusted')])
+    .orderBy('m.created_at', 'desc')
+    .orderBy('m.id', 'desc')
+    .limit(EXPORT_BATCH_SIZE);
+  // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
+  if (afterId) page = page.where(sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${afterId})`);
+  return db
+    .selectFrom(page.as('s'))
+    .leftJoinLateral(
+      // The meter's newest trusted value before this submission, by (created_at, id): the index meters_meter_point.
+      trustedSubmissions(db, sql.ref('s.meterPointId'))
+        .where(sql<SqlBool>`(m.created_at, m.id) < (s."createdAt", s."meterRowId")`)
+        .orderBy('m.created_at', 'desc')
+        .orderBy('m.id', 'desc')
+        .limit(1)
+        .as('previous'),
+      (join) => join.onTrue(),
+    )
+    .selectAll('s')
+    .select('previous.value as previousValue')
+    .orderBy('s.createdAt', 'desc')
+    .orderBy('s.meterRowId', 'desc')
+    .execute();
+}
+
+type ExportRow = Awaited<ReturnType<typeof exportBatch>>[number];
+
+/** How the billable value came about: the machine's reading, a person's confirmation or correction of it, a manual reading, or nothing (failed). */
+function quality(row: ExportRow): 'machine' | 'confirmed' | 'corrected' | 'manual' | 'failed' | null {
+  if (row.correctedReading !== null) return row.correctedReading === row.reading ? 'confirmed' : 'corrected';
+  if (row.mode === 'manual') return 'manual';
+  if (row.status === 'failed') return 'failed';
+  return row.status === 'completed' ? 'machine' : null;
+}
+
+function exportLine(row: ExportRow): string {
+  const trustedValue = row.correctedValue ?? row.value;
+  return csvLine([
+    row.referenceId,
+    row.meterId,
+    row.createdAt,
+    row.finishedAt,
+    row.status,
+    row.reading,
+    row.value === null ? null : Number(row.value),
+    'm3',
+    row.confidence,
+    row.plausibility,
+    row.needsReview,
+    quality(row),
+    row.trusted ? consumption(trustedValue, row.previousValue) : null,
+    row.correctedReading,
+    row.correctedBy,
+    row.correctedAt,
+    row.escalated,
+    row.model,
+  ]);
+}
+
+/**
+ * The billing export (README "GET /api/meter-readings"): a header row, then one row per submission
+ * under the filter, newest first, fetched EXPORT_BATCH_SIZE rows at a time as the reader takes them.
+ */
+export function billingExport(db: Db, accountId: string, filter: SubmissionFilter): Readable {
+  async function* lines() {
+    yield csvLine(EXPORT_COLUMNS);
+    let afterId: string | undefined;
+    for (;;) {
+      const rows = await exportBatch(db, accountId, filter, afterId);
+      if (rows.length > 0) yield rows.map(exportLine).join('');
+      if (rows.length < EXPORT_BATCH_SIZE) return;
+      afterId = rows.at(-1)!.meterRowId;
+    }
+  }
+  return Readable.from(lines(), { objectMode: false });
+}
