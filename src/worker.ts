@@ -57,18 +57,21 @@ const OVER_SHARE_DELAY_MS = 1000;
 
 /**
  * pg-boss bounds a group's active jobs when it fetches, but fetches that run at the same instant
- * (a burst wakes every worker) can each see room and together take more. Every admitted job is
- * active and committed before its handler runs, so each sees the others: the oldest `share` of the
- * group go ahead, the rest are queued again without running.
+ * (a burst wakes every worker) can each see room and together take more. A job goes ahead only
+ * while fewer than `share` other jobs of its group are active; the rest are queued again without
+ * running. Every other active job counts, not only those fetched earlier: a fetch whose transaction
+ * began first may commit last, and is then invisible to the jobs checked before it commits, so a
+ * rule of "the oldest `share` go ahead" let one more through. Of any jobs running together, the one
+ * whose fetch committed last sees all the others, so the share holds exactly.
  */
 async function withinGroupShare(db: Db, job: Job<object>, share: number): Promise<boolean> {
-  const { rows } = await sql<{ ahead: number }>`
-    SELECT count(*)::int AS ahead
+  const { rows } = await sql<{ others: number }>`
+    SELECT count(*)::int AS others
     FROM pgboss.job other, pgboss.job this
     WHERE this.name = ${job.name} AND this.id = ${job.id}
       AND other.name = ${job.name} AND other.state = 'active' AND other.group_id = this.group_id
-      AND (other.started_on, other.id) < (this.started_on, this.id)`.execute(db);
-  return (rows[0]?.ahead ?? 0) < share;
+      AND other.id <> this.id`.execute(db);
+  return (rows[0]?.others ?? 0) < share;
 }
 
 /**
