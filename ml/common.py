@@ -19,6 +19,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DATASETS = Path(os.environ.get('METERLENS_DATASETS', REPO_ROOT.parent / 'shared' / 'datasets'))
 SPLITS = REPO_ROOT / 'ml' / 'splits'
 CACHE = Path(os.environ.get('METERLENS_CACHE', '/tmp/ml-cache'))
+# The photos render_meters.py draws: the dataset `rendered`, the only meter photos the default weights learn from.
+RENDERED = Path(os.environ.get('METERLENS_RENDERED', CACHE / 'rendered'))
+# Where the networks train: `cpu` (the recipe as shipped) or a GPU where one is at hand (`cuda`).
+DEVICE = torch.device(os.environ.get('METERLENS_TRAIN_DEVICE', 'cpu'))
 MODELS = REPO_ROOT / 'models'
 # The shapes, margins and alphabet the service feeds the shipped models (src/readers/local/spec.ts reads it too).
 SPEC = json.loads((REPO_ROOT / 'src' / 'readers' / 'local' / 'spec.json').read_text())
@@ -36,8 +40,12 @@ VALIDATION_PERCENT = 15
 TRAIN_DATASETS = os.environ.get('METERLENS_TRAIN_DATASETS', 'toloka,bdci2020').split(',')
 
 
+def dataset_root(dataset):
+    return RENDERED if dataset == 'rendered' else DATASETS / dataset
+
+
 def require_datasets():
-    missing = [dataset for dataset in TRAIN_DATASETS if not (DATASETS / dataset / 'labels.csv').exists()]
+    missing = [dataset for dataset in TRAIN_DATASETS if not (dataset_root(dataset) / 'labels.csv').exists()]
     if missing:
         raise SystemExit(f'No labels.csv for {", ".join(missing)} under {DATASETS} (METERLENS_DATASETS, METERLENS_TRAIN_DATASETS)')
 
@@ -65,6 +73,8 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
     parser.add_argument('--leave-out', nargs='+', default=[], metavar='LIST',
                         help='files listing photos (as in labels.csv) not to train on, to score on them (ml/splits/*-calibration.txt)')
     parser.add_argument('--output', default=str(output))
+    parser.add_argument('--workers', type=int, default=0,
+                        help='processes that draw the batches (0: this one, in the order of the shipped runs)')
     args = parser.parse_args()
     require_datasets()
     configure_threads()
@@ -88,7 +98,8 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     script draws itself (so the random draws stay the script's own, in its order), AdamW with gradients clipped to
     `max_grad_norm` if given. Progress every 100 steps; `validate(model)`, a line of text, every `validate_every`
     steps and at the end. The weights go to CACHE/<output's stem>.pt and the exported model to --output."""
-    print(f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
+    print(f'{sum(p.numel() for p in model.parameters())} parameters, on {DEVICE}', flush=True)
+    model.to(DEVICE)
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     started = time.time()
     step = 0
@@ -110,7 +121,7 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
             print(f'  validation after {step} steps: {validate(model)}', flush=True)
     print(f'final validation after {step} steps: {validate(model)}', flush=True)
 
-    model.eval()
+    model.cpu().eval()
     CACHE.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
     export_onnx(model, export, args.output)
@@ -122,8 +133,29 @@ def export_onnx(model, export, output):
     in, so it is handed one in eval mode: the model stays so."""
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     names = [export.input_name, *export.output_names]
+    # torch 2's default exporter is another one; the shipped models come from the TorchScript exporter.
+    legacy = {'dynamo': False} if int(torch.__version__.split('.')[0]) >= 2 else {}
     torch.onnx.export(export.wrap(model).eval(), torch.zeros(*export.input_shape), output, input_names=[export.input_name],
-                      output_names=export.output_names, dynamic_axes={name: {0: 'batch'} for name in names}, opset_version=13)
+                      output_names=export.output_names, dynamic_axes={name: {0: 'batch'} for name in names}, opset_version=13, **legacy)
+
+
+class _Batches(torch.utils.data.IterableDataset):
+    def __init__(self, make, random_source, seed):
+        self.make, self.random_source, self.seed = make, random_source, seed
+
+    def __iter__(self):
+        worker = torch.utils.data.get_worker_info()
+        source = self.random_source(self.seed if worker is None else self.seed + 1000 * (worker.id + 1))
+        while True:
+            yield self.make(source)
+
+
+def batch_stream(make, random_source, seed, workers):
+    """Endless batches `make(source)` draws from `random_source(seed)`: in this process (workers 0, the draws of
+    the shipped runs in their order), or from `workers` processes, each with a seed of its own (for a GPU, which
+    trains faster than one core draws)."""
+    return iter(torch.utils.data.DataLoader(_Batches(make, random_source, seed), batch_size=None, num_workers=workers,
+                                            **({'prefetch_factor': 4} if workers else {})))
 
 
 def training_progress(args, started):
@@ -144,7 +176,7 @@ def in_validation(file_name):
 def read_labels(dataset):
     """Rows of a dataset's labels.csv as dicts with `file`, `reading`, `quad` (4 corners, clockwise from top-left)."""
     rows = []
-    with open(DATASETS / dataset / 'labels.csv', newline='') as handle:
+    with open(dataset_root(dataset) / 'labels.csv', newline='') as handle:
         for row in csv.DictReader(handle):
             if dataset == 'toloka':
                 x1, y1, x2, y2 = (float(row[k]) for k in ('x1', 'y1', 'x2', 'y2'))
@@ -170,9 +202,11 @@ def split_rows(dataset, leave_out=()):
     """(train, validation) rows; the validation file list is the one committed in ml/splits. Training also leaves
     out the photos the lists in `leave_out` name (--leave-out)."""
     listed = SPLITS / f'{dataset}-val.txt'
-    validation_files = set(listed.read_text().split())
-    not_trained_on = validation_files.union(*(Path(leave_out_list).read_text().split() for leave_out_list in leave_out))
     rows = read_labels(dataset)
+    # Rendered photos are drawn again from their seed, so their split is the hash's, never a list to keep.
+    validation_files = ({r['file'] for r in rows if in_validation(r['file'])} if dataset == 'rendered'
+                        else set(listed.read_text().split()))
+    not_trained_on = validation_files.union(*(Path(leave_out_list).read_text().split() for leave_out_list in leave_out))
     train = [r for r in rows if r['file'] not in not_trained_on]
     validation = [r for r in rows if r['file'] in validation_files]
     return train, validation

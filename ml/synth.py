@@ -58,17 +58,31 @@ def clean_crop_label(member):
 
 
 def load_clean_digit_crops(root=DATASETS / 'digits-clean', extracted=CACHE / 'digits-clean'):
-    """{(digit, tenths): [HxWx3 uint8 arrays]} of digits-clean's wheel crops at CROP_SIZE, extracted once to `extracted`."""
+    """{(digit, tenths): [HxWx3 uint8 arrays]} of digits-clean's wheel crops at CROP_SIZE, extracted once to `extracted`
+    and kept there as one array file (the crops of every label, ready to load, and to carry to another machine)."""
+    packed = extracted.with_name(f'digits-clean-{CROP_SIZE[0]}x{CROP_SIZE[1]}.npz')
+    if not packed.exists():
+        pack_clean_digit_crops(root, extracted, packed)
+    with np.load(packed) as data:
+        labels, images = data['labels'], data['images']
+    crops = defaultdict(list)
+    for (digit, tenths), image in zip(labels.tolist(), images):
+        crops[(digit, tenths)].append(image)
+    return crops
+
+
+def pack_clean_digit_crops(root, extracted, packed):
     if not extracted.exists():
         for archive_name in CLEAN_ARCHIVES:
             with tarfile.open(root / archive_name) as archive:
                 archive.extractall(extracted)
-    crops = defaultdict(list)
+    labels, images = [], []
     for file in sorted(extracted.rglob('*')):
         label = file.is_file() and clean_crop_label(file.relative_to(extracted).as_posix())
         if label:
-            crops[label].append(np.asarray(Image.open(file).convert('RGB').resize(CROP_SIZE, Image.BILINEAR)))
-    return crops
+            labels.append(label)
+            images.append(np.asarray(Image.open(file).convert('RGB').resize(CROP_SIZE, Image.BILINEAR)))
+    np.savez_compressed(packed, labels=np.array(labels), images=np.stack(images))
 
 
 def load_meterdigits_crops():

@@ -48,7 +48,7 @@ git -C .. archive HEAD models | tar -x -C "$SHIPPED"
 export OPENBLAS_NUM_THREADS=1
 PYTHON=/usr/bin/python3
 LOGS="${TMPDIR:-/tmp}"
-$PYTHON -m unittest test_common.py test_synth.py test_wheels.py
+$PYTHON -m unittest test_common.py test_synth.py test_wheels.py test_render.py
 # A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
 export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
 $PYTHON make_split.py

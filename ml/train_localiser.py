@@ -8,6 +8,7 @@ The service turns the mask into a rotated rectangle (src/readers/local/geometry.
 import csv
 import hashlib
 import math
+from multiprocessing import Pool
 
 import numpy as np
 import torch
@@ -15,7 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from common import CACHE, DATASETS, MODELS, SPEC, TRAIN_DATASETS, Export, split_rows, start_training, train_and_export
+from common import (CACHE, DEVICE, MODELS, SPEC, TRAIN_DATASETS, Export, dataset_root, split_rows, start_training,
+                    train_and_export)
 
 INPUT = SPEC['localiser']['input']
 STORE = 320
@@ -81,7 +83,7 @@ def training_rows(rows, tilted_windows):
 
 def load_canvas(row):
     """Photo on a STORE x STORE black canvas (long side STORE) and its filled counter-window mask."""
-    image = Image.open(DATASETS / row['dataset'] / row['file']).convert('RGB')
+    image = Image.open(dataset_root(row['dataset']) / row['file']).convert('RGB')
     scale = STORE / max(image.size)
     size = (round(image.width * scale), round(image.height * scale))
     canvas = Image.new('RGB', (STORE, STORE))
@@ -98,7 +100,8 @@ def load_all(rows, tag):
     if cache_file.exists():
         data = np.load(cache_file)
         return data['images'], data['masks']
-    pairs = [load_canvas(r) for r in rows]
+    with Pool() as pool:  # thousands of rendered photos: decoding them is most of a GPU run's start
+        pairs = pool.map(load_canvas, rows, chunksize=32)
     images = np.stack([p[0] for p in pairs])
     masks = np.stack([p[1] for p in pairs])
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -129,7 +132,7 @@ def augment(images, masks, generator):
 
 
 def loss_fn(logits, target):
-    bce = F.binary_cross_entropy_with_logits(logits, (target > 0.5).float(), pos_weight=torch.tensor(4.0))
+    bce = F.binary_cross_entropy_with_logits(logits, (target > 0.5).float(), pos_weight=torch.tensor(4.0, device=logits.device))
     probs = torch.sigmoid(logits)
     inter = (probs * target).sum((1, 2, 3))
     dice = 1 - (2 * inter + 1) / (probs.sum((1, 2, 3)) + target.sum((1, 2, 3)) + 1)
@@ -149,7 +152,7 @@ def validation_iou(model, images, masks):
         for start in range(0, images.shape[0], 32):
             x = F.interpolate(images[start:start + 32], size=(INPUT, INPUT), mode='bilinear', align_corners=False)
             target = F.interpolate(masks[start:start + 32], size=(INPUT // STRIDE, INPUT // STRIDE), mode='area') > 0.5
-            predicted = model(x - 0.5) > 0
+            predicted = model((x - 0.5).to(DEVICE)).cpu() > 0
             inter = (predicted & target).sum((1, 2, 3)).float()
             union = (predicted | target).sum((1, 2, 3)).float().clamp(min=1)
             ious.append(inter / union)
@@ -179,7 +182,7 @@ def main():
     def batch_loss(model):
         index = torch.randint(0, images.shape[0], (args.batch,), generator=generator)
         x, target = augment(images[index], masks[index], generator)
-        return loss_fn(model(x), target)
+        return loss_fn(model(x.to(DEVICE)), target.to(DEVICE))
 
     train_and_export(args, model, batch_loss, lambda model: f'IoU {validation_iou(model, val_images, val_masks):.3f}',
                      Export((1, 3, INPUT, INPUT), 'image', ['mask_logits']), learning_rate=2e-3, weight_decay=1e-4, validate_every=500)

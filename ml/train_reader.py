@@ -7,6 +7,7 @@ blank + ALPHABET, and the probability that the strip is upside down.
 """
 import math
 import random
+from multiprocessing import Pool
 from typing import NamedTuple
 
 import numpy as np
@@ -15,7 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import ALPHABET, DATASETS, MODELS, SPEC, TRAIN_DATASETS, Export, split_rows, start_training, train_and_export
+from common import (ALPHABET, DEVICE, MODELS, SPEC, TRAIN_DATASETS, Export, batch_stream, dataset_root, split_rows, start_training,
+                    train_and_export)
 from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
 HEIGHT, WIDTH = SPEC['strip']['height'], SPEC['strip']['width']
@@ -94,7 +96,7 @@ class Exported(nn.Module):
 
 def load_window(row):
     """A generous crop around the labelled window (so jitter has context) and the quad in that crop's frame."""
-    image = Image.open(DATASETS / row['dataset'] / row['file']).convert('RGB')
+    image = Image.open(dataset_root(row['dataset']) / row['file']).convert('RGB')
     quad = np.array(row['quad'])
     width = np.linalg.norm(quad[1] - quad[0])
     height = np.linalg.norm(quad[3] - quad[0])
@@ -197,8 +199,8 @@ def evaluate(model, windows):
             strips = [rectify(image, quad, MARGIN_X, MARGIN_Y) for image, quad, *_ in chunk]
             upright = torch.stack([to_tensor(np.asarray(s, np.float32) / 255) for s in strips])
             flipped = torch.flip(upright, (2, 3))
-            logits, up_score = model(upright)
-            _, flip_score = model(flipped)
+            logits, up_score = model(upright.to(DEVICE))
+            _, flip_score = model(flipped.to(DEVICE))
             for i, (_, _, reading, _) in enumerate(chunk):
                 exact += greedy_decode(logits[i].softmax(1)) == reading
                 orientation += (up_score[i] < flip_score[i]).item()
@@ -212,15 +214,25 @@ def sideways(row):
     return row['dataset'] == 'toloka' and (x2 - x1) < (y3 - y1)
 
 
+def usable_window(row):
+    image, quad = load_window(row)
+    return image, quad, row['reading'], row['dataset']
+
+
 def usable_windows(rows):
     """The windows of the rows whose reading direction the quad gives, loaded with their reading and dataset."""
-    windows = []
-    for row in rows:
-        if sideways(row):
-            continue
-        image, quad = load_window(row)
-        windows.append((image, quad, row['reading'], row['dataset']))
-    return windows
+    with Pool() as pool:  # thousands of rendered photos: decoding them is most of a GPU run's start
+        return pool.map(usable_window, [row for row in rows if not sideways(row)], chunksize=32)
+
+
+class BatchRandom:
+    """numpy's Generator for numbers and weighted picks, plus the stdlib's randrange/randint/choice the helpers use."""
+
+    def __init__(self, seed):
+        rng, py_rng = np.random.default_rng(seed), random.Random(seed)
+        self.random, self.randrange, self.randint, self.choice = py_rng.random, py_rng.randrange, py_rng.randint, py_rng.choice
+        self.pick = lambda weights: int(rng.choice(len(weights), p=weights))
+        self.uniform, self.normal = rng.uniform, rng.normal
 
 
 def main():
@@ -232,9 +244,6 @@ def main():
 
     args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]
-    rng = np.random.default_rng(args.seed)
-    py_rng = random.Random(args.seed)
-
     train_rows, validation = [], {}
     for dataset in TRAIN_DATASETS:
         train, validation_rows = split_rows(dataset, args.leave_out)
@@ -246,24 +255,16 @@ def main():
     crops = load_digit_crops()
     print(f'{len(windows)} training windows, {sum(len(v) for v in crops.values())} digit crops', flush=True)
 
-    class BatchRandom:
-        """numpy's Generator for numbers and weighted picks, plus the stdlib's randrange/randint/choice the helpers use."""
-        random = staticmethod(py_rng.random)
-        randrange = staticmethod(py_rng.randrange)
-        randint = staticmethod(py_rng.randint)
-        choice = staticmethod(py_rng.choice)
-        pick = staticmethod(lambda weights: int(rng.choice(len(weights), p=weights)))
-        uniform = staticmethod(rng.uniform)
-        normal = staticmethod(rng.normal)
-
+    batches = batch_stream(lambda source: make_batch(windows, window_weights, crops, args.batch, source, regularisation),
+                           BatchRandom, args.seed, args.workers)
     ctc = nn.CTCLoss(zero_infinity=True)
 
     def batch_loss(model):
-        images, targets, lengths, upside_down = make_batch(windows, window_weights, crops, args.batch, BatchRandom, regularisation)
+        images, targets, lengths, upside_down = (t.to(DEVICE) for t in next(batches))
         logits, up_logit = model(images)
         log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
         keep = lengths > 0
-        steps = torch.full((int(keep.sum()),), log_probs.shape[0], dtype=torch.long)
+        steps = torch.full((int(keep.sum()),), log_probs.shape[0], dtype=torch.long, device=DEVICE)
         loss = ctc(log_probs[:, keep], targets, steps, lengths[keep])
         return loss + 0.5 * F.binary_cross_entropy_with_logits(up_logit, upside_down)
 

@@ -1,0 +1,62 @@
+"""cd ml && python3 -m unittest test_render: the rendered meter photos and their labels, and the batch stream that
+feeds a GPU from several processes without changing the CPU recipe's draws."""
+import random
+import re
+import unittest
+
+import numpy as np
+import torch
+
+from common import batch_stream
+from render_meters import font_files, render
+
+
+def crops():
+    """One plain crop for every digit and tenths: enough for the renderer, without digits-clean."""
+    tile = np.full((32, 20, 3), 230, np.uint8)
+    tile[6:26, 8:12] = 20
+    return {(digit, tenths): [tile] for digit in range(10) for tenths in range(10)}
+
+
+class RenderedPhotos(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.renders = [render(index, 1, crops(), font_files()) for index in range(12)]
+
+    def test_readings_are_in_the_layouts_the_service_knows(self):
+        for _, reading, _ in self.renders:
+            self.assertRegex(reading, r'^\d{5}(\.\d{3})?$')
+        self.assertEqual({bool(re.search(r'\.', reading)) for _, reading, _ in self.renders}, {True, False})
+
+    def test_the_counter_window_lies_inside_the_photo_with_its_corners_clockwise(self):
+        for photo, _, quad in self.renders:
+            self.assertTrue((quad > 0).all() and (quad < photo.size).all())
+            edges = np.roll(quad, -1, 0) - quad
+            turning = edges[:, 0] * np.roll(edges, -1, 0)[:, 1] - edges[:, 1] * np.roll(edges, -1, 0)[:, 0]
+            self.assertTrue((turning > 0).all(), 'clockwise in image coordinates (y down)')
+
+    def test_the_same_index_and_seed_draw_the_same_photo(self):
+        again, reading, quad = render(3, 1, crops(), font_files())
+        photo, first_reading, first_quad = self.renders[3]
+        self.assertEqual(reading, first_reading)
+        np.testing.assert_allclose(quad, first_quad)
+        self.assertEqual(again.tobytes(), photo.tobytes())
+
+
+class BatchStream(unittest.TestCase):
+    def test_in_this_process_it_draws_what_the_recipe_draws(self):
+        make = lambda source: torch.tensor([source.random() for _ in range(4)], dtype=torch.float64)
+        stream = batch_stream(make, random.Random, 7, workers=0)
+        direct = random.Random(7)
+        for _ in range(3):
+            self.assertEqual(next(stream).tolist(), [direct.random() for _ in range(4)])
+
+    def test_each_worker_draws_with_a_seed_of_its_own(self):
+        make = lambda source: torch.tensor([source.random()])
+        stream = batch_stream(make, random.Random, 7, workers=2)
+        drawn = {next(stream).item() for _ in range(6)}
+        self.assertEqual(len(drawn), 6)
+
+
+if __name__ == '__main__':
+    unittest.main()
