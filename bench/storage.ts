@@ -91,7 +91,7 @@ try {
     const meter = { ...accepted, accountId: account.id, mode: 'async' as const };
     try {
       const jpeg = await normaliseUpload({ db, photos: photoStore, config }, accepted.meterId, image.upload);
-      await recordReading({ db, boss }, meter, await readers.read(jpeg), await readContext(db, accepted.meterId));
+      await recordReading({ db, boss, config }, meter, await readers.read(jpeg), await readContext(db, accepted.meterId));
     } catch {
       // An unreadable photo costs no reading row; the failure is in the meter row.
     }

@@ -69,6 +69,16 @@ export interface Config {
   /** Webhook endpoints one account may have: each event is POSTed to every one of them. */
   webhookEndpointsPerAccount: number;
 
+  /** When a meter needs a visit (src/meters/anomalies.ts). */
+  anomaly: {
+    /** Trusted readings standing still this many days, while the meter's history says it is used: stopped. */
+    stoppedDays: number;
+    /** The span, in days, a leak's consumption is measured over. */
+    leakDays: number;
+    /** Consumption over the span above this many times the usual (or usual plus its spreads) is a leak. */
+    leakFactor: number;
+  };
+
   /**
    * Where new photos go: `database` (meter_images' bytea columns) or `s3://bucket/prefix`, with the
    * S3 endpoint (unset: AWS), region and key as the AWS SDK's own variables give them; without a
@@ -177,6 +187,9 @@ export const ENVIRONMENT = Type.Object({
   WEBHOOK_CONCURRENCY: integer(16, { minimum: 1 }),
   WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, { minimum: 1 }),
   WEBHOOK_ENDPOINTS_PER_ACCOUNT: integer(10, { minimum: 1 }),
+  ANOMALY_STOPPED_DAYS: integer(30, { minimum: 1, maximum: 365 }),
+  ANOMALY_LEAK_DAYS: integer(7, { minimum: 1, maximum: 365 }),
+  ANOMALY_LEAK_FACTOR: Type.Number({ default: 2, minimum: 1, maximum: 100 }),
   PHOTO_STORE: Type.String({ default: 'database', pattern: PHOTO_STORE_PATTERN, description: 'database or s3://bucket/prefix' }),
   // The AWS SDK's own names, as its users set them.
   AWS_ENDPOINT_URL_S3: unsetString(),
@@ -252,6 +265,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookEndpointConcurrency: environment.WEBHOOK_ENDPOINT_CONCURRENCY,
     webhookEndpointsPerAccount: environment.WEBHOOK_ENDPOINTS_PER_ACCOUNT,
 
+    anomaly: {
+      stoppedDays: environment.ANOMALY_STOPPED_DAYS,
+      leakDays: environment.ANOMALY_LEAK_DAYS,
+      leakFactor: environment.ANOMALY_LEAK_FACTOR,
+    },
+
     photoStore: {
       location: environment.PHOTO_STORE,
       endpoint: environment.AWS_ENDPOINT_URL_S3,
@@ -277,14 +296,15 @@ export function loadConfig(env: Env = process.env): Config {
 /**
  * The variables of ENVIRONMENT with defaults filled in, typed as they will be once checked. An
  * empty value counts as unset. Integers are taken only as written in digits ("1e3", "5.0" and " 5"
- * stay strings, which the check refuses).
+ * stay strings, which the check refuses), other numbers as digits with a decimal point ("1.5").
  */
 function withDefaults(env: Env): Environment {
   const given: Record<string, string | number> = {};
   for (const [name, schema] of Object.entries(ENVIRONMENT.properties)) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
-    given[name] = schema.type === 'integer' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
+    const digits = schema.type === 'integer' ? /^-?\d+$/ : /^-?\d+(\.\d+)?$/;
+    given[name] = (schema.type === 'integer' || schema.type === 'number') && digits.test(raw) ? Number(raw) : raw;
   }
   return Value.Default(ENVIRONMENT, given) as Environment;
 }
@@ -299,9 +319,10 @@ function schemaProblems(environment: Environment, env: Env): string[] {
 function expected(schema: TSchema): string {
   if (schema.pattern) return String(schema.description);
   if (schema.anyOf) return `one of ${schema.anyOf.map((literal: TLiteral) => literal.const).join(', ')}`;
-  if (schema.type === 'integer') {
-    if (schema.maximum !== undefined) return `an integer from ${schema.minimum} to ${schema.maximum}`;
-    return `an integer of at least ${schema.minimum}`;
+  if (schema.type === 'integer' || schema.type === 'number') {
+    const kind = schema.type === 'integer' ? 'an integer' : 'a number';
+    if (schema.maximum !== undefined) return `${kind} from ${schema.minimum} to ${schema.maximum}`;
+    return `${kind} of at least ${schema.minimum}`;
   }
   return `a ${schema.type}`;
 }

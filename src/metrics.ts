@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db/database.ts';
+import type { AnomalyKind } from './meters/anomalies.ts';
 import { QUEUES } from './queue.ts';
 import type { ChainReading, ReadAttempt } from './readers/chain.ts';
 
@@ -74,6 +75,13 @@ const webhookAttemptDuration = new Histogram({
   registers: [registry],
 });
 
+const meterAnomalies = new Counter({
+  name: 'meterlens_meter_anomalies_total',
+  help: 'Episodes of meters that need a visit, counted when they open (each sent one meter.anomaly), by kind: stopped, backwards, leak',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
 const queueJobs = new Gauge({
   name: 'meterlens_queue_jobs',
   help: 'Jobs in pg-boss by queue and state, read from the database at scrape time',
@@ -109,6 +117,11 @@ export function observeReaderAttempts(attempts: ReadAttempt[]): void {
 export function observeWebhookAttempt(attempt: { statusCode: number | null; error: string | null; durationMs: number }): void {
   const outcome = attempt.error === null ? 'delivered' : attempt.statusCode === null ? 'no_answer' : 'http_error';
   webhookAttemptDuration.observe({ outcome }, attempt.durationMs / 1000);
+}
+
+/** Anomaly episodes a committed change opened. */
+export function observeAnomalies(kinds: readonly AnomalyKind[]): void {
+  for (const kind of kinds) meterAnomalies.inc({ kind });
 }
 
 /** The Prometheus text exposition, with the queue gauges read from the database first. */

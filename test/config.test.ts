@@ -93,6 +93,19 @@ t.test('mail: SMTP_URL needs MAIL_FROM, PUBLIC_URL and an smtp:// or smtps:// UR
   t.notMatch(error.message, 'hunter2', 'the password stays out of the message');
 });
 
+t.test('anomaly settings: whole days, and a leak factor that may have decimals', async (t) => {
+  t.same(loadConfig({}).anomaly, { stoppedDays: 30, leakDays: 7, leakFactor: 2 });
+  t.same(loadConfig({ ANOMALY_STOPPED_DAYS: '3', ANOMALY_LEAK_DAYS: '1', ANOMALY_LEAK_FACTOR: '1.5' }).anomaly, {
+    stoppedDays: 3,
+    leakDays: 1,
+    leakFactor: 1.5,
+  });
+  t.throws(() => loadConfig({ ANOMALY_STOPPED_DAYS: '0' }), /ANOMALY_STOPPED_DAYS: "0" is not an integer from 1 to 365/);
+  t.throws(() => loadConfig({ ANOMALY_LEAK_DAYS: '2.5' }), /ANOMALY_LEAK_DAYS: "2.5" is not an integer from 1 to 365/);
+  for (const value of ['0.5', '101', '1e1', '1,5', 'two', ' 2'])
+    t.throws(() => loadConfig({ ANOMALY_LEAK_FACTOR: value }), new RegExp(`ANOMALY_LEAK_FACTOR: "${value}" is not a number from 1 to 100`), value);
+});
+
 t.test("an account's share of the read slots is half of a worker's unless set", async (t) => {
   t.equal(loadConfig({}).readAccountConcurrency, 2);
   t.equal(loadConfig({ WORKER_CONCURRENCY: '7' }).readAccountConcurrency, 4);

@@ -56,6 +56,7 @@ t.test('GET /metrics: every family, with the work just done counted', async (t) 
     ['meterlens_reading_confidence', 'histogram'],
     ['meterlens_reader_attempt_duration_seconds', 'histogram'],
     ['meterlens_webhook_attempt_duration_seconds', 'histogram'],
+    ['meterlens_meter_anomalies_total', 'counter'],
     ['meterlens_queue_jobs', 'gauge'],
     ['meterlens_queue_oldest_job_age_seconds', 'gauge'],
     ['meterlens_process_cpu_seconds_total', 'counter'],

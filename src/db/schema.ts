@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { AnomalyJson, AnomalyKind } from '../meters/anomalies.ts';
 import type { Plausibility } from '../readers/reader.ts';
 import type { DeliveryEvent, WebhookEvent } from '../webhooks/events.ts';
 
@@ -13,6 +14,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   meters: MetersTable;
   meter_points: MeterPointsTable;
+  meter_anomalies: MeterAnomaliesTable;
   reading_corrections: ReadingCorrectionsTable;
   meter_images: MeterImagesTable;
   readings: ReadingsTable;
@@ -118,6 +120,19 @@ export interface MeterPointsTable {
   external_id: string;
   max_flow_m3_per_hour: ColumnType<string | null, number | string | null | undefined, number | string | null>;
   created_at: CreatedAt;
+}
+
+/** An episode of a meter that needs a visit (src/meters/anomalies.ts). */
+export interface MeterAnomaliesTable {
+  id: Id;
+  meter_point_id: IdRef;
+  kind: AnomalyKind;
+  opened_at: CreatedAt;
+  /** Null while the episode is open. */
+  closed_at: ColumnType<Date | null, never, Date>;
+  meter_id: ColumnType<string | null, string | number, never>;
+  /** meter.anomaly's data as sent, less meter_id. */
+  data: ColumnType<AnomalyJson, string, never>;
 }
 
 export interface ReadingCorrectionsTable {

@@ -21,6 +21,7 @@ export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref
       (join) => join.onTrue(),
     )
     .select([
+      'm.id as meterRowId',
       'm.reference_id as referenceId',
       'm.created_at as readAt',
       sql<string>`coalesce(c.reading, r.reading)`.as('reading'),
@@ -68,6 +69,7 @@ export async function monthlyConsumption(db: Db, meterPointId: string): Promise<
   }));
 }
 
-function roundVolume(value: number): number {
+/** Readings have at most a few decimals; this keeps float noise (0.1 + 0.2) out of volumes. */
+export function roundVolume(value: number): number {
   return Math.round(value * 1e6) / 1e6;
 }

@@ -1,11 +1,16 @@
 import { sql } from 'kysely';
 import { checkBound } from '../accounts/account-bounds.ts';
-import type { Db } from '../db/database.ts';
+import type { ServiceDeps } from '../deps.ts';
+import { observeAnomalies } from '../metrics.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
+import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
 export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
+
+/** A correction may open or close an anomaly episode of its meter, and announce it. */
+type CorrectionDeps = Pick<ServiceDeps, 'db' | 'boss' | 'config'>;
 
 /** Corrections one submission may have: a person changes their mind a few times, not hundreds. */
 export const CORRECTIONS_PER_SUBMISSION = 20;
@@ -23,14 +28,14 @@ export type CorrectionOutcome =
  * Only finished submissions (completed, or failed: a person may read what the readers could not).
  */
 export function correctReading(
-  db: Db,
+  deps: CorrectionDeps,
   accountId: string,
   referenceId: string,
   reading: string,
   by: Corrector,
 ): Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>> {
   // A correction brings its own reading, so there is always one to store.
-  return storeCorrection(db, accountId, referenceId, by, () => reading) as Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>>;
+  return storeCorrection(deps, accountId, referenceId, by, () => reading) as Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>>;
 }
 
 /**
@@ -39,25 +44,26 @@ export function correctReading(
  * was flagged (`implausible`, `suspicious`) becomes the meter's reference: a meter whose reference
  * was wrong is released. A failed submission has no reading to confirm.
  */
-export function confirmReading(db: Db, accountId: string, referenceId: string, by: Corrector): Promise<CorrectionOutcome> {
-  return storeCorrection(db, accountId, referenceId, by, (machineReading) => machineReading);
+export function confirmReading(deps: CorrectionDeps, accountId: string, referenceId: string, by: Corrector): Promise<CorrectionOutcome> {
+  return storeCorrection(deps, accountId, referenceId, by, (machineReading) => machineReading);
 }
 
 async function storeCorrection(
-  db: Db,
+  deps: CorrectionDeps,
   accountId: string,
   referenceId: string,
   by: Corrector,
   readingOf: (machineReading: string | undefined) => string | undefined,
 ): Promise<CorrectionOutcome> {
   if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
-  return db.transaction().execute(async (tx): Promise<CorrectionOutcome> => {
+  let anomalies: AnomalyKind[] = [];
+  const outcome = await deps.db.transaction().execute(async (tx): Promise<CorrectionOutcome> => {
     // The submission's row stays locked until the correction is stored, so that concurrent
     // corrections of it are counted one after another and the bound holds exactly.
     const meter = await tx
       .selectFrom('meters as m')
       .leftJoin('readings as r', 'r.meter_id', 'm.id')
-      .select(['m.id', 'm.status', 'r.reading'])
+      .select(['m.id', 'm.status', 'm.meter_point_id', 'r.reading'])
       .where('m.account_id', '=', accountId)
       .where('m.reference_id', '=', referenceId)
       .forNoKeyUpdate('m')
@@ -76,7 +82,11 @@ async function storeCorrection(
       .insertInto('reading_corrections')
       .values({ meter_id: meter.id, reading, value: reading, api_key_id: by.apiKeyId ?? null, user_id: by.userId ?? null, corrected_by: by.label })
       .execute();
+    // The corrected or confirmed value is the submission's trusted value now.
+    if (meter.meter_point_id) anomalies = await checkMeterAnomalies(tx, deps, meter.meter_point_id);
     const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
     return { outcome: 'corrected', record };
   });
+  observeAnomalies(anomalies);
+  return outcome;
 }

@@ -1,6 +1,9 @@
-import type { Db, Tx } from '../db/database.ts';
+import type { Tx } from '../db/database.ts';
+import type { ServiceDeps } from '../deps.ts';
 import { DomainError } from '../errors.ts';
 import type { AuthenticatedKey } from '../pipeline/authenticate.ts';
+import { observeAnomalies } from '../metrics.ts';
+import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
 import { meterPointWithinBound } from './meter-points.ts';
 import { FLAGGED } from './review.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
@@ -13,10 +16,17 @@ export const MANUAL = 'manual';
  * whose time (created_at) is when the meter showed it, completed at once with a reading at
  * confidence 100. It is a person's value: trusted as a reference, needs no review, in the history
  * and the chart; not judged against a window (a meter may have been replaced), not counted as usage,
- * and announced by no webhook.
+ * and announced by no reading webhook. As a trusted value it may open or close an anomaly episode.
  */
-export async function addManualReading(db: Db, key: AuthenticatedKey, externalId: string, reading: string, readAt: Date): Promise<SubmissionRecord> {
-  return db.transaction().execute(async (tx) => {
+export async function addManualReading(
+  deps: Pick<ServiceDeps, 'db' | 'boss' | 'config'>,
+  key: AuthenticatedKey,
+  externalId: string,
+  reading: string,
+  readAt: Date,
+): Promise<SubmissionRecord> {
+  let anomalies: AnomalyKind[] = [];
+  const record = await deps.db.transaction().execute(async (tx) => {
     const meterPointId = await meterPointWithinBound(tx, key.accountId, externalId);
     await checkLayout(tx, meterPointId, externalId, reading);
     const finishedAt = new Date();
@@ -51,8 +61,11 @@ export async function addManualReading(db: Db, key: AuthenticatedKey, externalId
         plausibility: 'unknown',
       })
       .execute();
+    anomalies = await checkMeterAnomalies(tx, deps, meterPointId);
     return submissionRecords(tx, key.accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
   });
+  observeAnomalies(anomalies);
+  return record;
 }
 
 /** Whole and fractional digits of a reading: a meter's layout, e.g. "00123.456" → 5 + 3. */

@@ -1,16 +1,19 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { AnomalyJson } from './anomalies.ts';
 import { CONSUMPTION_DAYS, consumption, trustedSubmissions } from './consumption.ts';
 
 export const METER_LIST_MAX_LIMIT = 100;
 
-/** A physical meter as the lists show it: its last trusted reading, and its consumption over the last 30 days. */
+/** A physical meter as the lists show it: its last trusted reading, its consumption over the last 30 days, and whether it needs a visit. */
 export interface MeterSummary {
   meterId: string;
   createdAt: Date;
   lastTrusted: { reading: string; value: number; source: 'correction' | 'reading' | 'manual'; readAt: Date; referenceId: string } | null;
   /** m³; null without a trusted reading in the 30 days or before them. */
   consumption30Days: number | null;
+  /** Its newest open anomaly episode (src/meters/anomalies.ts), if any. */
+  anomaly: AnomalyJson | null;
 }
 
 /** Byte order, as the index meter_points_account_external_c has it, whatever the database's collation. */
@@ -37,6 +40,19 @@ export async function meterList(
         trustedSubmissions(db, sql.ref('p.id')).where('m.created_at', '<', since).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(1).as('before'),
       (join) => join.onTrue(),
     )
+    .leftJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('meter_anomalies')
+          .select('data')
+          .whereRef('meter_point_id', '=', 'p.id')
+          .where('closed_at', 'is', null)
+          .orderBy('opened_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('anomaly'),
+      (join) => join.onTrue(),
+    )
     .select([
       'p.external_id as meterId',
       'p.created_at as createdAt',
@@ -46,6 +62,7 @@ export async function meterList(
       'last.readAt',
       'last.referenceId',
       'before.value as valueBefore',
+      'anomaly.data as anomaly',
     ])
     .where('p.account_id', '=', accountId)
     .orderBy(externalIdBytes)
@@ -61,6 +78,7 @@ export async function meterList(
         ? null
         : { reading: row.reading, value: Number(row.value), source: row.source, readAt: row.readAt, referenceId: row.referenceId },
     consumption30Days: row.readAt && row.readAt >= since ? consumption(row.value, row.valueBefore) : null,
+    anomaly: row.anomaly,
   }));
   return { meters, nextCursor: rows.length > page.limit ? meters.at(-1)!.meterId : null };
 }

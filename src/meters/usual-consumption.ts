@@ -49,9 +49,13 @@ export function usualConsumption(points: TrustedPoint[], defaultPerDay: number):
   return { perDay: round(perDay), spread: round(Math.sqrt(variance)), basis: 'history' };
 }
 
-/** The most the meter usually uses in `days` (at least one day), m³. */
-export function usualAllowance(usual: UsualConsumption, days: number): number {
-  const rate = Math.max(USUAL_FACTOR * usual.perDay, usual.perDay + USUAL_SPREADS * usual.spread);
+/**
+ * The most the meter usually uses in `days` (at least one day), m³: `factor` times its rate, or its
+ * rate plus USUAL_SPREADS spreads, whichever is more, and the floor. A reading above it is
+ * suspicious (USUAL_FACTOR); a leak is told by a factor of its own (ANOMALY_LEAK_FACTOR).
+ */
+export function usualAllowance(usual: UsualConsumption, days: number, factor = USUAL_FACTOR): number {
+  const rate = Math.max(factor * usual.perDay, usual.perDay + USUAL_SPREADS * usual.spread);
   return round(rate * Math.max(days, 1) + USUAL_FLOOR_M3);
 }
 

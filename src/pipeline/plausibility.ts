@@ -89,10 +89,13 @@ export function plausibilityWindow(
   maxFlowPerHour: number,
 ): PlausibilityWindow {
   const value = Number(reference.reading);
-  const decimals = reference.reading.split('.')[1]?.length ?? 0;
-  const fastestWheelStep = 10 ** -decimals;
   const allowance = maxFlowPerHour * Math.max(elapsedHours(reference, takenAt), MIN_ELAPSED_HOURS);
-  return { reference: reference.reading, min: roundVolume(value - fastestWheelStep), max: roundVolume(value + allowance) };
+  return { reference: reference.reading, min: roundVolume(value - fastestWheelStep(reference.reading)), max: roundVolume(value + allowance) };
+}
+
+/** One step of a reading's fastest (rightmost) wheel, m³: `00606.494` → 0.001, `00606` → 1. A wheel half-way may be read either way. */
+export function fastestWheelStep(reading: string): number {
+  return 10 ** -(reading.split('.')[1]?.length ?? 0);
 }
 
 /** The plausibility part of a reading's API representation (sync response, webhook, history). */

@@ -1,7 +1,10 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
-import { observeFailedReading, observeReading } from '../metrics.ts';
+import type { ServiceDeps } from '../deps.ts';
+import { type AnomalyKind, checkMeterAnomalies } from '../meters/anomalies.ts';
+import { FLAGGED } from '../meters/review.ts';
+import { observeAnomalies, observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './plausibility.ts';
@@ -20,13 +23,21 @@ export interface FailureReason {
 
 /**
  * Step 7 (record) and step 8 (notify) in one transaction: the meter leaves pending/processing
- * exactly once, and an async client's webhook is queued if and only if that happened.
+ * exactly once, and an async client's webhook is queued if and only if that happened. A reading
+ * nobody flagged of a named meter is checked for anomalies in it too (src/meters/anomalies.ts).
  * Returns the reading id, or undefined when the meter had already finished (a retried job, or
  * one that expired while it ran).
  */
-export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading, context: ReadContext): Promise<string | undefined> {
+export async function recordReading(
+  deps: Pick<ServiceDeps, 'db' | 'boss' | 'config'>,
+  meter: MeterRef,
+  result: ChainReading,
+  context: ReadContext,
+): Promise<string | undefined> {
+  let anomalies: AnomalyKind[] = [];
   const readingId = await deps.db.transaction().execute(async (tx) => {
-    if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;
+    const finished = await finish(tx, meter.meterId, 'completed');
+    if (!finished) return undefined;
     const { id: readingId } = await tx
       .insertInto('readings')
       .values({
@@ -56,9 +67,14 @@ export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: Meter
       .returning('id')
       .executeTakeFirstOrThrow();
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
+    // A reading nobody flagged is a trusted value of its meter.
+    if (finished.meterPointId && !FLAGGED.includes(result.plausibility)) anomalies = await checkMeterAnomalies(tx, deps, finished.meterPointId);
     return readingId;
   });
-  if (readingId) observeReading(result);
+  if (readingId) {
+    observeReading(result);
+    observeAnomalies(anomalies);
+  }
   return readingId;
 }
 
@@ -83,14 +99,16 @@ export async function markProcessing(db: Db, meterId: string): Promise<boolean> 
   return updated.numUpdatedRows > 0n;
 }
 
-async function finish(tx: Db, meterId: string, status: 'completed' | 'failed', reason?: FailureReason): Promise<boolean> {
+/** Its meter point, or undefined when the meter had already finished. */
+async function finish(tx: Db, meterId: string, status: 'completed' | 'failed', reason?: FailureReason): Promise<{ meterPointId: string | null } | undefined> {
   const updated = await tx
     .updateTable('meters')
     .set({ status, finished_at: new Date(), error_code: reason?.code ?? null, error_message: reason?.message ?? null })
     .where('id', '=', meterId)
     .where('status', 'in', ['pending', 'processing'])
+    .returning('meter_point_id')
     .executeTakeFirst();
-  return updated.numUpdatedRows > 0n;
+  return updated && { meterPointId: updated.meter_point_id };
 }
 
 /** Fails every meter still unfinished after the deadline, so none waits forever; the client is told. */

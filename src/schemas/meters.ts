@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { ANOMALY_KINDS } from '../meters/anomalies.ts';
 import { CONSUMPTION_DAYS } from '../meters/consumption.ts';
 import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
 import { METER_LIST_MAX_LIMIT } from '../meters/meter-list.ts';
@@ -47,6 +48,42 @@ const MeterHistoryPage = Type.Object(
   { description: 'A page of the meter’s history', examples: [{ meter_id: 'SN-4711', next_cursor: 'bTQy', readings: [CORRECTED_SUBMISSION_EXAMPLE] }] },
 );
 
+const nullableNumber = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
+
+/** A meter that needs a visit, as the meters list shows it and `meter.anomaly` sends it (src/meters/anomalies.ts). */
+export const MeterAnomaly = Type.Object({
+  kind: Type.Union(
+    ANOMALY_KINDS.map((kind) => Type.Literal(kind)),
+    {
+      description:
+        '`stopped`: its trusted readings stand still while they keep arriving and its history says it is used; `backwards`: a trusted reading below the one before; `leak`: far more used over the span than usual',
+    },
+  ),
+  since: Type.String({
+    format: 'date-time',
+    description:
+      'When it started, by the meter’s readings: the first reading at the value it stopped at, the reading that dropped, the start of the leak’s span',
+  }),
+  reference_id: Type.String({ format: 'uuid', description: 'The submission whose trusted reading ends the span' }),
+  span: Type.Object(
+    {
+      from: Type.String({ format: 'date-time' }),
+      to: Type.String({ format: 'date-time' }),
+      days: Type.Number(),
+    },
+    { description: 'The two trusted readings it was found between (when the meter showed them)' },
+  ),
+  figures: Type.Object({
+    from_reading: Type.String(),
+    to_reading: Type.String(),
+    consumption_m3: Type.Number({ description: 'to_reading less from_reading: negative when it ran backwards' }),
+    usual_m3_per_day: nullableNumber('Its usual daily consumption before the span, from its own trusted history; null for `backwards`'),
+    usual_spread_m3_per_day: nullableNumber('How much that varies (standard deviation); null for `backwards`'),
+    usual_m3: nullableNumber('What it usually uses over the span (usual_m3_per_day × days); null for `backwards`'),
+    limit_m3: nullableNumber('`leak` only: consumption over the span above this is a leak (ANOMALY_LEAK_FACTOR); null otherwise'),
+  }),
+});
+
 const MeterSummary = Type.Object({
   meter_id: Type.String(),
   created_at: Type.String({ format: 'date-time', description: 'When the meter was first named' }),
@@ -68,6 +105,7 @@ const MeterSummary = Type.Object({
   consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
     description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
   }),
+  anomaly: Type.Union([MeterAnomaly, Type.Null()], { description: 'Why the meter needs a visit: its newest open episode; null when none is open' }),
 });
 
 const MeterListPage = Type.Object(
@@ -94,6 +132,7 @@ const MeterListPage = Type.Object(
               reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
             },
             consumption_30_days_m3: 9.18,
+            anomaly: null,
           },
         ],
         has_more: false,

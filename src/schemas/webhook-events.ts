@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { USAGE_THRESHOLD_SHARE, type DeliveryEvent } from '../webhooks/events.ts';
 import { FailureError, NeedsReview, ReadingFields, ReferenceId } from './meter-reading.ts';
+import { MeterAnomaly } from './meters.ts';
 
 const UsageMilestone = Type.Object({
   month: Type.String({ description: 'The calendar month (UTC), e.g. "2026-11"' }),
@@ -55,6 +56,10 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
       failing_since: Type.String({ format: 'date-time', description: 'The first failed attempt of the run that ended in disabling it' }),
       failed_attempts: Type.Integer({ description: 'Attempts in a row that failed' }),
     }),
+  },
+  'meter.anomaly': {
+    summary: 'A meter needs a visit: it stopped, ran backwards or uses far more than usual (once per episode, when it starts)',
+    data: Type.Object({ meter_id: Type.String(), ...MeterAnomaly.properties }),
   },
 };
 

@@ -15,6 +15,7 @@ export const WEBHOOK_EVENTS = [
   'subscription.cancelled',
   'subscription.expired',
   'webhook_endpoint.disabled',
+  'meter.anomaly',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -70,5 +71,21 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     reason: 'Every attempt since 2026-11-21T08:00:00.000Z failed (31 attempts, over 24 hours); the last: The receiver answered HTTP 503 Service Unavailable',
     failing_since: '2026-11-21T08:00:00.000Z',
     failed_attempts: 31,
+  },
+  'meter.anomaly': {
+    meter_id: 'SN-4711',
+    kind: 'leak',
+    since: '2026-11-14T08:00:00.000Z',
+    reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
+    span: { from: '2026-11-14T08:00:00.000Z', to: '2026-11-21T08:00:00.000Z', days: 7 },
+    figures: {
+      from_reading: '00606.494',
+      to_reading: '00618.994',
+      consumption_m3: 12.5,
+      usual_m3_per_day: 0.3,
+      usual_spread_m3_per_day: 0.05,
+      usual_m3: 2.1,
+      limit_m3: 5.2,
+    },
   },
 };

@@ -91,7 +91,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await recordFailure({ db, boss }, meter, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const readingId = await recordReading({ db, boss }, meter, result, context);
+    const readingId = await recordReading({ db, boss, config }, meter, result, context);
     if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
     return { reference_id: accepted.referenceId, status: 'completed' as const, ...freshReadingResult(result, readingId, context) };
   });

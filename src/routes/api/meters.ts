@@ -86,7 +86,10 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   app.post<CorrectionRequest>('/meter-reading/:reference_id/correction', { schema: ReadingCorrection }, async (request) => {
     const key = apiKey(request);
     const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
-    const corrected = await correctReading(db, key.accountId, request.params.reference_id, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    const corrected = await correctReading(app.deps, key.accountId, request.params.reference_id, reading, {
+      apiKeyId: key.keyId,
+      label: `api key ${key.keyId}`,
+    });
     if (corrected.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
     if (corrected.outcome === 'not_finished')
       throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
@@ -96,7 +99,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   /** A person confirms the machine's reading as it stands (src/meters/corrections.ts): no body. */
   app.post<ConfirmationRequest>('/meter-reading/:reference_id/confirmation', { schema: ReadingConfirmation }, async (request) => {
     const key = apiKey(request);
-    const confirmed = await confirmReading(db, key.accountId, request.params.reference_id, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    const confirmed = await confirmReading(app.deps, key.accountId, request.params.reference_id, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
     if (confirmed.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
     if (confirmed.outcome === 'not_finished')
       throw new DomainError('conflict', 'reference_id', 'The submission is still being read: confirm it once it has finished');
@@ -113,7 +116,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     const body = (request.body ?? {}) as { reading?: unknown; read_at?: unknown };
     const reading = readingField(body.reading, 'reading');
     const readAt = readAtField(body.read_at, 'read_at');
-    const record = await addManualReading(db, key, meterId, reading, readAt);
+    const record = await addManualReading(app.deps, key, meterId, reading, readAt);
     return reply.code(201).send(submissionJson(record));
   });
 }
@@ -138,6 +141,7 @@ function meterSummaryJson(meter: MeterSummary) {
       reference_id: last.referenceId,
     },
     consumption_30_days_m3: meter.consumption30Days,
+    anomaly: meter.anomaly,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { consumptionChart } from '../../dashboard/consumption-chart.ts';
 import { DomainError } from '../../errors.ts';
+import { openAnomalies } from '../../meters/anomalies.ts';
 import { CONSUMPTION_DAYS, monthlyConsumption } from '../../meters/consumption.ts';
 import { HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
 import { METER_LIST_MAX_LIMIT, meterList } from '../../meters/meter-list.ts';
@@ -10,9 +11,9 @@ import { accountId } from '../../plugins/app/session.ts';
 type MetersQuery = { Querystring: { prefix?: string; after?: string } };
 
 /**
- * /dashboard/meters: every physical meter of the account with its last trusted reading and recent
- * consumption; /dashboard/meters/:meterId: one meter's latest submissions, its chart and its
- * consumption per month.
+ * /dashboard/meters: every physical meter of the account with its last trusted reading, recent
+ * consumption and whether it needs a visit; /dashboard/meters/:meterId: one meter's open anomaly
+ * episodes, latest submissions, its chart and its consumption per month.
  */
 export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.deps;
@@ -46,6 +47,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
       more: history.nextBefore !== null,
       chart: consumptionChart(history.records),
       months: await monthlyConsumption(db, history.meterPointId),
+      anomalies: await openAnomalies(db, history.meterPointId),
     });
   });
 }
