@@ -3,6 +3,7 @@ import { checkBound } from '../accounts/account-bounds.ts';
 import type { Db } from '../db/database.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
+import { refreshNeedsReview } from './review.ts';
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
 export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
@@ -76,6 +77,7 @@ async function storeCorrection(
       .insertInto('reading_corrections')
       .values({ meter_id: meter.id, reading, value: reading, api_key_id: by.apiKeyId ?? null, user_id: by.userId ?? null, corrected_by: by.label })
       .execute();
+    await refreshNeedsReview(tx, { meterId: meter.id });
     const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
     return { outcome: 'corrected', record };
   });

@@ -1,6 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
+import { refreshNeedsReview } from '../meters/review.ts';
 import { observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
@@ -20,7 +21,7 @@ export interface FailureReason {
 
 /**
  * Step 7 (record) and step 8 (notify) in one transaction: the meter leaves pending/processing
- * exactly once, and an async client's webhook is queued if and only if that happened.
+ * exactly once, with its needs_review stored, and an async client's webhook is queued if and only if that happened.
  * Returns the reading id, or undefined when the meter had already finished (a retried job, or
  * one that expired while it ran).
  */
@@ -55,6 +56,7 @@ export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: Meter
       })
       .returning('id')
       .executeTakeFirstOrThrow();
+    await refreshNeedsReview(tx, { meterId: meter.meterId });
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
     return readingId;
   });
@@ -65,6 +67,7 @@ export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: Meter
 export async function recordFailure(deps: { db: Db; boss: PgBoss }, meter: MeterRef, reason: FailureReason): Promise<boolean> {
   const failed = await deps.db.transaction().execute(async (tx) => {
     if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
+    await refreshNeedsReview(tx, { meterId: meter.meterId });
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...meter, error: reason });
     return true;
   });
