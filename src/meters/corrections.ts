@@ -1,9 +1,17 @@
 import { sql } from 'kysely';
+import type { PgBoss } from 'pg-boss';
 import { checkBound } from '../accounts/account-bounds.ts';
 import type { Db } from '../db/database.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
-import { submissionRecords, type SubmissionRecord } from './records.ts';
+import { queueAccountEvent } from '../webhooks/deliver.ts';
+import { submissionJson, submissionRecords, type SubmissionRecord } from './records.ts';
 import { refreshNeedsReview } from './review.ts';
+
+/** What a correction writes to: the database, and the queue its `reading.corrected` webhooks go through. */
+export interface CorrectionDeps {
+  db: Db;
+  boss: PgBoss;
+}
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
 export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
@@ -24,14 +32,14 @@ export type CorrectionOutcome =
  * Only finished submissions (completed, or failed: a person may read what the readers could not).
  */
 export function correctReading(
-  db: Db,
+  deps: CorrectionDeps,
   accountId: string,
   referenceId: string,
   reading: string,
   by: Corrector,
 ): Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>> {
   // A correction brings its own reading, so there is always one to store.
-  return storeCorrection(db, accountId, referenceId, by, () => reading) as Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>>;
+  return storeCorrection(deps, accountId, referenceId, by, () => reading) as Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>>;
 }
 
 /**
@@ -40,12 +48,17 @@ export function correctReading(
  * was flagged (`implausible`, `suspicious`) becomes the meter's reference: a meter whose reference
  * was wrong is released. A failed submission has no reading to confirm.
  */
-export function confirmReading(db: Db, accountId: string, referenceId: string, by: Corrector): Promise<CorrectionOutcome> {
-  return storeCorrection(db, accountId, referenceId, by, (machineReading) => machineReading);
+export function confirmReading(deps: CorrectionDeps, accountId: string, referenceId: string, by: Corrector): Promise<CorrectionOutcome> {
+  return storeCorrection(deps, accountId, referenceId, by, (machineReading) => machineReading);
 }
 
+/**
+ * The correction, needs_review stored again (false now), and the `reading.corrected` event to the
+ * account's endpoints that chose it, all in one transaction: its data is the submission as GET
+ * shows it, the machine's reading (or error) with the person's `correction` beside it.
+ */
 async function storeCorrection(
-  db: Db,
+  { db, boss }: CorrectionDeps,
   accountId: string,
   referenceId: string,
   by: Corrector,
@@ -79,6 +92,7 @@ async function storeCorrection(
       .execute();
     await refreshNeedsReview(tx, { meterId: meter.id });
     const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
+    await queueAccountEvent(tx, boss, { accountId, type: 'reading.corrected', data: submissionJson(record), meterId: meter.id });
     return { outcome: 'corrected', record };
   });
 }

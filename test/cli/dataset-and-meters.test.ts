@@ -41,11 +41,11 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   await submit(customer.key); // never looked at by a person: not exported
   const othersCorrected = await submit(other.key);
   const by = { apiKeyId: customer.keyId, label: 'test' };
-  await correctReading(service.db, customer.accountId, corrected, '02391.000', by);
-  await correctReading(service.db, customer.accountId, corrected, '02390.900', by); // the newest correction counts
-  await correctReading(service.db, customer.accountId, confirmed, '02390.276', by);
+  await correctReading(service, customer.accountId, corrected, '02391.000', by);
+  await correctReading(service, customer.accountId, corrected, '02390.900', by); // the newest correction counts
+  await correctReading(service, customer.accountId, confirmed, '02390.276', by);
   const beforeOthers = new Date();
-  await correctReading(service.db, other.accountId, othersCorrected, '00001.000', { apiKeyId: other.keyId, label: 'test' });
+  await correctReading(service, other.accountId, othersCorrected, '00001.000', { apiKeyId: other.keyId, label: 'test' });
 
   const dir = path.join(scratch, 'all');
   const exported = await exportDataset(service, dir, { accountId: customer.accountId });

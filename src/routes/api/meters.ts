@@ -36,7 +36,7 @@ type ManualReadingRequest = { Params: { meter_id: string }; Body: unknown };
  * subscribed account may submit, and they may create meters.
  */
 export default async function meterRoutes(app: FastifyInstance): Promise<void> {
-  const { db } = app.deps;
+  const { db, boss } = app.deps;
   app.decorateRequest('apiKey', null);
   app.addHook('onRequest', async (request) => {
     request.apiKey = await authenticate(db, request.headers.authorization);
@@ -86,7 +86,10 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   app.post<CorrectionRequest>('/meter-reading/:reference_id/correction', { schema: ReadingCorrection }, async (request) => {
     const key = apiKey(request);
     const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
-    const corrected = await correctReading(db, key.accountId, request.params.reference_id, reading, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    const corrected = await correctReading({ db, boss }, key.accountId, request.params.reference_id, reading, {
+      apiKeyId: key.keyId,
+      label: `api key ${key.keyId}`,
+    });
     if (corrected.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
     if (corrected.outcome === 'not_finished')
       throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
@@ -96,7 +99,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   /** A person confirms the machine's reading as it stands (src/meters/corrections.ts): no body. */
   app.post<ConfirmationRequest>('/meter-reading/:reference_id/confirmation', { schema: ReadingConfirmation }, async (request) => {
     const key = apiKey(request);
-    const confirmed = await confirmReading(db, key.accountId, request.params.reference_id, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
+    const confirmed = await confirmReading({ db, boss }, key.accountId, request.params.reference_id, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
     if (confirmed.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
     if (confirmed.outcome === 'not_finished')
       throw new DomainError('conflict', 'reference_id', 'The submission is still being read: confirm it once it has finished');

@@ -11,7 +11,7 @@ type ReadingParams = { Params: { referenceId: string } };
 
 /** /dashboard/readings: the account's submissions, filtered and a page at a time, and one submission with its photo. */
 const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, photos } = app.deps;
+  const { db, photos, boss } = app.deps;
   const notFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
   app.get<{ Querystring: ReadingsQuery }>('/readings', async (request, reply) => {
@@ -65,7 +65,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
           throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
         throw error;
       }
-      const corrected = await correctReading(db, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
+      const corrected = await correctReading({ db, boss }, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
       if (corrected.outcome === 'not_found') throw notFound();
       if (corrected.outcome === 'not_finished')
         throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
@@ -76,7 +76,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post<ReadingParams>('/readings/:referenceId/confirmation', async (request, reply) => {
     const { referenceId } = request.params;
     const user = request.user!;
-    const confirmed = await confirmReading(db, user.accountId, referenceId, { userId: user.userId, label: user.email });
+    const confirmed = await confirmReading({ db, boss }, user.accountId, referenceId, { userId: user.userId, label: user.email });
     if (confirmed.outcome === 'not_found') throw notFound();
     if (confirmed.outcome === 'not_finished' || confirmed.outcome === 'nothing_to_confirm')
       throw new DomainError('invalid', 'reference_id', 'This submission has no finished reading to confirm: correct it instead.');
