@@ -53,7 +53,7 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   t.match(first.text, /<svg class="zoom" viewBox="176 56 248 88" role="img"/, 'zoomed on the counter box and a margin around it');
   t.match(first.text, /<summary>Whole photo<\/summary>/, 'the whole photo a click away');
   t.match(first.text, /<strong id="review-machine-reading">02390\.276<\/strong>/, "the machine's reading");
-  t.match(first.text, /<span class="badge badge-implausible">implausible<\/span>.*Against 02380\.000 \(previous reading\)/s, 'why it was flagged');
+  t.match(first.text, /<span class="badge badge-implausible">implausible<\/span>.*Reference 02380\.000 \(previous reading\)/s, 'why it was flagged');
   const beside = /<table class="responsive compact" id="review-beside">([\s\S]*?)<\/table>/.exec(first.text)?.[1] ?? '';
   t.match(
     beside,
