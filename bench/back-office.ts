@@ -48,7 +48,9 @@ async function seed(submissions: number): Promise<string> {
     SELECT ${account}, ${customer.keyId}, 'async', CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'completed' END,
       CASE WHEN g % 50 = 0 THEN 'unreadable' END, CASE WHEN g % 50 = 0 THEN 'No reader found a reading in the photo' END,
       t, t, t, (SELECT id FROM meter_points WHERE account_id = ${account} AND external_id = 'SN-' || lpad((g % 1000 + 1)::text, 4, '0'))
-    FROM generate_series(1, ${submissions}::int) g, LATERAL (SELECT now() - g * make_interval(secs => ${(100 * DAY_SECONDS) / submissions})) AS at(t)`.execute(db);
+    FROM generate_series(1, ${submissions}::int) g, LATERAL (SELECT now() - g * make_interval(secs => ${(100 * DAY_SECONDS) / submissions})) AS at(t)`.execute(
+    db,
+  );
   await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
     SELECT id, lpad((id % 99999)::text, 5, '0') || '.000', id % 99999, CASE WHEN id % 25 = 0 THEN 50 ELSE 95 END, 'local', 'bench', false, '[]', 5,
       CASE WHEN id % 10 = 0 THEN 'implausible' ELSE 'ok' END
