@@ -5,7 +5,7 @@ import type { Db } from '../db/database.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { submissionJson, submissionRecords, type SubmissionRecord } from './records.ts';
-import { refreshNeedsReview } from './review.ts';
+import { holdReviewThreshold, refreshNeedsReview } from './review.ts';
 
 /** What a correction writes to: the database, and the queue its `reading.corrected` webhooks go through. */
 export interface CorrectionDeps {
@@ -66,6 +66,7 @@ async function storeCorrection(
 ): Promise<CorrectionOutcome> {
   if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
   return db.transaction().execute(async (tx): Promise<CorrectionOutcome> => {
+    await holdReviewThreshold(tx, accountId);
     // The submission's row stays locked until the correction is stored, so that concurrent
     // corrections of it are counted one after another and the bound holds exactly.
     const meter = await tx

@@ -57,8 +57,9 @@ const currentNeedsReview = needsReviewSql({
 /**
  * Stores needs_review (meters.needs_review, which the review queue's index holds) of one submission
  * or of every submission of an account, from their facts as they stand. Called in the transaction of
- * each change to those facts: a submission finishing, a correction or confirmation, a new threshold.
- * An unfinished submission's is false. Rows whose value stays are not written.
+ * each change to those facts: a submission finishing, a correction or confirmation, a new threshold;
+ * one that stores a single submission's has taken holdReviewThreshold first. An unfinished
+ * submission's is false. Rows whose value stays are not written.
  */
 export async function refreshNeedsReview(tx: Db, of: { meterId: string } | { accountId: string }): Promise<void> {
   const current = sql<boolean>`(m.status IN ('completed', 'failed') AND ${currentNeedsReview})`;
@@ -68,6 +69,18 @@ export async function refreshNeedsReview(tx: Db, of: { meterId: string } | { acc
     .where('meterId' in of ? sql<SqlBool>`m.id = ${of.meterId}` : sql<SqlBool>`m.account_id = ${of.accountId}`)
     .where(sql<SqlBool>`m.needs_review <> ${current}`)
     .execute();
+}
+
+/**
+ * Holds the account's review threshold still until the transaction ends: shared by each transaction
+ * that stores one submission's needs_review, exclusive while setReviewSettings changes it. Without it a
+ * submission finishing during a threshold change could be judged by the old threshold after the
+ * account-wide refresh had passed it, and keep the wrong flag. Taken before the transaction locks any
+ * of the account's submissions, so the two kinds wait for each other, never in a circle.
+ */
+export async function holdReviewThreshold(tx: Db, accountId: string, mode: 'shared' | 'exclusive' = 'shared'): Promise<void> {
+  const key = sql`hashtextextended(${`meterlens review threshold ${accountId}`}, 0)`;
+  await (mode === 'shared' ? sql`SELECT pg_advisory_xact_lock_shared(${key})` : sql`SELECT pg_advisory_xact_lock(${key})`).execute(tx);
 }
 
 /** needs_review as stored (refreshNeedsReview), in a query of `meters as m`: false while a submission is unfinished. */
@@ -101,6 +114,7 @@ export function isUsualM3PerDay(value: number): boolean {
  */
 export async function setReviewSettings(db: Db, accountId: string, change: Partial<ReviewSettings>): Promise<ReviewSettings | undefined> {
   return db.transaction().execute(async (tx) => {
+    if (change.reviewBelow !== undefined) await holdReviewThreshold(tx, accountId, 'exclusive');
     const row = await tx
       .updateTable('accounts')
       .set({

@@ -1,7 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
-import { refreshNeedsReview } from '../meters/review.ts';
+import { holdReviewThreshold, refreshNeedsReview } from '../meters/review.ts';
 import { observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
@@ -27,6 +27,7 @@ export interface FailureReason {
  */
 export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: MeterRef, result: ChainReading, context: ReadContext): Promise<string | undefined> {
   const readingId = await deps.db.transaction().execute(async (tx) => {
+    await holdReviewThreshold(tx, meter.accountId);
     if (!(await finish(tx, meter.meterId, 'completed'))) return undefined;
     const { id: readingId } = await tx
       .insertInto('readings')
@@ -66,6 +67,7 @@ export async function recordReading(deps: { db: Db; boss: PgBoss }, meter: Meter
 
 export async function recordFailure(deps: { db: Db; boss: PgBoss }, meter: MeterRef, reason: FailureReason): Promise<boolean> {
   const failed = await deps.db.transaction().execute(async (tx) => {
+    await holdReviewThreshold(tx, meter.accountId);
     if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
     await refreshNeedsReview(tx, { meterId: meter.meterId });
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...meter, error: reason });

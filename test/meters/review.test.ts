@@ -1,6 +1,6 @@
 import t from 'tap';
 import { sql } from 'kysely';
-import { needsReview, needsReviewSql, type ReviewFacts, setReviewSettings } from '../../src/meters/review.ts';
+import { holdReviewThreshold, needsReview, needsReviewSql, type ReviewFacts, setReviewSettings } from '../../src/meters/review.ts';
 import type { Plausibility } from '../../src/readers/reader.ts';
 import { PlausibilityStatus } from '../../src/schemas/meter-reading.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
@@ -75,4 +75,29 @@ t.test('needs_review as stored: every path that changes its facts stores it agai
   const after = await stored();
   t.equal(after.get(confident), true, 'a new threshold applies to the stored readings (confidence 97 < 98)');
   t.equal(after.get(confirmed), false, 'but not to what a person confirmed');
+});
+
+t.test('a new threshold waits for the submissions being stored, so that none keeps a flag judged by the old one', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const customer = await createCustomer(service.db);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held!: () => void;
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  // A transaction storing a submission's needs_review, as recordReading and the corrections do.
+  const storing = service.db.transaction().execute(async (tx) => {
+    await holdReviewThreshold(tx, customer.accountId);
+    held();
+    await released;
+  });
+  await holding;
+  let changed = false;
+  const change = setReviewSettings(service.db, customer.accountId, { reviewBelow: 95 }).then(() => (changed = true));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal(changed, false, 'the change waits');
+  release();
+  await storing;
+  await change;
+  t.equal(changed, true, 'and goes ahead once the submission is stored');
+  t.same(await setReviewSettings(service.db, customer.accountId, { usualM3PerDay: 2 }), { reviewBelow: 95, usualM3PerDay: 2 });
 });
