@@ -86,9 +86,15 @@ export async function holdReviewThreshold(tx: Db, accountId: string, mode: 'shar
 /** needs_review as stored (refreshNeedsReview), in a query of `meters as m`: false while a submission is unfinished. */
 export const storedNeedsReview = sql<SqlBool>`m.needs_review`;
 
-/** How many submissions of the account (an id, or an SQL expression of one) wait for review: a range of the queue's index. */
+/** The review queue's count stops here: what every dashboard request pays for it stays bounded however long the queue grows. */
+export const REVIEW_COUNT_LIMIT = 1000;
+
+/**
+ * How many submissions of the account (an id, or an SQL expression of one) wait for review, up to
+ * REVIEW_COUNT_LIMIT: a range of the queue's index.
+ */
 export function reviewWaitingCount(account: string | RawBuilder<unknown> | ReturnType<typeof sql.ref>) {
-  return sql<number>`(SELECT count(*)::int FROM meters WHERE account_id = ${account} AND needs_review)`;
+  return sql<number>`(SELECT count(*)::int FROM (SELECT FROM meters WHERE account_id = ${account} AND needs_review LIMIT ${sql.lit(REVIEW_COUNT_LIMIT)}) AS waiting)`;
 }
 
 /** An account's review settings: its review threshold and the usual consumption of a meter with too little history. */

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { createApiKey } from '../../src/accounts/api-keys.ts';
+import { REVIEW_COUNT_LIMIT } from '../../src/meters/review.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
@@ -127,4 +128,25 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   await stranger.get('/dashboard/review');
   t.equal((await stranger.post(`/dashboard/review/${a}/confirmation`, {})).status, 404, "another account's submission");
   t.equal((await stranger.post(`/dashboard/review/${a}/correction`, { reading: '1' })).status, 404);
+});
+
+t.test("the navigation's count stops at REVIEW_COUNT_LIMIT, so that every page's cost stays bounded", async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const client = new DashboardClient(service.url);
+  const email = `review.many.${process.pid}@example.com`;
+  await client.signUp(email);
+  const user = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const apiKey = await createApiKey(service.db, { accountId: user.account_id, projectName: 'field app' });
+  const flagged = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      meterId: 'SN-9',
+      createdAt: new Date(Date.now() - (count - i) * 60_000),
+      reading: '00001.000',
+      plausibility: 'implausible' as const,
+    }));
+  await seedReadings(service.db, { accountId: user.account_id, keyId: apiKey.id }, flagged(REVIEW_COUNT_LIMIT - 1));
+  t.match((await client.get('/dashboard/usage')).text, /id="review-count">999</);
+  await seedReadings(service.db, { accountId: user.account_id, keyId: apiKey.id }, flagged(2));
+  t.match((await client.get('/dashboard/usage')).text, /id="review-count">1,000\+</);
+  t.match((await client.get('/dashboard/review')).text, /id="review-waiting">1,000\+ waiting/);
 });
