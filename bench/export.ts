@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { sql } from 'kysely';
 import { createDatabase, type Db } from '../src/db/database.ts';
 import { billingExport } from '../src/meters/billing-export.ts';
+import { refreshNeedsReview } from '../src/meters/review.ts';
 import { createTestDatabase } from '../test/helpers/database.ts';
 import { createCustomer } from '../test/helpers/service.ts';
 
@@ -30,6 +31,7 @@ async function seed(db: Db, submissions: number): Promise<string> {
     FROM meters WHERE account_id = ${customer.accountId}`.execute(db);
   await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
     SELECT id, '00001.000', 1, 'bench' FROM meters WHERE account_id = ${customer.accountId} AND id % 20 = 0`.execute(db);
+  await refreshNeedsReview(db, { accountId: customer.accountId });
   return customer.accountId;
 }
 

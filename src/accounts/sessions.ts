@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { UserRole } from '../db/schema.ts';
+import { reviewWaitingCount } from '../meters/review.ts';
 import { hashToken, randomToken } from './tokens.ts';
 
 const SESSION_DAYS = 14;
@@ -15,6 +16,8 @@ export interface SessionUser {
   csrfToken: string;
   /** The account's trial waits for this user to follow the link mailed at sign-up. */
   awaitingVerification: boolean;
+  /** The account's submissions waiting in the review queue, up to REVIEW_COUNT_LIMIT: the navigation shows the count. */
+  reviewWaiting: number;
 }
 
 /**
@@ -52,6 +55,7 @@ export async function findSession(db: Db, token: string): Promise<SessionUser | 
       'a.name as accountName',
       's.csrf_token as csrfToken',
       sql<boolean>`u.email_verified_at IS NULL AND a.trial_plan_code IS NOT NULL`.as('awaitingVerification'),
+      reviewWaitingCount(sql.ref('u.account_id')).as('reviewWaiting'),
       's.last_seen_at',
     ])
     .where('s.token_sha256', '=', hashToken(token))

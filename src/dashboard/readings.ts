@@ -1,8 +1,11 @@
+import type { SessionUser } from '../accounts/sessions.ts';
 import type { Db } from '../db/database.ts';
 import type { MeterStatus } from '../db/schema.ts';
+import { DomainError } from '../errors.ts';
 import { countSubmissions, filteredSubmissions, keysetAfter, pageOf, type SubmissionFilter } from '../meter-results.ts';
+import { confirmReading, type CorrectionDeps, correctReading } from '../meters/corrections.ts';
 import { submissionRecords } from '../meters/records.ts';
-import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
+import { METER_ID_PATTERN, readingField } from '../pipeline/identify-meter.ts';
 import { loadJpeg, type PhotoDeps } from '../photos/meter-photos.ts';
 import type { Plausibility } from '../readers/reader.ts';
 import { isReferenceId, PlausibilityStatus } from '../schemas/meter-reading.ts';
@@ -92,4 +95,31 @@ function withKey<Q extends ReturnType<typeof submissionRecords>>(query: Q) {
   return query
     .innerJoin('api_keys as k', 'k.id', 'm.api_key_id')
     .select(['k.project_name as keyProject', 'k.display_prefix as keyPrefix', 'k.display_suffix as keySuffix']);
+}
+
+/** The page's answer to a reference the account does not have. */
+export const submissionNotFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
+
+/** The signed-in person's reading of a submission, typed into a form as the dial shows it (a correction; unchanged, a confirmation). */
+export async function correctAsUser(deps: CorrectionDeps, user: SessionUser, referenceId: string, typed: string | undefined): Promise<void> {
+  let reading;
+  try {
+    reading = readingField(typed, 'reading');
+  } catch (error) {
+    if (error instanceof DomainError)
+      throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
+    throw error;
+  }
+  const corrected = await correctReading(deps, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
+  if (corrected.outcome === 'not_found') throw submissionNotFound();
+  if (corrected.outcome === 'not_finished')
+    throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
+}
+
+/** The signed-in person confirms the machine's reading of a submission. */
+export async function confirmAsUser(deps: CorrectionDeps, user: SessionUser, referenceId: string): Promise<void> {
+  const confirmed = await confirmReading(deps, user.accountId, referenceId, { userId: user.userId, label: user.email });
+  if (confirmed.outcome === 'not_found') throw submissionNotFound();
+  if (confirmed.outcome === 'not_finished' || confirmed.outcome === 'nothing_to_confirm')
+    throw new DomainError('invalid', 'reference_id', 'This submission has no finished reading to confirm: correct it instead.');
 }

@@ -110,6 +110,8 @@ export interface MetersTable {
   previous_read_at: ColumnType<Date | null, Date | null | undefined, never>;
   /** When the retention job deleted the photo; the meter and its reading stay. */
   image_removed_at: ColumnType<Date | null, never, Date>;
+  /** needs_review as refreshNeedsReview (src/meters/review.ts) last stored it: what the review queue's index holds. */
+  needs_review: ColumnType<boolean, never, boolean>;
 }
 export type Meter = Selectable<MetersTable>;
 

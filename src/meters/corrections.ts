@@ -3,14 +3,19 @@ import { checkBound } from '../accounts/account-bounds.ts';
 import type { ServiceDeps } from '../deps.ts';
 import { observeAnomalies } from '../metrics.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
+import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
-import { submissionRecords, type SubmissionRecord } from './records.ts';
+import { submissionJson, submissionRecords, type SubmissionRecord } from './records.ts';
+import { holdReviewThreshold, refreshNeedsReview } from './review.ts';
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
 export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
 
-/** A correction may open or close an anomaly episode of its meter, and announce it. */
-type CorrectionDeps = Pick<ServiceDeps, 'db' | 'boss' | 'config'>;
+/**
+ * What a correction writes to: the database, and the queue its `reading.corrected` webhooks and
+ * the anomaly episodes it opens (`meter.anomaly`) go through; the settings those are judged by.
+ */
+export type CorrectionDeps = Pick<ServiceDeps, 'db' | 'boss' | 'config'>;
 
 /** Corrections one submission may have: a person changes their mind a few times, not hundreds. */
 export const CORRECTIONS_PER_SUBMISSION = 20;
@@ -48,6 +53,11 @@ export function confirmReading(deps: CorrectionDeps, accountId: string, referenc
   return storeCorrection(deps, accountId, referenceId, by, (machineReading) => machineReading);
 }
 
+/**
+ * The correction, needs_review stored again (false now), and the `reading.corrected` event to the
+ * account's endpoints that chose it, all in one transaction: its data is the submission as GET
+ * shows it, the machine's reading (or error) with the person's `correction` beside it.
+ */
 async function storeCorrection(
   deps: CorrectionDeps,
   accountId: string,
@@ -58,6 +68,7 @@ async function storeCorrection(
   if (!isReferenceId(referenceId)) return { outcome: 'not_found' };
   let anomalies: AnomalyKind[] = [];
   const outcome = await deps.db.transaction().execute(async (tx): Promise<CorrectionOutcome> => {
+    await holdReviewThreshold(tx, accountId);
     // The submission's row stays locked until the correction is stored, so that concurrent
     // corrections of it are counted one after another and the bound holds exactly.
     const meter = await tx
@@ -82,9 +93,11 @@ async function storeCorrection(
       .insertInto('reading_corrections')
       .values({ meter_id: meter.id, reading, value: reading, api_key_id: by.apiKeyId ?? null, user_id: by.userId ?? null, corrected_by: by.label })
       .execute();
+    await refreshNeedsReview(tx, { meterId: meter.id });
     // The corrected or confirmed value is the submission's trusted value now.
     if (meter.meter_point_id) anomalies = await checkMeterAnomalies(tx, deps, meter.meter_point_id);
     const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
+    await queueAccountEvent(tx, deps.boss, { accountId, type: 'reading.corrected', data: submissionJson(record), meterId: meter.id });
     return { outcome: 'corrected', record };
   });
   observeAnomalies(anomalies);

@@ -16,36 +16,86 @@ export interface ReviewFacts {
   byPerson: boolean;
 }
 
+/** Why a reading needs review: it failed, its plausibility is flagged, or it is less confident than the account's threshold. */
+export type ReviewReason = { kind: 'failed' } | { kind: 'flagged'; plausibility: Plausibility } | { kind: 'unsure'; confidence: number; reviewBelow: number };
+
 /**
- * `needs_review`, the one flag a client bills on (README "Plausibility"): false when a person
- * gave, corrected or confirmed the value; else true for a failed submission, a reading that is
- * `implausible` or `suspicious`, or one less confident than the account's review threshold.
+ * Why a finished submission's reading needs a person's look, if it does: nothing when a person gave,
+ * corrected or confirmed the value; else a failed submission, a reading that is `implausible` or
+ * `suspicious`, one less confident than the account's review threshold (all that apply).
  */
-export function needsReview(facts: ReviewFacts): boolean {
-  if (facts.byPerson) return false;
-  if (facts.status === 'failed') return true;
-  if (facts.plausibility && FLAGGED.includes(facts.plausibility)) return true;
-  return (facts.confidence ?? 0) < facts.reviewBelow;
+export function reviewReasons(facts: ReviewFacts): ReviewReason[] {
+  if (facts.byPerson) return [];
+  const reasons: ReviewReason[] = [];
+  if (facts.status === 'failed') reasons.push({ kind: 'failed' });
+  if (facts.plausibility && FLAGGED.includes(facts.plausibility)) reasons.push({ kind: 'flagged', plausibility: facts.plausibility });
+  if (facts.status === 'completed' && (facts.confidence ?? 0) < facts.reviewBelow)
+    reasons.push({ kind: 'unsure', confidence: facts.confidence ?? 0, reviewBelow: facts.reviewBelow });
+  return reasons;
 }
 
-/** needsReview's rule in SQL, over SQL expressions of its facts: the list's needs_review filter and every stored submission read it through storedNeedsReview. */
+/** `needs_review`, the one flag a client bills on (README "Plausibility"): whether reviewReasons gives any. */
+export function needsReview(facts: ReviewFacts): boolean {
+  return reviewReasons(facts).length > 0;
+}
+
+/** needsReview's rule in SQL, over SQL expressions of its facts: what refreshNeedsReview stores. */
 export function needsReviewSql(facts: { [K in keyof ReviewFacts]: RawBuilder<unknown> }): RawBuilder<SqlBool> {
   const flagged = sql.join(FLAGGED.map((status) => sql.lit(status)));
   return sql<SqlBool>`(NOT ${facts.byPerson} AND (${facts.status} = 'failed' OR coalesce(${facts.plausibility} IN (${flagged}), false) OR coalesce(${facts.confidence}, 0) < ${facts.reviewBelow}))`;
 }
 
-/**
- * needs_review of a finished submission in a query of `meters as m` left-joined with `readings as r`
- * (its value for an unfinished one means nothing): corrections and the account's threshold by
- * subquery, so a count without those joins can filter on it too.
- */
-export const storedNeedsReview = needsReviewSql({
+/** needsReview of the submission `m` (a row of `meters as m`) from its facts as they stand now. */
+const currentNeedsReview = needsReviewSql({
   status: sql`m.status`,
-  plausibility: sql`r.plausibility`,
-  confidence: sql`r.confidence`,
+  plausibility: sql`(SELECT plausibility FROM readings WHERE meter_id = m.id)`,
+  confidence: sql`(SELECT confidence FROM readings WHERE meter_id = m.id)`,
   reviewBelow: sql`(SELECT review_below FROM accounts WHERE id = m.account_id)`,
   byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE meter_id = m.id))`,
 });
+
+/**
+ * Stores needs_review (meters.needs_review, which the review queue's index holds) of one submission
+ * or of every submission of an account, from their facts as they stand. Called in the transaction of
+ * each change to those facts: a submission finishing, a correction or confirmation, a new threshold;
+ * one that stores a single submission's has taken holdReviewThreshold first. An unfinished
+ * submission's is false. Rows whose value stays are not written.
+ */
+export async function refreshNeedsReview(tx: Db, of: { meterId: string } | { accountId: string }): Promise<void> {
+  const current = sql<boolean>`(m.status IN ('completed', 'failed') AND ${currentNeedsReview})`;
+  await tx
+    .updateTable('meters as m')
+    .set({ needs_review: current })
+    .where('meterId' in of ? sql<SqlBool>`m.id = ${of.meterId}` : sql<SqlBool>`m.account_id = ${of.accountId}`)
+    .where(sql<SqlBool>`m.needs_review <> ${current}`)
+    .execute();
+}
+
+/**
+ * Holds the account's review threshold still until the transaction ends: shared by each transaction
+ * that stores one submission's needs_review, exclusive while setReviewSettings changes it. Without it a
+ * submission finishing during a threshold change could be judged by the old threshold after the
+ * account-wide refresh had passed it, and keep the wrong flag. Taken before the transaction locks any
+ * of the account's submissions, so the two kinds wait for each other, never in a circle.
+ */
+export async function holdReviewThreshold(tx: Db, accountId: string, mode: 'shared' | 'exclusive' = 'shared'): Promise<void> {
+  const key = sql`hashtextextended(${`meterlens review threshold ${accountId}`}, 0)`;
+  await (mode === 'shared' ? sql`SELECT pg_advisory_xact_lock_shared(${key})` : sql`SELECT pg_advisory_xact_lock(${key})`).execute(tx);
+}
+
+/** needs_review as stored (refreshNeedsReview), in a query of `meters as m`: false while a submission is unfinished. */
+export const storedNeedsReview = sql<SqlBool>`m.needs_review`;
+
+/** The review queue's count stops here: what every dashboard request pays for it stays bounded however long the queue grows. */
+export const REVIEW_COUNT_LIMIT = 1000;
+
+/**
+ * How many submissions of the account (an id, or an SQL expression of one) wait for review, up to
+ * REVIEW_COUNT_LIMIT: a range of the queue's index.
+ */
+export function reviewWaitingCount(account: string | RawBuilder<unknown> | ReturnType<typeof sql.ref>) {
+  return sql<number>`(SELECT count(*)::int FROM (SELECT FROM meters WHERE account_id = ${account} AND needs_review LIMIT ${sql.lit(REVIEW_COUNT_LIMIT)}) AS waiting)`;
+}
 
 /** An account's review settings: its review threshold and the usual consumption of a meter with too little history. */
 export interface ReviewSettings {
@@ -64,16 +114,23 @@ export function isUsualM3PerDay(value: number): boolean {
   return Number.isFinite(value) && value > 0 && value <= USUAL_M3_PER_DAY_LIMIT;
 }
 
-/** Sets what is given of an account's review settings; the settings after, or undefined when there is no such account. */
+/**
+ * Sets what is given of an account's review settings; the settings after, or undefined when there is
+ * no such account. A new threshold applies to the readings already stored too.
+ */
 export async function setReviewSettings(db: Db, accountId: string, change: Partial<ReviewSettings>): Promise<ReviewSettings | undefined> {
-  const row = await db
-    .updateTable('accounts')
-    .set({
-      ...(change.reviewBelow === undefined ? {} : { review_below: change.reviewBelow }),
-      ...(change.usualM3PerDay === undefined ? {} : { usual_m3_per_day: change.usualM3PerDay }),
-    })
-    .where('id', '=', accountId)
-    .returning(['review_below', 'usual_m3_per_day'])
-    .executeTakeFirst();
-  return row && { reviewBelow: row.review_below, usualM3PerDay: Number(row.usual_m3_per_day) };
+  return db.transaction().execute(async (tx) => {
+    if (change.reviewBelow !== undefined) await holdReviewThreshold(tx, accountId, 'exclusive');
+    const row = await tx
+      .updateTable('accounts')
+      .set({
+        ...(change.reviewBelow === undefined ? {} : { review_below: change.reviewBelow }),
+        ...(change.usualM3PerDay === undefined ? {} : { usual_m3_per_day: change.usualM3PerDay }),
+      })
+      .where('id', '=', accountId)
+      .returning(['review_below', 'usual_m3_per_day'])
+      .executeTakeFirst();
+    if (row && change.reviewBelow !== undefined) await refreshNeedsReview(tx, { accountId });
+    return row && { reviewBelow: row.review_below, usualM3PerDay: Number(row.usual_m3_per_day) };
+  });
 }

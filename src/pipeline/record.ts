@@ -3,7 +3,7 @@ import type { Db } from '../db/database.ts';
 import type { MeterMode } from '../db/schema.ts';
 import type { ServiceDeps } from '../deps.ts';
 import { type AnomalyKind, checkMeterAnomalies } from '../meters/anomalies.ts';
-import { FLAGGED } from '../meters/review.ts';
+import { FLAGGED, holdReviewThreshold, refreshNeedsReview } from '../meters/review.ts';
 import { observeAnomalies, observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
@@ -23,8 +23,9 @@ export interface FailureReason {
 
 /**
  * Step 7 (record) and step 8 (notify) in one transaction: the meter leaves pending/processing
- * exactly once, and an async client's webhook is queued if and only if that happened. A reading
- * nobody flagged of a named meter is checked for anomalies in it too (src/meters/anomalies.ts).
+ * exactly once, with its needs_review stored, and an async client's webhook is queued if and only
+ * if that happened. A reading nobody flagged of a named meter is checked for anomalies in it too
+ * (src/meters/anomalies.ts).
  * Returns the reading id, or undefined when the meter had already finished (a retried job, or
  * one that expired while it ran).
  */
@@ -36,6 +37,7 @@ export async function recordReading(
 ): Promise<string | undefined> {
   let anomalies: AnomalyKind[] = [];
   const readingId = await deps.db.transaction().execute(async (tx) => {
+    await holdReviewThreshold(tx, meter.accountId);
     const finished = await finish(tx, meter.meterId, 'completed');
     if (!finished) return undefined;
     const { id: readingId } = await tx
@@ -66,6 +68,7 @@ export async function recordReading(
       })
       .returning('id')
       .executeTakeFirstOrThrow();
+    await refreshNeedsReview(tx, { meterId: meter.meterId });
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
     // A reading nobody flagged is a trusted value of its meter.
     if (finished.meterPointId && !FLAGGED.includes(result.plausibility)) anomalies = await checkMeterAnomalies(tx, deps, finished.meterPointId);
@@ -80,7 +83,9 @@ export async function recordReading(
 
 export async function recordFailure(deps: { db: Db; boss: PgBoss }, meter: MeterRef, reason: FailureReason): Promise<boolean> {
   const failed = await deps.db.transaction().execute(async (tx) => {
+    await holdReviewThreshold(tx, meter.accountId);
     if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
+    await refreshNeedsReview(tx, { meterId: meter.meterId });
     if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...meter, error: reason });
     return true;
   });

@@ -30,6 +30,13 @@ export type TestEventForm = Static<typeof TestEventForm>;
 export const ReadingCorrectionForm = Type.Object({ reading: Type.Optional(Type.String()) });
 export type ReadingCorrectionForm = Static<typeof ReadingCorrectionForm>;
 
+/** The review queue's forms carry the pass's cursor on, so that the next item comes after it. */
+export const ReviewConfirmationForm = Type.Object({ after: Type.Optional(Type.String()) });
+export type ReviewConfirmationForm = Static<typeof ReviewConfirmationForm>;
+
+export const ReviewCorrectionForm = Type.Composite([ReadingCorrectionForm, ReviewConfirmationForm]);
+export type ReviewCorrectionForm = Static<typeof ReviewCorrectionForm>;
+
 /** A one-time link (verify an email, an invitation, a password reset): one missing its token reaches the domain's check, which says the link is not valid. */
 export const LinkQuery = Type.Object({ token: text() });
 

@@ -5,12 +5,13 @@
  * Code run in the page is given as strings: the project is typechecked without the DOM's types.
  */
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import t from 'tap';
 import { createAccount } from '../../src/accounts/accounts.ts';
+import { createApiKey } from '../../src/accounts/api-keys.ts';
 import { createUser } from '../../src/accounts/users.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
@@ -241,6 +242,148 @@ t.test(
     await colleague.getByRole('button', { name: 'Sign in' }).click();
     await colleague.waitForURL('**/dashboard/usage');
     t.pass('the new password signs in');
+    t.same(problems, [], 'no console errors, failed requests or CSP violations');
+  },
+);
+
+t.test(
+  'the back office in chromium: the review queue by keyboard, the readings list past 100 with a filter, the CSV export read back',
+  { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)` },
+  async (t) => {
+    const service = await startTestService(t, { worker: false });
+    const account = await createAccount(service.db, { name: 'Acme Water', planCode: 'starter' });
+    await createUser(service.db, { accountId: account.id, email: 'billing@acme.example', password: 'correct horse battery' });
+    const apiKey = await createApiKey(service.db, { accountId: account.id, projectName: 'field app' });
+    const customer = { accountId: account.id, keyId: apiKey.id };
+    await seedReadings(
+      service.db,
+      customer,
+      Array.from({ length: 160 }, (_, i) => ({
+        meterId: i % 16 === 0 ? 'SN-8' : 'SN-7',
+        createdAt: new Date(Date.now() - (200 - i) * 3_600_000),
+        reading: `0${2200 + i}.000`,
+        plausibility: 'ok' as const,
+      })),
+    );
+    // Three photos that need a person, oldest first: implausible (with a counter box), unreadable, unsure.
+    const photo = await renderMeterPhoto();
+    const submit = async (fields: Record<string, string>) => (await submitPhoto(service, { key: apiKey.key, image: photo, sync: true, fields })).body;
+    const implausible = await submit({ meter_id: 'SN-7', previous_reading: '02380.000', previous_read_at: new Date(Date.now() - 3_600_000).toISOString() });
+    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${implausible.reading_id}`.execute(service.db);
+    service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
+    const unreadable = await submit({ meter_id: 'SN-7' });
+    service.model.setBehaviour({ answer: { reading: '02390.500', confidence: 50, unobstructed: true } });
+    const unsure = await submit({ meter_id: 'SN-7' });
+    service.model.setBehaviour({});
+
+    const browser: Browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    t.teardown(() => browser.close());
+    const context = await browser.newContext({ baseURL: service.url, viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+    const page = await context.newPage();
+    const problems = watchForProblems(page);
+    const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    await page.goto('/dashboard/login');
+    await page.getByLabel('Email').fill('billing@acme.example');
+    await page.getByLabel('Password').fill('correct horse battery');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/dashboard/usage');
+
+    t.equal(await page.locator('#review-count').textContent(), '3 waiting', 'the navigation counts the readings waiting');
+    await page.getByRole('link', { name: /^Review/ }).click();
+    await page.locator('#review-machine-reading').waitFor();
+    t.equal(await page.locator('#review-machine-reading').textContent(), '02390.276', 'the oldest first: the implausible reading');
+    t.match(await page.locator('#review-reasons').textContent(), /implausible/, 'and why it was flagged');
+    t.match(await page.locator('#review-beside').textContent(), /02359\.000/, "the meter's last trusted readings beside it");
+    t.equal(await page.getByRole('img', { name: "The meter's counter, zoomed" }).count(), 1, 'the photo zoomed on the counter box');
+    await page.getByText('Whole photo').click();
+    const whole = page.waitForFunction("document.querySelector('.whole-photo img').naturalWidth > 0", undefined, { timeout: 5000 });
+    t.ok(
+      await whole.then(
+        () => true,
+        () => false,
+      ),
+      'the whole photo a click away',
+    );
+    await shot('review');
+    const phone = await browser.newContext({ baseURL: service.url, viewport: PHONE, storageState: await context.storageState() });
+    const phonePage = await phone.newPage();
+    await phonePage.goto('/dashboard/review');
+    t.ok((await phonePage.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')) <= 0, "review fits a phone's width");
+    await shot('review-phone', phonePage);
+    await phone.close();
+
+    await page.keyboard.press('s');
+    await page.waitForURL(`**/dashboard/review?after=${implausible.reference_id}`);
+    await page.getByText('The photo was unreadable to the machine, not to you.').waitFor();
+    t.match(await page.locator('#review-reasons').textContent(), /unreadable/, 'S skipped to the next: the failed photo');
+    t.equal(await page.locator('#review-confirm').count(), 0, 'which has nothing to confirm');
+    await shot('review-failed');
+    await page.keyboard.type('02390.400');
+    await page.keyboard.press('Enter');
+    await page.locator('#review-machine-reading', { hasText: '02390.500' }).waitFor();
+    t.pass('digits and Enter gave it a reading, and the next came: the unsure one');
+    t.equal(await page.locator('#review-count').textContent(), '2 waiting');
+    await page.keyboard.press('c');
+    await page.locator('#review-end').waitFor();
+    t.match(
+      await page.locator('#review-end').textContent(),
+      /End of this pass: 1 reading you skipped still waits/,
+      'C confirmed it; the skipped one did not come back',
+    );
+    await page.getByRole('link', { name: 'Start again from the oldest' }).click();
+    await page.locator('#review-machine-reading', { hasText: '02390.276' }).waitFor();
+    await page.keyboard.type('02390.280');
+    await page.keyboard.press('Enter');
+    await page.getByText('Nothing waits for review').waitFor();
+    t.equal(await page.locator('#review-count').count(), 0, 'the queue is empty');
+    const people = await service.db
+      .selectFrom('reading_corrections as c')
+      .innerJoin('meters as m', 'm.id', 'c.meter_id')
+      .select(['m.reference_id', 'c.reading', 'c.corrected_by'])
+      .orderBy('c.id')
+      .execute();
+    t.same(
+      people,
+      [
+        { reference_id: unreadable.reference_id, reading: '02390.400', corrected_by: 'billing@acme.example' },
+        { reference_id: unsure.reference_id, reading: '02390.500', corrected_by: 'billing@acme.example' },
+        { reference_id: implausible.reference_id, reading: '02390.280', corrected_by: 'billing@acme.example' },
+      ],
+      'each action stored once: a reading given, a confirmation, a correction',
+    );
+
+    await page.getByRole('link', { name: 'Readings' }).click();
+    await page.getByLabel('Meter', { exact: true }).fill('SN-7');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/meter_id=SN-7/);
+    t.match(await page.locator('#readings-total').textContent(), /^153 matching submissions/, 'the filter’s total');
+    const listed = async () => page.locator('td[data-label="Reference"]').allTextContents();
+    const firstPage = await listed();
+    t.equal(firstPage.length, 100);
+    await page.getByRole('link', { name: 'Older →' }).click();
+    await page.waitForURL(/after=/);
+    const secondPage = await listed();
+    t.equal(secondPage.length, 53, 'the rest, past the first 100');
+    t.equal(new Set([...firstPage, ...secondPage]).size, 153, 'none twice');
+    t.equal(await page.getByLabel('Meter', { exact: true }).inputValue(), 'SN-7', 'the filter kept on the next page');
+    t.equal(await page.locator('td[data-label="Meter"]', { hasNotText: 'SN-7' }).count(), 0, 'all of the meter');
+    await shot('readings-page-2');
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download as CSV' }).click()]);
+    const csv = await readFile(await download.path(), 'utf8');
+    const [header, ...rows] = csv.trimEnd().split('\r\n');
+    t.match(header, /^reference_id,meter_id,created_at,finished_at,status,reading,value,unit,confidence,plausibility,needs_review,quality,consumption,/);
+    t.equal(rows.length, 153, 'the CSV has every row of the filter, not a page');
+    const column = (name: string) => header!.split(',').indexOf(name);
+    const row = (reference: string) => rows.find((line) => line.startsWith(reference))!.split(',');
+    t.same(new Set(rows.map((line) => line.split(',')[column('meter_id')])), new Set(['SN-7']));
+    t.equal(row(unreadable.reference_id)[column('quality')], 'corrected', 'the failed photo, given a reading');
+    t.equal(row(unreadable.reference_id)[column('corrected_reading')], '02390.400');
+    t.equal(row(unsure.reference_id)[column('quality')], 'confirmed');
+    t.equal(row(implausible.reference_id)[column('needs_review')], 'false', 'reviewed: billable');
     t.same(problems, [], 'no console errors, failed requests or CSP violations');
   },
 );

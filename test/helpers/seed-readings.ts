@@ -1,5 +1,6 @@
 import type { Db } from '../../src/db/database.ts';
 import { upsertMeterPoint } from '../../src/meters/meter-points.ts';
+import { refreshNeedsReview } from '../../src/meters/review.ts';
 import type { Plausibility } from '../../src/readers/reader.ts';
 import type { Customer } from './service.ts';
 
@@ -12,8 +13,10 @@ export interface SeededReading {
 }
 
 /**
- * Completed submissions written straight into the tables, as the read step leaves them: lists only
- * read rows, so many of them need no photos. Returns their reference_ids, in the order given.
+ * Completed submissions written straight into the tables, as the read step leaves them (needs_review
+ * stored too): lists only read rows, so many of them need no photos. Returns their reference_ids, in
+ * the order given. A test that then changes their facts in the tables stores needs_review again
+ * with refreshNeedsReview, as the code that changes them does.
  */
 export async function seedReadings(db: Db, customer: Pick<Customer, 'accountId' | 'keyId'>, items: SeededReading[]): Promise<string[]> {
   const points = new Map<string, string>();
@@ -54,5 +57,6 @@ export async function seedReadings(db: Db, customer: Pick<Customer, 'accountId' 
       })),
     )
     .execute();
+  await refreshNeedsReview(db, { accountId: customer.accountId });
   return meters.map((meter) => meter.reference_id);
 }

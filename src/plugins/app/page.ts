@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { DomainError, ErrorKind } from '../../errors.ts';
+import { REVIEW_COUNT_LIMIT } from '../../meters/review.ts';
 import { API_STATUS, httpStatus } from './error-envelope.ts';
 
 declare module 'fastify' {
@@ -20,6 +21,10 @@ export const format = {
   },
   number(value: number): string {
     return value.toLocaleString('en-GB');
+  },
+  /** The review queue's count, which stops at REVIEW_COUNT_LIMIT. */
+  reviewWaiting(count: number): string {
+    return count >= REVIEW_COUNT_LIMIT ? `${format.number(REVIEW_COUNT_LIMIT)}+` : format.number(count);
   },
 };
 

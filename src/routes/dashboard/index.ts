@@ -16,6 +16,7 @@ import keyRoutes from './keys.ts';
 import meterRoutes from './meters.ts';
 import passwordResetRoutes from './password-reset.ts';
 import readingRoutes from './readings.ts';
+import reviewRoutes from './review.ts';
 import teamRoutes from './team.ts';
 import usageRoutes from './usage.ts';
 import verifyEmailRoutes from './verify-email.ts';
@@ -62,6 +63,7 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
     await signedIn.register(webhookRoutes);
     await signedIn.register(usageRoutes);
     await signedIn.register(readingRoutes);
+    await signedIn.register(reviewRoutes);
     await signedIn.register(meterRoutes);
     await signedIn.register(teamRoutes, { mailer });
   });

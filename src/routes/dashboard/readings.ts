@@ -1,10 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { METER_STATUSES, PLAUSIBILITIES, readingDetail, readingPhoto, type ReadingsQuery, readingsFilter, readingsPage } from '../../dashboard/readings.ts';
-import { DomainError } from '../../errors.ts';
+import {
+  confirmAsUser,
+  correctAsUser,
+  METER_STATUSES,
+  PLAUSIBILITIES,
+  readingDetail,
+  readingPhoto,
+  type ReadingsQuery,
+  readingsFilter,
+  readingsPage,
+  submissionNotFound,
+} from '../../dashboard/readings.ts';
 import { billingExport } from '../../meters/billing-export.ts';
-import { confirmReading, correctReading } from '../../meters/corrections.ts';
-import { readingField } from '../../pipeline/identify-meter.ts';
-import { accountId } from '../../plugins/app/session.ts';
+import { accountId, signedInUser } from '../../plugins/app/session.ts';
 import { ReadingCorrectionForm } from '../../schemas/dashboard-forms.ts';
 
 type ReadingParams = { Params: { referenceId: string } };
@@ -12,7 +20,6 @@ type ReadingParams = { Params: { referenceId: string } };
 /** /dashboard/readings: the account's submissions, filtered and a page at a time, and one submission with its photo. */
 const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, photos } = app.deps;
-  const notFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
   app.get<{ Querystring: ReadingsQuery }>('/readings', async (request, reply) => {
     const { filter, form } = readingsFilter(request.query);
@@ -47,7 +54,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
-    if (!reading) throw notFound();
+    if (!reading) throw submissionNotFound();
     return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview: reading.needsReview ?? undefined });
   });
 
@@ -55,37 +62,19 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/readings/:referenceId/correction',
     { schema: { body: ReadingCorrectionForm } },
     async (request, reply) => {
-      const { referenceId } = request.params;
-      const user = request.user!;
-      let reading;
-      try {
-        reading = readingField(request.body.reading, 'reading');
-      } catch (error) {
-        if (error instanceof DomainError)
-          throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
-        throw error;
-      }
-      const corrected = await correctReading(app.deps, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
-      if (corrected.outcome === 'not_found') throw notFound();
-      if (corrected.outcome === 'not_finished')
-        throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
-      return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
+      await correctAsUser(app.deps, signedInUser(request), request.params.referenceId, request.body.reading);
+      return reply.redirect(`/dashboard/readings/${request.params.referenceId}`, 303);
     },
   );
 
   app.post<ReadingParams>('/readings/:referenceId/confirmation', async (request, reply) => {
-    const { referenceId } = request.params;
-    const user = request.user!;
-    const confirmed = await confirmReading(app.deps, user.accountId, referenceId, { userId: user.userId, label: user.email });
-    if (confirmed.outcome === 'not_found') throw notFound();
-    if (confirmed.outcome === 'not_finished' || confirmed.outcome === 'nothing_to_confirm')
-      throw new DomainError('invalid', 'reference_id', 'This submission has no finished reading to confirm: correct it instead.');
-    return reply.redirect(`/dashboard/readings/${referenceId}`, 303);
+    await confirmAsUser(app.deps, signedInUser(request), request.params.referenceId);
+    return reply.redirect(`/dashboard/readings/${request.params.referenceId}`, 303);
   });
 
   app.get<ReadingParams>('/readings/:referenceId/photo', async (request, reply) => {
     const jpeg = await readingPhoto({ db, photos }, accountId(request), request.params.referenceId);
-    if (!jpeg) throw notFound();
+    if (!jpeg) throw submissionNotFound();
     return reply.type('image/jpeg').header('cache-control', 'private, max-age=3600').send(jpeg);
   });
 };

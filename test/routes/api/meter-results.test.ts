@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { sql } from 'kysely';
 import { EXPORT_COLUMNS } from '../../../src/meters/billing-export.ts';
+import { refreshNeedsReview } from '../../../src/meters/review.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
@@ -269,6 +270,7 @@ t.test('results by reference and lists', async (t) => {
       .insertInto('reading_corrections')
       .values({ meter_id: correctedRow!.id, reading: '00095.000', value: '95', corrected_by: 'tester' })
       .execute();
+    await refreshNeedsReview(service.db, { accountId: customer.accountId });
     t.same(await references('needs_review=true'), [b1], 'less confident than the account’s threshold; a corrected reading no longer');
     t.same(await references('needs_review=true&meter_id=SN_A'), [], 'combined with the other filters');
     t.same((await get(service, `/api/meter-reading/${b1}`, customer.key)).body.needs_review, true, 'the filter and the submission itself agree');
@@ -315,6 +317,7 @@ t.test('results by reference and lists', async (t) => {
       .set({ status: 'failed', error_code: 'unreadable', error_message: 'no dial' })
       .where('reference_id', '=', failed!)
       .execute();
+    await refreshNeedsReview(service.db, { accountId: customer.accountId });
 
     const csv = async (query: string, headers: Record<string, string> = {}) => {
       const response = await fetch(`${service.url}/api/meter-readings${query}`, { headers: { authorization: `Bearer ${customer.key}`, ...headers } });

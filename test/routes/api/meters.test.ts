@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { CORRECTIONS_PER_SUBMISSION } from '../../../src/meters/corrections.ts';
 import { METER_POINTS_PER_ACCOUNT } from '../../../src/meters/meter-points.ts';
+import { setReviewSettings } from '../../../src/meters/review.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
@@ -628,7 +629,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       'until a person reads it',
     );
 
-    await service.db.updateTable('accounts').set({ review_below: 98 }).where('id', '=', customer.accountId).execute();
+    await setReviewSettings(service.db, customer.accountId, { reviewBelow: 98 });
     const unsure = await submit(customer.key, { meter_id: 'V1' });
     t.match(unsure.body, { confidence: 97, needs_review: true, plausibility: { status: 'ok' } }, "below the account's review threshold: needs review");
     const { body: history } = await api(customer.key, 'GET', '/meters/V1/readings');
