@@ -291,22 +291,21 @@ t.test('--previous dated|manual: each photo read with a grown past as the servic
   t.match(text.output, new RegExp(`a\\.jpg: read 00735 against ${reference}, bills ${735 - Number(reference)} m³, truly ${721 - Number(reference)} m³`));
 
   const otherLayout = answering({ a: { reading: '00721.000', confidence: 99 }, b: { reading: '00454.000', confidence: 95 }, c: 'unreadable' });
-  const manual = JSON.parse((await captureLog(() => evalReader(['--dataset', dir, '--previous', 'manual', '--json'], 'table', async () => otherLayout))).output);
+  const manual = JSON.parse(
+    (await captureLog(() => evalReader(['--dataset', dir, '--previous', 'manual', '--json'], 'table', async () => otherLayout))).output,
+  );
   t.equal(seen[PHOTO_WIDTHS.a]!.layout?.whole, 5, "manual: the layout the person's readings show");
   t.match(manual.datasets[0].summary.review, { needsReview: 2 / 3, billable: 1, billingErrors: [] }, 'a reading in another layout needs review');
   t.match(manual.datasets[0].summary.worst, [{ file: 'c.jpg' }]);
-  t.match(
-    manual.datasets[0].summary.plausibility,
-    { implausible: 1 / 3 },
-    'a.jpg, read in three red wheels where its meter has none, is implausible',
-  );
+  t.match(manual.datasets[0].summary.plausibility, { implausible: 1 / 3 }, 'a.jpg, read in three red wheels where its meter has none, is implausible');
 });
 
 t.test('--previous needs a range A-B of m³ with A ≤ B, dated or manual', async (t) => {
   const original = console.error;
   console.error = () => {};
   try {
-    for (const spec of ['30-0', 'thirty', '-5-0', '5', 'Dated', 'dated,manual', '']) t.equal(await evalReader(['--dataset', 'x', '--previous', spec], 'table', async () => reader), 2, spec);
+    for (const spec of ['30-0', 'thirty', '-5-0', '5', 'Dated', 'dated,manual', ''])
+      t.equal(await evalReader(['--dataset', 'x', '--previous', spec], 'table', async () => reader), 2, spec);
   } finally {
     console.error = original;
   }
