@@ -71,8 +71,10 @@ export interface EvalSummary {
 
 /** What a client billing on needs_review would bill (README "Plausibility"), over photos read with a grown past. */
 export interface ReviewSummary {
-  /** Share of the photos whose reading needs review (a photo with no reading does). */
+  /** Share of the photos whose reading needs review (a photo with no reading does)… */
   needsReview: number;
+  /** …and of them, the shares of the photos for each reason: no reading, flagged so, or below the review threshold. */
+  reasons: { noReading: number; implausible: number; suspicious: number; lessConfident: number };
   /** Readings not needing review: how many, and the share of them right in whole units. */
   billable: number;
   wholeUnitsRightBillable: number | null;
@@ -203,8 +205,17 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: num
 /** needs_review over the photos read with a grown past, and what the readings that do not need it would bill. */
 export function summariseReview(cases: ScoredCase[]): ReviewSummary {
   const billable = cases.filter((c) => c.predicted !== undefined && c.past && !c.past.needsReview);
+  const needing = cases.filter((c) => !billable.includes(c));
+  const share = (test: (c: ScoredCase) => boolean) => ratio(needing.filter(test).length, cases.length);
+  const flagged = (c: ScoredCase) => c.plausibility === 'implausible' || c.plausibility === 'suspicious';
   return {
-    needsReview: ratio(cases.length - billable.length, cases.length),
+    needsReview: ratio(needing.length, cases.length),
+    reasons: {
+      noReading: share((c) => c.predicted === undefined),
+      implausible: share((c) => c.predicted !== undefined && c.plausibility === 'implausible'),
+      suspicious: share((c) => c.predicted !== undefined && c.plausibility === 'suspicious'),
+      lessConfident: share((c) => c.predicted !== undefined && !flagged(c)),
+    },
     billable: billable.length,
     wholeUnitsRightBillable: billable.length ? ratio(billable.filter(isWholeUnitExact).length, billable.length) : null,
     billingErrors: billable.map(billingError).filter((error) => error !== undefined),

@@ -140,10 +140,11 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
   );
   if (summary.review) {
-    const { needsReview, billable, wholeUnitsRightBillable, billingErrors } = summary.review;
+    const { needsReview, reasons, billable, wholeUnitsRightBillable, billingErrors } = summary.review;
+    const why = `no reading ${percent(reasons.noReading).trim()}, implausible ${percent(reasons.implausible).trim()}, suspicious ${percent(reasons.suspicious).trim()}`;
     lines.push(
       `  as billed on needs_review (review below confidence ${DEFAULT_REVIEW_BELOW}, the account default)`,
-      `    needs review              ${percent(needsReview)}  (no reading, flagged, or less confident)`,
+      `    needs review              ${percent(needsReview)}  (${why}, less confident ${percent(reasons.lessConfident).trim()})`,
       `    not needing review: ${billable}; whole units right ${percent(wholeUnitsRightBillable).trim()}; ` +
         `billing errors ${billingErrors.length} (off the true consumption by more than ${BILLING_ERROR_M3} m³ and ${100 * BILLING_ERROR_SHARE}% of it)`,
       ...billingErrors.map((e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`),

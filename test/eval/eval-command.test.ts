@@ -286,7 +286,7 @@ t.test('--previous dated|manual: each photo read with a grown past as the servic
   t.match(review.billingErrors, [{ file: 'a.jpg', reading: '00735', reference, billed: 735 - Number(reference), truly: 721 - Number(reference) }]);
 
   const text = await captureLog(() => evalReader(['--dataset', dir, '--previous', 'dated'], 'table', async () => misreading));
-  t.match(text.output, /needs review\s+33\.3%/);
+  t.match(text.output, /needs review\s+33\.3%  \(no reading 33\.3%, implausible 0\.0%, suspicious 0\.0%, less confident 0\.0%\)/);
   t.match(text.output, /not needing review: 2; whole units right 50\.0%; billing errors 1 \(off the true consumption by more than 1 m³ and 10% of it\)/);
   t.match(text.output, new RegExp(`a\\.jpg: read 00735 against ${reference}, bills ${735 - Number(reference)} m³, truly ${721 - Number(reference)} m³`));
 
@@ -295,7 +295,11 @@ t.test('--previous dated|manual: each photo read with a grown past as the servic
     (await captureLog(() => evalReader(['--dataset', dir, '--previous', 'manual', '--json'], 'table', async () => otherLayout))).output,
   );
   t.equal(seen[PHOTO_WIDTHS.a]!.layout?.whole, 5, "manual: the layout the person's readings show");
-  t.match(manual.datasets[0].summary.review, { needsReview: 2 / 3, billable: 1, billingErrors: [] }, 'a reading in another layout needs review');
+  t.match(
+    manual.datasets[0].summary.review,
+    { needsReview: 2 / 3, reasons: { noReading: 1 / 3, implausible: 1 / 3 }, billable: 1, billingErrors: [] },
+    'a reading in another layout needs review',
+  );
   t.match(manual.datasets[0].summary.worst, [{ file: 'c.jpg' }]);
   t.match(manual.datasets[0].summary.plausibility, { implausible: 1 / 3 }, 'a.jpg, read in three red wheels where its meter has none, is implausible');
 });

@@ -147,6 +147,7 @@ t.test('billing errors: a consumption off by more than 1 m³ and 10% of the true
   ]);
   t.same(review, {
     needsReview: 2 / 5,
+    reasons: { noReading: 1 / 5, implausible: 0, suspicious: 0, lessConfident: 1 / 5 },
     billable: 3,
     wholeUnitsRightBillable: 2 / 3,
     billingErrors: [{ file: '37.902-00379.jpg', reading: '00379', reference: '00024.807', billed: 354.193, truly: 13.095 }],
