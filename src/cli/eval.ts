@@ -4,22 +4,40 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
 import { SHARED_DATASETS, VALIDATION_SETS, loadFileList, loadLabelledPhotos, validationSplit, type LabelledPhoto } from '../eval/dataset.ts';
-import { parseConsumptionRange, simulatedWindow, SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../eval/history.ts';
+import {
+  grownPast,
+  MANUAL_READINGS,
+  PAST_DAYS,
+  PAST_KINDS,
+  PAST_RATE_M3_PER_DAY,
+  parseConsumptionRange,
+  simulatedWindow,
+  SIMULATED_MAX_CONSUMPTION_M3,
+  SIMULATED_TOLERANCE_M3,
+  type PastKind,
+} from '../eval/history.ts';
 import { summarise, type EvalSummary, type ScoredCase } from '../eval/metrics.ts';
 import { formatComparison, formatSummary, readPhotos } from '../eval/run.ts';
+import { meterExpectation, type MeterExpectation } from '../pipeline/plausibility.ts';
 import { ReadFailure } from '../readers/chain.ts';
 import { createReaderChain } from '../readers/registry.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
 
-const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES] [--previous A-B] [--json | --baseline FILE] [--worst N]
-       meterlens eval --validation [--chain NAMES] [--previous A-B] [--json | --baseline FILE]
+const USAGE = `usage: meterlens eval --dataset DIR [--files LIST] [--chain NAMES] [--previous PAST] [--json | --baseline FILE] [--worst N]
+       meterlens eval --validation [--chain NAMES] [--previous PAST] [--json | --baseline FILE]
 
   --dataset DIR   folder with labels.csv (file,reading[,alternatives]) and the photos it names
   --files LIST    only the photos named in LIST (one path a line, as in labels.csv)
   --validation    the local model's validation split: ../shared/datasets/{${VALIDATION_SETS.join(',')}} with ml/splits/*-val.txt
   --chain NAMES   the readers tried in order, as READER_CHAIN (default local), escalating as the service does
-  --previous A-B  read each photo within a plausibility window: a previous reading A to B m³ below its label
-                  (drawn with a fixed seed), the window from ${SIMULATED_TOLERANCE_M3} m³ below it to ${SIMULATED_MAX_CONSUMPTION_M3} m³ above it
+  --previous PAST give each photo a past drawn with a fixed seed, and read it within it:
+                  A-B     a previous reading A to B m³ below its label, the window from ${SIMULATED_TOLERANCE_M3} m³ below it
+                          to ${SIMULATED_MAX_CONSUMPTION_M3} m³ above it
+                  dated   as the service judges a submission with previous_reading and previous_read_at
+                          ${PAST_DAYS.min}–${PAST_DAYS.max} days earlier, the meter using ${PAST_RATE_M3_PER_DAY.min}–${PAST_RATE_M3_PER_DAY.max} m³ a day; reports needs_review
+                          and the billing errors among the readings that do not need it
+                  manual  the same with no reference fields, the meter known from ${MANUAL_READINGS} monthly readings a person
+                          entered, the last ${PAST_DAYS.min}–${PAST_DAYS.max} days before the photo
   --json          machine-readable output
   --baseline FILE an earlier run's --json output (other weights, say): its metrics printed beside this run's
   --worst N       misreads to list per dataset (default 10)`;
@@ -52,8 +70,8 @@ async function createChainReader(names: string[]): Promise<MeterReader> {
   const chain = await createReaderChain({ ...loadConfig(), readerChain: names });
   return {
     name: names.join(','),
-    read: (image, signal, window) =>
-      chain.read(image, signal, window).catch((error: unknown) => {
+    read: (image, signal, window, layout) =>
+      chain.read(image, signal, window, layout).catch((error: unknown) => {
         throw error instanceof ReadFailure ? new ReaderError(error.code === 'readers_unavailable' ? 'unavailable' : 'unreadable', error.message) : error;
       }),
   };
@@ -89,8 +107,8 @@ export async function evalReader(args: string[], readerName: string, create: (ch
     return 0;
   }
   const worst = Number(values.worst);
-  const consumption = values.previous === undefined ? undefined : parseConsumptionRange(values.previous);
-  const badPrevious = values.previous !== undefined && consumption === undefined;
+  const expectationFor = values.previous === undefined ? undefined : pastOf(values.previous);
+  const badPrevious = values.previous !== undefined && expectationFor === undefined;
   if (
     !Number.isInteger(worst) ||
     worst < 0 ||
@@ -142,8 +160,7 @@ export async function evalReader(args: string[], readerName: string, create: (ch
   const results: EvalReport['datasets'] = [];
   const allCases: ScoredCase[] = [];
   for (const target of datasets) {
-    const windowFor = consumption && ((photo: LabelledPhoto) => simulatedWindow(photo, consumption));
-    const cases = await readPhotos(reader, target.dir, target.photos, imageOptions, windowFor);
+    const cases = await readPhotos(reader, target.dir, target.photos, imageOptions, expectationFor);
     allCases.push(...cases);
     const summary = summarise(cases, worst, config.escalateBelow);
     results.push({ name: target.name, dir: target.dir, summary });
@@ -165,6 +182,13 @@ export async function evalReader(args: string[], readerName: string, create: (ch
     }
   }
   return 0;
+}
+
+/** What the service expects of each photo given the past `--previous` names; undefined when it names none. */
+function pastOf(spec: string): ((photo: LabelledPhoto) => MeterExpectation) | undefined {
+  if ((PAST_KINDS as readonly string[]).includes(spec)) return (photo) => meterExpectation(grownPast(photo, spec as PastKind));
+  const consumption = parseConsumptionRange(spec);
+  return consumption && ((photo) => ({ window: simulatedWindow(photo, consumption) }));
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {

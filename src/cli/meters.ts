@@ -1,5 +1,5 @@
 import { DomainError, requireId } from '../errors.ts';
-import { isMaxFlow, MAX_FLOW_LIMIT, setAccountMaxFlow, setMeterMaxFlow } from '../meters/meter-points.ts';
+import { isMaxFlow, MAX_FLOW_LIMIT, setAccountMaxFlow, setMeterSettings } from '../meters/meter-points.ts';
 import { isReviewBelow, isUsualM3PerDay, setReviewSettings, USUAL_M3_PER_DAY_LIMIT } from '../meters/review.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { optionalOption, requiredOption, UsageError } from './args.ts';
@@ -31,7 +31,7 @@ export const meterCommands: Command[] = [
       if (!METER_ID_PATTERN.test(meterId)) throw new UsageError('--meter must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -');
       if (!(await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst()))
         throw new DomainError('not_found', '--account', `no account ${accountId}`);
-      const settings = await setMeterMaxFlow(db, accountId, meterId, maxFlow);
+      const settings = await setMeterSettings(db, accountId, meterId, { maxFlow });
       output.print(
         { account: Number(accountId), meter: meterId, maxFlowM3PerHour: settings.maxFlow, effectiveMaxFlowM3PerHour: settings.effectiveMaxFlow },
         `meter ${meterId} of account ${accountId}: ${settings.effectiveMaxFlow} m³/h${settings.maxFlow === null ? " (the account's)" : ''}`,

@@ -121,6 +121,9 @@ export interface MeterPointsTable {
   account_id: IdRef;
   external_id: string;
   max_flow_m3_per_hour: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  /** The counter layout a person set (both or neither). */
+  whole_wheels: ColumnType<number | null, number | null | undefined, number | null>;
+  fractional_wheels: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: CreatedAt;
 }
 

@@ -1,8 +1,15 @@
 /**
- * Simulated meter histories for `meterlens eval --previous`: each labelled photo gets a previous reading some
- * consumption below its label, and the plausibility window the service would compute from it.
+ * Simulated meter histories for `meterlens eval --previous`: each labelled photo gets a past drawn from its file
+ * name with a fixed seed (every run, and any subset of the photos, sees the same pasts). `A-B` gives it a previous
+ * reading some consumption below its label and a fixed window; `dated` and `manual` grow the past a household meter
+ * has, which the service judges as it judges a submission (meterExpectation).
  */
 import { createHash } from 'node:crypto';
+import { DEFAULT_MAX_FLOW } from '../meters/meter-points.ts';
+import { DEFAULT_USUAL_M3_PER_DAY } from '../meters/review.ts';
+import type { MeterFacts, MeterReference } from '../pipeline/plausibility.ts';
+import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
+import { LAYOUTS } from '../readers/local/spec.ts';
 import type { PlausibilityWindow } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
 
@@ -29,16 +36,100 @@ export function parseConsumptionRange(spec: string): ConsumptionRange | undefine
 
 /**
  * The window for a photo whose previous reading was its label minus a consumption drawn from `consumption` (to the
- * litre, never below zero). The draw depends only on the file name and a fixed seed: every run, and any subset of
- * the photos, sees the same histories.
+ * litre, never below zero).
  */
 export function simulatedWindow(photo: LabelledPhoto, consumption: ConsumptionRange): PlausibilityWindow {
-  const draw = createHash('sha1').update(`${DRAW_SEED}:${photo.file}`).digest().readUInt32BE(0) / 2 ** 32;
-  const used = consumption.min + draw * (consumption.max - consumption.min);
+  const used = consumption.min + drawn(photo, '') * (consumption.max - consumption.min);
   const previous = Math.max(0, Math.floor((Number(photo.accepted[0]) - used) * 1000) / 1000);
   return {
     reference: previous.toFixed(3),
     min: previous - SIMULATED_TOLERANCE_M3,
     max: previous + SIMULATED_MAX_CONSUMPTION_M3,
   };
+}
+
+/**
+ * - `dated`: the photo comes with a `previous_reading` and `previous_read_at`, as a client sends the reading it
+ *   last billed; the meter has no other history.
+ * - `manual`: no reference fields; the meter is known only from MANUAL_READINGS readings a person entered, about
+ *   monthly, the last of them PAST_DAYS before the photo.
+ */
+export const PAST_KINDS = ['dated', 'manual'] as const;
+export type PastKind = (typeof PAST_KINDS)[number];
+
+/** Days from the reference (or the last manual reading) to the photo, drawn uniformly between these. */
+export const PAST_DAYS = { min: 20, max: 40 };
+/** The meter's daily consumption, m³, drawn uniformly between these: a household's. */
+export const PAST_RATE_M3_PER_DAY = { min: 0.1, max: 0.8 };
+/** A manual history: this many readings (enough intervals for the meter's own usual consumption)… */
+export const MANUAL_READINGS = 4;
+/** …each this many days before the next, drawn uniformly… */
+export const MANUAL_INTERVAL_DAYS = { min: 25, max: 35 };
+/** …each interval's rate the meter's, up or down by a share of it drawn up to this (a household is not a clock). */
+export const MANUAL_RATE_SPREAD = 0.3;
+
+/** When every grown past's photo is taken: only the times between readings count. */
+const PHOTO_TAKEN_AT = new Date('2026-06-01T12:00:00Z');
+const DAY_MS = 86_400_000;
+
+/**
+ * The meter's past before the photo, as the service would hold it (`MeterFacts`, with the account's default max flow
+ * and usual consumption). The meter ran at a drawn rate; each value of its past is the label less what it used
+ * since, to its last wheel, written as its dial shows it (dialLayout). A label too low for the drawn rate over the
+ * whole past slows the rate to what brings its earliest value to zero: a new meter.
+ */
+export function grownPast(photo: LabelledPhoto, kind: PastKind): MeterFacts {
+  const label = Number(photo.accepted[0]);
+  const layout = dialLayout(photo.accepted[0]!);
+  const days = between(PAST_DAYS, drawn(photo, 'days'));
+  const intervals =
+    kind === 'manual' ? Array.from({ length: MANUAL_READINGS - 1 }, (_, i) => between(MANUAL_INTERVAL_DAYS, drawn(photo, `interval-${i}`))) : [];
+  const rate = Math.min(between(PAST_RATE_M3_PER_DAY, drawn(photo, 'rate')), label / (days + intervals.reduce((sum, interval) => sum + interval, 0)));
+  const facts = { takenAt: PHOTO_TAKEN_AT, maxFlow: DEFAULT_MAX_FLOW, usualPerDay: DEFAULT_USUAL_M3_PER_DAY };
+  const value = (used: number, daysBefore: number, source: MeterReference['source']): MeterReference => ({
+    reading: dialReading(Math.max(0, label - used), layout),
+    source,
+    readAt: new Date(PHOTO_TAKEN_AT.getTime() - daysBefore * DAY_MS),
+    meterRowId: null,
+    referenceId: null,
+  });
+  if (kind === 'dated') return { ...facts, previous: value(rate * days, days, 'previous_reading'), history: [] };
+  const history: MeterReference[] = [];
+  let used = rate * days * (1 + MANUAL_RATE_SPREAD * (2 * drawn(photo, 'spread-0') - 1));
+  let daysBefore = days;
+  history.push(value(used, daysBefore, 'manual'));
+  intervals.forEach((interval, i) => {
+    used += rate * interval * (1 + MANUAL_RATE_SPREAD * (2 * drawn(photo, `spread-${i + 1}`) - 1));
+    daysBefore += interval;
+    history.push(value(used, daysBefore, 'manual'));
+  });
+  return { ...facts, history };
+}
+
+/**
+ * The layout the photo's dial has: its label's when the label keeps its leading zeros, else the trained layout
+ * (spec.json: the validation datasets' counters) with the label's fractional wheels, else the label as written.
+ */
+function dialLayout(label: string): Pick<MeterLayout, 'whole' | 'fraction'> {
+  const fraction = label.split('.')[1]?.length ?? 0;
+  const shown = layoutShownBy(label) ?? LAYOUTS.map((trained) => layoutShownBy(trained.replaceAll('d', '0'))!).find((trained) => trained.fraction === fraction);
+  return shown ?? { whole: label.split('.')[0]!.length, fraction };
+}
+
+/** `value` m³ as a dial of `layout` shows it: down to its last wheel, with leading zeros. */
+function dialReading(value: number, layout: Pick<MeterLayout, 'whole' | 'fraction'>): string {
+  const units = Math.floor(value * 10 ** layout.fraction + 1e-6);
+  const digits = String(units).padStart(layout.whole + layout.fraction, '0');
+  const whole = digits.slice(0, digits.length - layout.fraction);
+  return layout.fraction ? `${whole}.${digits.slice(-layout.fraction)}` : whole;
+}
+
+function between(range: { min: number; max: number }, draw: number): number {
+  return range.min + draw * (range.max - range.min);
+}
+
+/** A number in [0, 1) drawn for the photo and `what`; the A-B history's draw is `what` = ''. */
+function drawn(photo: LabelledPhoto, what: string): number {
+  const key = what ? `${DRAW_SEED}:${photo.file}:${what}` : `${DRAW_SEED}:${photo.file}`;
+  return createHash('sha1').update(key).digest().readUInt32BE(0) / 2 ** 32;
 }

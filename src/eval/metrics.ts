@@ -18,6 +18,8 @@ export interface ScoredCase {
   unconstrained?: string;
   /** What the reader said of its reading beside it (the local reader: its confidence evidence). */
   raw?: unknown;
+  /** With a grown past (`eval --previous dated|manual`): the reference the reading bills from, and whether it needs review. */
+  past?: { reference: string; needsReview: boolean };
 }
 
 export const CONFIDENCE_THRESHOLDS = [50, 80, 90, 95];
@@ -62,8 +64,40 @@ export interface EvalSummary {
   calibration: CalibrationScores;
   latencyMs: { p50: number; p95: number };
   plausibility: PlausibilitySummary;
+  /** With a grown past only. */
+  review?: ReviewSummary;
   worst: ScoredCase[];
 }
+
+/** What a client billing on needs_review would bill (README "Plausibility"), over photos read with a grown past. */
+export interface ReviewSummary {
+  /** Share of the photos whose reading needs review (a photo with no reading does)… */
+  needsReview: number;
+  /** …and of them, the shares of the photos for each reason: no reading, flagged so, or below the review threshold. */
+  reasons: { noReading: number; implausible: number; suspicious: number; lessConfident: number };
+  /** Readings not needing review: how many, and the share of them right in whole units. */
+  billable: number;
+  wholeUnitsRightBillable: number | null;
+  /** The readings not needing review that bill a consumption far off (isBillingError). */
+  billingErrors: BillingError[];
+}
+
+export interface BillingError {
+  file: string;
+  reading: string;
+  reference: string;
+  /** m³ since the reference, as the reading bills it and as the label has it. */
+  billed: number;
+  truly: number;
+}
+
+/**
+ * A reading bills a consumption far off when what it bills since the reference is off the truth by more than
+ * BILLING_ERROR_M3 and by more than BILLING_ERROR_SHARE of the true consumption: a wheel caught mid-roll is no
+ * billing error; a misread whole-unit wheel is, unless the meter used far more than it is off.
+ */
+export const BILLING_ERROR_M3 = 1;
+export const BILLING_ERROR_SHARE = 0.1;
 
 export interface PlausibilitySummary {
   /** Photos read with a plausibility window. */
@@ -163,8 +197,41 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: num
     calibration: calibrationScores(cases, reliability),
     latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
     plausibility: summarisePlausibility(cases, confidentAt),
+    ...(cases.some((c) => c.past) ? { review: summariseReview(cases) } : {}),
     worst,
   };
+}
+
+/** needs_review over the photos read with a grown past, and what the readings that do not need it would bill. */
+export function summariseReview(cases: ScoredCase[]): ReviewSummary {
+  const billable = cases.filter((c) => c.predicted !== undefined && c.past && !c.past.needsReview);
+  const needing = cases.filter((c) => !billable.includes(c));
+  const share = (test: (c: ScoredCase) => boolean) => ratio(needing.filter(test).length, cases.length);
+  const flagged = (c: ScoredCase) => c.plausibility === 'implausible' || c.plausibility === 'suspicious';
+  return {
+    needsReview: ratio(needing.length, cases.length),
+    reasons: {
+      noReading: share((c) => c.predicted === undefined),
+      implausible: share((c) => c.predicted !== undefined && c.plausibility === 'implausible'),
+      suspicious: share((c) => c.predicted !== undefined && c.plausibility === 'suspicious'),
+      lessConfident: share((c) => c.predicted !== undefined && !flagged(c)),
+    },
+    billable: billable.length,
+    wholeUnitsRightBillable: billable.length ? ratio(billable.filter(isWholeUnitExact).length, billable.length) : null,
+    billingErrors: billable.map(billingError).filter((error) => error !== undefined),
+  };
+}
+
+/** The consumption a reading bills since its past's reference against the truth (its closest label); undefined when not far off. */
+export function billingError(c: ScoredCase): BillingError | undefined {
+  if (c.predicted === undefined || !c.past) return undefined;
+  const reference = Number(c.past.reference);
+  const billed = Number(c.predicted) - reference;
+  const truly = c.accepted.map((label) => Number(label) - reference).reduce((a, b) => (Math.abs(billed - b) < Math.abs(billed - a) ? b : a));
+  const off = Math.abs(billed - truly);
+  if (off <= BILLING_ERROR_M3 || off <= BILLING_ERROR_SHARE * Math.abs(truly)) return undefined;
+  const m3 = (value: number) => Math.round(value * 1000) / 1000;
+  return { file: c.file, reading: c.predicted, reference: c.past.reference, billed: m3(billed), truly: m3(truly) };
 }
 
 /** Confidence bins of RELIABILITY_BIN_WIDTH against the share of their readings that are exact. */

@@ -1,25 +1,28 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ImageError, normaliseImage } from '../images.ts';
-import { judgeReading } from '../readers/plausibility.ts';
-import { ReaderError, type MeterReader, type PlausibilityWindow } from '../readers/reader.ts';
+import { DEFAULT_REVIEW_BELOW, needsReview } from '../meters/review.ts';
+import type { MeterExpectation } from '../pipeline/plausibility.ts';
+import { judgeReading, judgeUsual } from '../readers/plausibility.ts';
+import { ReaderError, type MeterReader } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
-import type { CalibrationScores, EvalSummary, ReliabilityBin, ScoredCase } from './metrics.ts';
+import { BILLING_ERROR_M3, BILLING_ERROR_SHARE, type CalibrationScores, type EvalSummary, type ReliabilityBin, type ScoredCase } from './metrics.ts';
 
 const PER_PHOTO_TIMEOUT_MS = 60_000;
 
 /**
  * Reads the photos one at a time, recording what the reader answered. Each photo is first normalised as the
  * service normalises an upload (EXIF rotation, long side, JPEG), so the reader sees what it sees in production;
- * latency is the reader's own, normalisation not included. With `windowFor`, each photo is read within its
- * plausibility window and judged as the reader chain judges it.
+ * latency is the reader's own, normalisation not included. With `expectationFor`, each photo is read within what the
+ * service would expect of it (its plausibility window and layout) and judged as the service judges it (the chain,
+ * then the usual consumption); with a reference, whether it needs review at the account's default threshold too.
  */
 export async function readPhotos(
   reader: MeterReader,
   dir: string,
   photos: LabelledPhoto[],
   imageOptions: { maxPixels: number; longSide: number },
-  windowFor?: (photo: LabelledPhoto) => PlausibilityWindow,
+  expectationFor?: (photo: LabelledPhoto) => MeterExpectation,
 ): Promise<ScoredCase[]> {
   const cases: ScoredCase[] = [];
   for (const photo of photos) {
@@ -33,9 +36,18 @@ export async function readPhotos(
       continue;
     }
     const started = performance.now();
-    const window = windowFor?.(photo);
+    const { window, layout, usual, reference } = expectationFor?.(photo) ?? {};
+    const past = (review: boolean) => (reference ? { past: { reference: reference.reading, needsReview: review } } : {});
     try {
-      const reading = judgeReading(await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS), window), window);
+      const read = await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS), window, layout);
+      const reading = judgeUsual(judgeReading(read, window, layout), usual);
+      const review = needsReview({
+        status: 'completed',
+        plausibility: reading.plausibility,
+        confidence: reading.confidence,
+        reviewBelow: DEFAULT_REVIEW_BELOW,
+        byPerson: false,
+      });
       cases.push({
         file: photo.file,
         accepted: photo.accepted,
@@ -45,6 +57,7 @@ export async function readPhotos(
         plausibility: reading.plausibility,
         unconstrained: reading.unconstrainedReading,
         raw: reading.raw,
+        ...past(review),
       });
     } catch (error) {
       if (!(error instanceof ReaderError)) throw error;
@@ -54,6 +67,7 @@ export async function readPhotos(
         confidence: 0,
         latencyMs: performance.now() - started,
         error: `${error.kind}: ${error.message}`,
+        ...past(true),
       });
     }
   }
@@ -125,6 +139,17 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     `  ok/corrected${withWindow ? '' : '/unknown'} at confidence ≥ ${confident.threshold}: exact ${percent(confident.accuracy)}, ` +
       `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
   );
+  if (summary.review) {
+    const { needsReview, reasons, billable, wholeUnitsRightBillable, billingErrors } = summary.review;
+    const why = `no reading ${percent(reasons.noReading).trim()}, implausible ${percent(reasons.implausible).trim()}, suspicious ${percent(reasons.suspicious).trim()}`;
+    lines.push(
+      `  as billed on needs_review (review below confidence ${DEFAULT_REVIEW_BELOW}, the account default)`,
+      `    needs review              ${percent(needsReview)}  (${why}, less confident ${percent(reasons.lessConfident).trim()})`,
+      `    not needing review: ${billable}; whole units right ${percent(wholeUnitsRightBillable).trim()}; ` +
+        `billing errors ${billingErrors.length} (off the true consumption by more than ${BILLING_ERROR_M3} m³ and ${100 * BILLING_ERROR_SHARE}% of it)`,
+      ...billingErrors.map((e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`),
+    );
+  }
   if (summary.worst.length) {
     lines.push('  worst misreads (most confident first)');
     for (const c of summary.worst) {

@@ -3,9 +3,10 @@ import type { ServiceDeps } from '../deps.ts';
 import { DomainError } from '../errors.ts';
 import type { AuthenticatedKey } from '../pipeline/authenticate.ts';
 import { observeAnomalies } from '../metrics.ts';
+import { meterLayout } from '../pipeline/plausibility.ts';
+import { outsideLayoutReason } from '../readers/layout.ts';
 import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
 import { meterPointWithinBound } from './meter-points.ts';
-import { FLAGGED } from './review.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
 
 /** The reader and model a manual reading is recorded under: its `model` in every representation. */
@@ -68,38 +69,9 @@ export async function addManualReading(
   return record;
 }
 
-/** Whole and fractional digits of a reading: a meter's layout, e.g. "00123.456" → 5 + 3. */
-export function readingLayout(reading: string): { whole: number; fraction: number } {
-  const [whole = '', fraction = ''] = reading.split('.');
-  return { whole: whole.length, fraction: fraction.length };
-}
-
-/**
- * A manual reading has the layout of the meter's newest trusted value (a correction, a manual
- * reading, a reading nobody flagged): one with a digit more or less is a typo, or another meter.
- */
+/** A manual reading has the meter's layout (meterLayout): one with a wheel more or less is a typo, or another meter. */
 async function checkLayout(tx: Tx, meterPointId: string, externalId: string, reading: string): Promise<void> {
-  const known = await tx
-    .selectFrom('meters as m')
-    .innerJoin('readings as r', 'r.meter_id', 'm.id')
-    .leftJoinLateral(
-      (eb) => eb.selectFrom('reading_corrections').select('reading').whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
-      (join) => join.onTrue(),
-    )
-    .select(['r.reading', 'c.reading as corrected'])
-    .where('m.meter_point_id', '=', meterPointId)
-    .where((eb) => eb.or([eb('c.reading', 'is not', null), eb('r.plausibility', 'not in', [...FLAGGED])]))
-    .orderBy('m.created_at', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  if (!known) return;
-  const trusted = known.corrected ?? known.reading;
-  const expected = readingLayout(trusted);
-  const given = readingLayout(reading);
-  if (expected.whole === given.whole && expected.fraction === given.fraction) return;
-  throw new DomainError(
-    'invalid',
-    'reading',
-    `Meter ${externalId} shows ${expected.whole} whole and ${expected.fraction} fractional digits (like ${trusted}); this reading has ${given.whole} and ${given.fraction}`,
-  );
+  const layout = await meterLayout(tx, meterPointId);
+  const otherLayout = layout && outsideLayoutReason(reading, layout);
+  if (otherLayout) throw new DomainError('invalid', 'reading', `Meter ${externalId}: ${otherLayout}`);
 }

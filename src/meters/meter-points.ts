@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { checkBound, lockAccount } from '../accounts/account-bounds.ts';
 import type { Db, Tx } from '../db/database.ts';
+import { layoutSetting, meterLayout } from '../pipeline/plausibility.ts';
+import type { MeterLayout } from '../readers/layout.ts';
 
 /** The account's meter point named `externalId`, created on its first submission. */
 export async function upsertMeterPoint(db: Db, accountId: string, externalId: string): Promise<string> {
@@ -23,6 +25,9 @@ export async function findMeterPoint(db: Db, accountId: string, externalId: stri
     .executeTakeFirst();
 }
 
+/** A new account's max flow (sql/011's column default), m³/h: the permanent flow Q3 of the common DN15 household meter. */
+export const DEFAULT_MAX_FLOW = 2.5;
+
 /** The largest flow a setting may name, in m³/h: beyond any water meter, so a typo is caught. */
 export const MAX_FLOW_LIMIT = 10_000;
 
@@ -37,27 +42,48 @@ export function isMaxFlow(value: unknown): value is number {
  */
 export const METER_POINTS_PER_ACCOUNT = 100_000;
 
-/** Sets (null: clears, back to the account's) one meter's max flow; creates the meter point if needed, within the bound. */
-export async function setMeterMaxFlow(db: Db, accountId: string, externalId: string, maxFlow: number | null) {
+/** The wheels a layout setting may name: more than any water meter has, so a typo is caught. */
+export const WHOLE_WHEELS_LIMIT = 10;
+export const FRACTIONAL_WHEELS_LIMIT = 6;
+
+export function isWheelCount(value: unknown, least: number, most: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= least && value <= most;
+}
+
+/** A change of a meter's settings: each one given is set (null: cleared, the account's or the readings' again). */
+export interface SettingsChange {
+  maxFlow?: number | null;
+  layout?: Pick<MeterLayout, 'whole' | 'fraction'> | null;
+}
+
+/** Sets what `change` gives of one meter's settings; creates the meter point if needed, within the bound. */
+export async function setMeterSettings(db: Db, accountId: string, externalId: string, change: SettingsChange) {
   return db.transaction().execute(async (tx) => {
     const existing = await tx
       .updateTable('meter_points')
-      .set({ max_flow_m3_per_hour: maxFlow })
+      .set(settingColumns(change))
       .where('account_id', '=', accountId)
       .where('external_id', '=', externalId)
       .returning('id')
       .executeTakeFirst();
-    return meterSettings(tx, existing?.id ?? (await createMeterPoint(tx, accountId, externalId, maxFlow)));
+    return meterSettings(tx, existing?.id ?? (await createMeterPoint(tx, accountId, externalId, change)));
   });
+}
+
+function settingColumns(change: SettingsChange) {
+  return {
+    ...(change.maxFlow === undefined ? {} : { max_flow_m3_per_hour: change.maxFlow }),
+    ...(change.layout === undefined ? {} : { whole_wheels: change.layout?.whole ?? null, fractional_wheels: change.layout?.fraction ?? null }),
+  };
 }
 
 /** The account's meter point named `externalId`; created within the bound if it has none (a manual reading of a new meter). */
 export async function meterPointWithinBound(tx: Tx, accountId: string, externalId: string): Promise<string> {
-  return (await findMeterPoint(tx, accountId, externalId))?.id ?? createMeterPoint(tx, accountId, externalId, undefined);
+  return (await findMeterPoint(tx, accountId, externalId))?.id ?? createMeterPoint(tx, accountId, externalId, {});
 }
 
-/** maxFlow undefined: a meter created without a setting, which leaves one a concurrent request set. */
-async function createMeterPoint(tx: Tx, accountId: string, externalId: string, maxFlow: number | null | undefined): Promise<string> {
+/** A meter created with the settings `change` gives; it leaves those it does not give as a concurrent request set them. */
+async function createMeterPoint(tx: Tx, accountId: string, externalId: string, change: SettingsChange): Promise<string> {
   await lockAccount(tx, accountId);
   const { count } = await tx
     .selectFrom('meter_points')
@@ -72,28 +98,36 @@ async function createMeterPoint(tx: Tx, accountId: string, externalId: string, m
     'meters',
     `The account has ${METER_POINTS_PER_ACCOUNT} meters, the most a setting may create: a new meter_id is named by submitting its first photo`,
   );
+  const settings = settingColumns(change);
   const point = await tx
     .insertInto('meter_points')
-    .values({ account_id: accountId, external_id: externalId, max_flow_m3_per_hour: maxFlow ?? null })
+    .values({ account_id: accountId, external_id: externalId, ...settings })
     // A submission, which does not take the account's lock, may have created it meanwhile.
-    .onConflict((conflict) =>
-      conflict.columns(['account_id', 'external_id']).doUpdateSet(maxFlow === undefined ? { external_id: externalId } : { max_flow_m3_per_hour: maxFlow }),
-    )
+    .onConflict((conflict) => conflict.columns(['account_id', 'external_id']).doUpdateSet({ external_id: externalId, ...settings }))
     .returning('id')
     .executeTakeFirstOrThrow();
   return point.id;
 }
 
-/** A meter's own max flow (null: none) and the one its plausibility windows use. */
+/**
+ * A meter's own max flow (null: none) and the one its plausibility windows use; its own layout (null:
+ * none set) and the one its next reading is judged in (null: not known).
+ */
 export async function meterSettings(db: Db, meterPointId: string) {
   const row = await db
     .selectFrom('meter_points as p')
     .innerJoin('accounts as a', 'a.id', 'p.account_id')
-    .select(['p.external_id', 'p.max_flow_m3_per_hour', 'a.max_flow_m3_per_hour as account_max_flow'])
+    .select(['p.external_id', 'p.max_flow_m3_per_hour', 'p.whole_wheels', 'p.fractional_wheels', 'a.max_flow_m3_per_hour as account_max_flow'])
     .where('p.id', '=', meterPointId)
     .executeTakeFirstOrThrow();
   const own = row.max_flow_m3_per_hour === null ? null : Number(row.max_flow_m3_per_hour);
-  return { meterId: row.external_id, maxFlow: own, effectiveMaxFlow: own ?? Number(row.account_max_flow) };
+  return {
+    meterId: row.external_id,
+    maxFlow: own,
+    effectiveMaxFlow: own ?? Number(row.account_max_flow),
+    layout: layoutSetting(row) ?? null,
+    effectiveLayout: (await meterLayout(db, meterPointId)) ?? null,
+  };
 }
 
 /** The account's default max flow, for meters without their own; false when there is no such account. */

@@ -103,6 +103,10 @@ export interface ReviewSettings {
   usualM3PerDay: number;
 }
 
+/** A new account's settings (sql/023's column defaults): a household's usual consumption, and a look below 90. */
+export const DEFAULT_REVIEW_BELOW = 90;
+export const DEFAULT_USUAL_M3_PER_DAY = 1.5;
+
 /** The most usual consumption a setting may name, m³ a day: far beyond any household, so a typo is caught. */
 export const USUAL_M3_PER_DAY_LIMIT = 10_000;
 

@@ -2,6 +2,7 @@ import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { ReferenceSource } from '../db/schema.ts';
 import type { ChainReading } from '../readers/chain.ts';
+import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
 import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 import { FLAGGED } from '../meters/review.ts';
 import { usualAllowance, usualConsumption, type UsualConsumption } from '../meters/usual-consumption.ts';
@@ -27,24 +28,24 @@ export interface MeterReference {
 /** The most the meter usually has run since the reference (its usual consumption's allowance), m³. */
 export type UsualWindow = UsualConsumption & { max: number };
 
-/** What the read step knows about the photo's meter: its client id, the account's review threshold, and the reference and windows, if any. */
-export interface ReadContext {
-  meterId: string | null;
-  reviewBelow: number;
+/** What the service expects of a meter's next reading: its reference and windows, and its layout, each if known. */
+export interface MeterExpectation {
   reference?: MeterReference;
   window?: PlausibilityWindow;
   usual?: UsualWindow;
+  layout?: MeterLayout;
+}
+
+/** What the read step knows about the photo's meter: its client id, the account's review threshold, and what it expects. */
+export interface ReadContext extends MeterExpectation {
+  meterId: string | null;
+  reviewBelow: number;
 }
 
 /** The trusted values of a meter the usual consumption is estimated from: enough for MAX_INTERVALS of monthly readings and then some. */
 const TRUSTED_HISTORY_LIMIT = 100;
 
-/**
- * Step 6a: the windows for a submission. The reference is the client's `previous_reading` if it
- * sent one, else the meter point's newest trusted value (trustedHistory). The physical window is the
- * hard limit (implausible); the usual one, from the meter's trusted history or the account's
- * default, the soft one (suspicious). No meter_id, or nothing trusted yet: no window.
- */
+/** Step 6a: what the service expects of a submission's reading (meterExpectation), from its meter's settings and trusted history. */
 export async function readContext(db: Db, meterId: string): Promise<ReadContext> {
   const meter = await db
     .selectFrom('meters as m')
@@ -57,26 +58,83 @@ export async function readContext(db: Db, meterId: string): Promise<ReadContext>
       'm.previous_reading',
       'm.previous_read_at',
       'p.external_id',
+      'p.whole_wheels',
+      'p.fractional_wheels',
       'a.review_below',
       'a.usual_m3_per_day',
       sql<string>`coalesce(p.max_flow_m3_per_hour, a.max_flow_m3_per_hour)`.as('max_flow'),
     ])
     .where('m.id', '=', meterId)
     .executeTakeFirstOrThrow();
-  const context: ReadContext = { meterId: meter.external_id, reviewBelow: meter.review_below };
   const history = meter.meter_point_id ? await trustedHistory(db, meter.meter_point_id, meter) : [];
-  const reference: MeterReference | undefined = meter.previous_reading
-    ? { reading: meter.previous_reading, source: 'previous_reading', readAt: meter.previous_read_at, meterRowId: null, referenceId: null }
-    : history[0];
-  if (!reference) return context;
-  const points = history.filter((point) => point.readAt !== null).map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
-  const usual = usualConsumption(points, Number(meter.usual_m3_per_day));
+  const expected = meterExpectation({
+    previous: meter.previous_reading
+      ? { reading: meter.previous_reading, source: 'previous_reading', readAt: meter.previous_read_at, meterRowId: null, referenceId: null }
+      : undefined,
+    history,
+    takenAt: meter.created_at,
+    maxFlow: Number(meter.max_flow),
+    usualPerDay: Number(meter.usual_m3_per_day),
+    layoutSet: layoutSetting(meter),
+  });
+  return { meterId: meter.external_id, reviewBelow: meter.review_below, ...expected };
+}
+
+/** What is known of a meter before a photo it showed at `takenAt`. */
+export interface MeterFacts {
+  /** The submission's own `previous_reading`. */
+  previous?: MeterReference;
+  /** The meter's trusted values before the photo, newest first (trustedHistory). */
+  history: MeterReference[];
+  takenAt: Date;
+  /** m³/h: the meter's, else the account's. */
+  maxFlow: number;
+  /** The account's usual consumption of a meter with too little history, m³ a day. */
+  usualPerDay: number;
+  layoutSet?: MeterLayout;
+}
+
+/**
+ * What the service expects of a meter's reading. The reference is the client's `previous_reading`
+ * if it sent one, else the meter's newest trusted value. The physical window is the hard limit
+ * (implausible); the usual one, from the meter's trusted history or the account's default, the soft
+ * one (suspicious). No reference (no meter_id, or nothing trusted yet): no window. The layout is the
+ * one set for the meter, else the one the reference or the newest trusted value written with its
+ * leading zeros shows (knownLayout).
+ */
+export function meterExpectation(facts: MeterFacts): MeterExpectation {
+  const layout = knownLayout(facts.layoutSet, facts.previous ? [facts.previous, ...facts.history] : facts.history);
+  const reference = facts.previous ?? facts.history[0];
+  if (!reference) return { layout };
+  const points = facts.history.filter((point) => point.readAt !== null).map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
+  const usual = usualConsumption(points, facts.usualPerDay);
   return {
-    ...context,
     reference,
-    window: plausibilityWindow(reference, meter.created_at, Number(meter.max_flow)),
-    usual: { ...usual, max: roundVolume(Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, meter.created_at) / 24)) },
+    window: plausibilityWindow(reference, facts.takenAt, facts.maxFlow),
+    usual: { ...usual, max: roundVolume(Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, facts.takenAt) / 24)) },
+    layout,
   };
+}
+
+/** The layout set for a meter, else the one the first of `values` (newest first) that shows one shows. */
+export function knownLayout(set: MeterLayout | undefined, values: Array<Pick<MeterReference, 'reading'>>): MeterLayout | undefined {
+  if (set) return set;
+  for (const value of values) {
+    const shown = layoutShownBy(value.reading);
+    if (shown) return shown;
+  }
+  return undefined;
+}
+
+/** The layout a meter point row has set, if any. */
+export function layoutSetting(row: { whole_wheels: number | null; fractional_wheels: number | null }): MeterLayout | undefined {
+  return row.whole_wheels === null || row.fractional_wheels === null ? undefined : { whole: row.whole_wheels, fraction: row.fractional_wheels };
+}
+
+/** The layout a meter's next reading is judged in (knownLayout), from its setting and all its trusted values. */
+export async function meterLayout(db: Db, meterPointId: string): Promise<MeterLayout | undefined> {
+  const point = await db.selectFrom('meter_points').select(['whole_wheels', 'fractional_wheels']).where('id', '=', meterPointId).executeTakeFirstOrThrow();
+  return knownLayout(layoutSetting(point), await trustedHistory(db, meterPointId));
 }
 
 /**
@@ -173,12 +231,12 @@ export function storedPlausibilityJson(stored: StoredPlausibility): Plausibility
 export const isTrusted = sql<SqlBool>`(c.reading IS NOT NULL OR (r.reading IS NOT NULL AND r.plausibility NOT IN (${sql.join(FLAGGED.map((status) => sql.lit(status)))})))`;
 
 /**
- * The meter point's trusted values before this submission, newest first (by when the meter showed
- * them): of each earlier submission its value if trusted (isTrusted), else the `previous_reading` it
- * came with. A manual reading is a submission whose time is its read_at.
+ * The meter point's trusted values (before the submission `before`, if given), newest first (by
+ * when the meter showed them): of each submission its value if trusted (isTrusted), else the
+ * `previous_reading` it came with. A manual reading is a submission whose time is its read_at.
  */
-async function trustedHistory(db: Db, meterPointId: string, before: { id: string; created_at: Date }): Promise<MeterReference[]> {
-  const rows = await db
+async function trustedHistory(db: Db, meterPointId: string, before?: { id: string; created_at: Date }): Promise<MeterReference[]> {
+  let query = db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoinLateral(
@@ -197,13 +255,12 @@ async function trustedHistory(db: Db, meterPointId: string, before: { id: string
       'c.reading as corrected',
     ])
     .where('m.meter_point_id', '=', meterPointId)
-    .where('m.id', '<>', before.id)
-    .where('m.created_at', '<=', before.created_at)
     .where((eb) => eb.or([isTrusted, eb('m.previous_reading', 'is not', null)]))
     .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
-    .limit(TRUSTED_HISTORY_LIMIT)
-    .execute();
+    .limit(TRUSTED_HISTORY_LIMIT);
+  if (before) query = query.where('m.id', '<>', before.id).where('m.created_at', '<=', before.created_at);
+  const rows = await query.execute();
   return rows.map((row): MeterReference => {
     const of = { meterRowId: row.id, referenceId: row.reference_id };
     if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at, ...of };

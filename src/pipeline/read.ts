@@ -7,8 +7,8 @@ import { normaliseUpload } from './normalise.ts';
 import type { ReadContext } from './plausibility.ts';
 
 /**
- * Step 6: the photo read through the reader chain within the meter's plausibility window, then
- * judged against its usual consumption (suspicious). An upload
+ * Step 6: the photo read through the reader chain within the meter's plausibility window and
+ * layout, then judged against its usual consumption (suspicious). An upload
  * is normalised first; a retried job finds the upright JPEG its first attempt stored. Every reader
  * the chain asked is counted in the metrics, whatever came of it.
  */
@@ -16,12 +16,12 @@ export async function readPhoto(
   deps: Pick<ServiceDeps, 'db' | 'photos' | 'config' | 'readers'>,
   meterId: string,
   photo: MeterPhoto,
-  context: Pick<ReadContext, 'window' | 'usual'>,
+  context: Pick<ReadContext, 'window' | 'usual' | 'layout'>,
   signal?: AbortSignal,
 ): Promise<ChainReading> {
   const jpeg = photo.jpeg ?? (await normaliseUpload(deps, meterId, photo.upload!));
   try {
-    const reading = await deps.readers.read(jpeg, signal, context.window);
+    const reading = await deps.readers.read(jpeg, signal, context.window, context.layout);
     observeReaderAttempts(reading.attempts);
     return judgeUsual(reading, context.usual);
   } catch (error) {

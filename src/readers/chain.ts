@@ -1,11 +1,12 @@
 import sharp from 'sharp';
 import type { Config } from '../config.ts';
+import type { MeterLayout } from './layout.ts';
 import { judgeReading, type JudgedReading } from './plausibility.ts';
 import { ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind } from './reader.ts';
 
 export interface ReadAttempt {
   reader: string;
-  /** `implausible`: a reading outside the plausibility window, passed on whatever its confidence. */
+  /** `implausible`: a reading outside the plausibility window or the meter's layout, passed on whatever its confidence. */
   outcome: 'accepted' | 'low_confidence' | 'implausible' | ReaderFailureKind;
   ms: number;
   confidence?: number;
@@ -19,7 +20,7 @@ export interface ChainReading extends MeterReading {
   attempts: ReadAttempt[];
   readMs: number;
   plausibility: Plausibility;
-  /** The free decode, when the window changed it (`corrected`). */
+  /** The free decode, when the window or the layout changed it (`corrected`). */
   unconstrainedReading?: string;
   /** Why the reading is `implausible`. */
   plausibilityReason?: string;
@@ -52,8 +53,8 @@ export class ReadFailure extends Error {
  * was confident, the most confident answer stands, with its honest confidence.
  * The thresholds differ because the confidences mean different things: the local reader's is calibrated
  * (`escalateBelow`), a hosted model's is its own say-so (`hostedEscalateBelow`).
- * With a plausibility window every reading is judged against it (the local reader reads within it);
- * an implausible one passes the photo on, and stands only when no reader's answer is plausible.
+ * With a plausibility window or the meter's layout every reading is judged against them (the local reader reads
+ * within them); an implausible one passes the photo on, and stands only when no reader's answer is plausible.
  */
 export class ReaderChain {
   readonly readers: MeterReader[];
@@ -67,7 +68,7 @@ export class ReaderChain {
     this.#deadlineMs = config.readerTimeoutMs * (config.readerRetries + 1);
   }
 
-  async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow): Promise<ChainReading> {
+  async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow, layout?: MeterLayout): Promise<ChainReading> {
     const started = performance.now();
     const attempts: ReadAttempt[] = [];
     let best: { reading: JudgedReading; reader: MeterReader; index: number } | undefined;
@@ -77,7 +78,7 @@ export class ReaderChain {
       const elapsed = () => Math.round(performance.now() - attemptStarted);
       try {
         const deadline = AbortSignal.timeout(this.#deadlineMs);
-        const reading = judgeReading(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window), window);
+        const reading = judgeReading(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window, layout), window, layout);
         const confident = reading.confidence >= this.#escalateBelowFor(reader);
         const outcome = reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
         attempts.push({ reader: reader.name, outcome, ms: elapsed(), confidence: reading.confidence });

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { MODEL_FILES } from './local/pipeline.ts';
 import { MODEL_NAME } from './local/spec.ts';
 import type { ReadRequest, WorkerMessage } from './local/worker.ts';
+import type { MeterLayout } from './layout.ts';
 import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
 
 /**
@@ -49,7 +50,7 @@ class LocalReader implements MeterReader {
     worker.unref();
   }
 
-  read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow): Promise<MeterReading> {
+  read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading> {
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = this.#nextId++;
     return new Promise<MeterReading>((resolve, reject) => {
@@ -70,7 +71,7 @@ class LocalReader implements MeterReader {
         },
       });
       this.#worker.ref();
-      this.#worker.postMessage({ id, image: new Uint8Array(image), window } satisfies ReadRequest);
+      this.#worker.postMessage({ id, image: new Uint8Array(image), window, layout } satisfies ReadRequest);
     });
   }
 

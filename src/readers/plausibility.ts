@@ -1,4 +1,5 @@
-/** Judging a reading against the meter's plausibility window, for every reader alike. */
+/** Judging a reading against the meter's layout and plausibility window, for every reader alike. */
+import { outsideLayoutReason, type MeterLayout } from './layout.ts';
 import type { MeterReading, Plausibility, PlausibilityWindow } from './reader.ts';
 
 /**
@@ -10,12 +11,15 @@ export const IMPLAUSIBLE_CONFIDENCE_CAP = 20;
 export type JudgedReading = MeterReading & { plausibility: Plausibility };
 
 /**
- * A reading with its plausibility: `unknown` without a window; a reader's own judgement when it read within the
- * window itself; otherwise `ok` inside the window and `implausible` (confidence capped, with the reason) outside it.
+ * A reading with its plausibility: `implausible` (confidence capped, with the reason) in another layout than the
+ * meter's, whoever read it; else a reader's own judgement when it read within the window and layout itself;
+ * `unknown` without a window; otherwise `ok` inside the window and `implausible` outside it.
  */
-export function judgeReading(reading: MeterReading, window?: PlausibilityWindow): JudgedReading {
-  if (!window) return { ...reading, plausibility: 'unknown' };
+export function judgeReading(reading: MeterReading, window?: PlausibilityWindow, layout?: MeterLayout): JudgedReading {
+  const otherLayout = layout && outsideLayoutReason(reading.reading, layout);
+  if (otherLayout) return implausible(reading, otherLayout);
   if (reading.plausibility) return { ...reading, plausibility: reading.plausibility };
+  if (!window) return { ...reading, plausibility: 'unknown' };
   const reason = outsideWindowReason(reading, window);
   return reason ? implausible(reading, reason) : { ...reading, plausibility: 'ok' };
 }

@@ -1,3 +1,5 @@
+import type { MeterLayout } from './layout.ts';
+
 /**
  * What every meter reader (hosted vision model or the offline local model) promises.
  * A reader receives the normalised JPEG (EXIF-rotated, long side ~1600 px) and either returns a
@@ -18,9 +20,9 @@ export interface MeterReading {
   digitConfidences?: number[];
   /** Corners of the counter window in the normalised image, clockwise from top-left, in pixels. */
   counterBox?: Array<[number, number]>;
-  /** Set by a reader that read within the window itself (the local reader); the chain judges the others. */
+  /** Set by a reader that read within the window and the layout itself (the local reader); the chain judges the others. */
   plausibility?: Plausibility;
-  /** The reading without the window, when the window changed it (`corrected`). */
+  /** The reading without the window and the layout, when they changed it (`corrected`). */
   unconstrainedReading?: string;
   /** Why the reading is `implausible`. */
   plausibilityReason?: string;
@@ -38,9 +40,12 @@ export interface PlausibilityWindow {
 
 /**
  * - `ok`: inside the window.
- * - `corrected`: read within the window, and that changed the reading (`unconstrainedReading` is the free one).
+ * - `corrected`: read within the window and the meter's layout, and that changed the reading (`unconstrainedReading`
+ *   is the free one).
+ * - `suspicious`: inside the window, but far above the meter's usual consumption.
  * - `implausible`: nothing probable inside the window (outside it, or readings of other whole units inside it as
- *   likely); the confidence is capped low and `plausibilityReason` says why.
+ *   likely), or a reading in another layout than the meter's; the confidence is capped low and `plausibilityReason`
+ *   says why.
  * - `unknown`: no window (no reference reading).
  */
 export type Plausibility = 'ok' | 'corrected' | 'suspicious' | 'implausible' | 'unknown';
@@ -52,7 +57,8 @@ export interface MeterReader {
    * other reader (the local one, whose confidence is its calibrated chance of being exact) is held to ESCALATE_BELOW.
    */
   readonly hosted?: boolean;
-  read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow): Promise<MeterReading>;
+  /** `window` and `layout`: what the service knows of the meter's next reading; the local reader reads within them. */
+  read(image: Buffer, signal: AbortSignal, window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading>;
 }
 
 /**

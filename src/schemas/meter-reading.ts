@@ -36,9 +36,10 @@ export const PlausibilityStatus = Type.Union(
   (['ok', 'corrected', 'suspicious', 'implausible', 'unknown'] as const).map((status) => Type.Literal(status)),
   {
     description:
-      'ok: inside the window. corrected: the decode within the window differs from the free one. suspicious: inside the window, but far above ' +
+      "ok: inside the window. corrected: the decode within the window and the meter's layout differs from the free one. suspicious: inside the window, but far above " +
       "the meter's usual consumption (window.usual_max). implausible: nothing probable inside the window (the reading lies outside it, or the " +
-      "reader's own readers read other whole units inside it); confidence capped at 20. unknown: no reference (or a manual reading, not judged).",
+      "reader's own readers read other whole units inside it), or a reading in another layout than the meter's; confidence capped at 20. " +
+      'unknown: no reference (or a manual reading, not judged).',
   },
 );
 
@@ -58,7 +59,7 @@ const PlausibilityResponse = Type.Object({
     }),
     Type.Null(),
   ]),
-  unconstrained_reading: Type.Optional(Type.String({ description: 'The free decode, when the window changed it' })),
+  unconstrained_reading: Type.Optional(Type.String({ description: "The free decode, when the window or the meter's layout changed it" })),
   reason: Type.Optional(Type.String({ description: 'Why the reading is implausible or suspicious' })),
 });
 

@@ -4,7 +4,7 @@ import { CONSUMPTION_DAYS } from '../meters/consumption.ts';
 import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
 import { METER_LIST_MAX_LIMIT } from '../meters/meter-list.ts';
 import { CORRECTIONS_PER_SUBMISSION } from '../meters/corrections.ts';
-import { MAX_FLOW_LIMIT, METER_POINTS_PER_ACCOUNT } from '../meters/meter-points.ts';
+import { FRACTIONAL_WHEELS_LIMIT, MAX_FLOW_LIMIT, METER_POINTS_PER_ACCOUNT, WHOLE_WHEELS_LIMIT } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { errorEnvelope, MeterReferenceParams, MeterResult, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
 
@@ -154,13 +154,44 @@ export const MetersQuery = Type.Object(
   { additionalProperties: false },
 );
 
+const layoutFields = {
+  whole_wheels: Type.Integer({ minimum: 1, maximum: WHOLE_WHEELS_LIMIT, description: 'Whole-unit (black) wheels, left of the point' }),
+  fractional_wheels: Type.Integer({ minimum: 0, maximum: FRACTIONAL_WHEELS_LIMIT, description: 'Fractional (red) wheels, right of the point' }),
+  unit: Type.Literal('m3', { description: 'What a whole-unit wheel counts: m³, the unit the service reads, judges and bills in' }),
+};
+const Layout = Type.Object(layoutFields, { description: 'A counter layout: `00037.902` is 5 whole and 3 fractional wheels' });
+
 const MeterSettings = Type.Object(
   {
     meter_id: Type.String(),
     max_flow_m3_per_hour: Type.Union([Type.Number(), Type.Null()], { description: 'The meter’s own; null: the account’s applies' }),
     effective_max_flow_m3_per_hour: Type.Number({ description: 'The max flow its plausibility windows use' }),
+    layout: Type.Union([Layout, Type.Null()], { description: 'The layout set for the meter; null: none, its readings show it' }),
+    effective_layout: Type.Union(
+      [
+        Type.Object({
+          ...layoutFields,
+          shown_by: Type.Union([Type.String(), Type.Null()], {
+            description: 'The trusted reading (written with its leading zeros) that shows it; null: set for the meter',
+          }),
+        }),
+        Type.Null(),
+      ],
+      { description: 'The layout its next reading is judged in (a submission’s own `previous_reading` may show another); null: not known' },
+    ),
   },
-  { description: 'The meter’s settings', examples: [{ meter_id: 'SN-4711', max_flow_m3_per_hour: 6, effective_max_flow_m3_per_hour: 6 }] },
+  {
+    description: 'The meter’s settings',
+    examples: [
+      {
+        meter_id: 'SN-4711',
+        max_flow_m3_per_hour: 6,
+        effective_max_flow_m3_per_hour: 6,
+        layout: null,
+        effective_layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3', shown_by: '00606.494' },
+      },
+    ],
+  },
 );
 
 const AUTHORIZATION_ERROR = '`authorization`: bad or inactive key';
@@ -202,20 +233,25 @@ export const MeterHistory = {
   },
 };
 
-/** Route schema of PATCH /api/meters/{meter_id}; its body is checked by the route (422 `max_flow_m3_per_hour`). */
+/** Route schema of PATCH /api/meters/{meter_id}; its body is checked by the route (422 `max_flow_m3_per_hour`, `layout`, `request`). */
 export const MeterSettingsChange = {
   tags,
-  summary: 'Set a meter’s max flow for its plausibility window',
-  description: `Not counted as usage, but needs an active subscription. Creates the meter if it has had no photo yet, while the account has fewer than ${METER_POINTS_PER_ACCOUNT} meters.`,
+  summary: 'Set a meter’s max flow for its plausibility window, or its counter layout',
+  description:
+    `Sets the settings the body gives (at least one). Not counted as usage, but needs an active subscription. Creates the meter if it has had no photo yet, while the account has fewer than ${METER_POINTS_PER_ACCOUNT} meters. ` +
+    'A reading in another layout than the meter’s is `implausible` (needs review), whichever reader read it; the local reader reads within it.',
   documentation: {
     params: MeterParams,
     body: Type.Object(
       {
-        max_flow_m3_per_hour: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: MAX_FLOW_LIMIT }), Type.Null()], {
-          description: 'In m³/h; null: the account’s default again',
-        }),
+        max_flow_m3_per_hour: Type.Optional(
+          Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: MAX_FLOW_LIMIT }), Type.Null()], {
+            description: 'In m³/h; null: the account’s default again',
+          }),
+        ),
+        layout: Type.Optional(Type.Union([Layout, Type.Null()], { description: 'The counter’s wheels; null: the layout its readings show again' })),
       },
-      { examples: [{ max_flow_m3_per_hour: 6 }] },
+      { examples: [{ max_flow_m3_per_hour: 6 }, { layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }] },
     ),
   },
   response: {
@@ -223,7 +259,7 @@ export const MeterSettingsChange = {
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
-      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account already has ${METER_POINTS_PER_ACCOUNT}; or \`meter_id\` or \`max_flow_m3_per_hour\` malformed`,
+      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account already has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\`, \`max_flow_m3_per_hour\` or \`layout\` (its wheels or its unit) malformed; or \`request\`: the body sets neither`,
     ),
     500: errorEnvelope(SERVER_ERROR),
   },
@@ -286,7 +322,7 @@ export const ManualReading = {
     body: Type.Object(
       {
         reading: Type.Union([Type.String(), Type.Number({ minimum: 0 })], {
-          description: 'As the dial shows it, with the digits of the meter’s earlier readings (e.g. 5 whole and 3 fractional: "00123.456")',
+          description: 'As the dial shows it, in the meter’s layout (e.g. 5 whole and 3 fractional wheels: "00123.456", or "123.456")',
         }),
         read_at: Type.String({ description: 'When the meter showed it: a date, or a date-time with its offset; not in the future' }),
       },
@@ -298,7 +334,7 @@ export const ManualReading = {
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
-      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\` malformed; \`reading\` malformed or with other digits than the meter’s readings; \`read_at\` malformed or in the future`,
+      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\` malformed; \`reading\` malformed or in another layout than the meter’s (its setting, else its trusted readings written with their leading zeros); \`read_at\` malformed or in the future`,
     ),
     500: errorEnvelope(SERVER_ERROR),
   },

@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import t from 'tap';
 import { evalReader } from '../../src/cli/eval.ts';
 import { SIMULATED_MAX_CONSUMPTION_M3, SIMULATED_TOLERANCE_M3 } from '../../src/eval/history.ts';
+import type { MeterLayout } from '../../src/readers/layout.ts';
 import { ReaderError, type MeterReader, type PlausibilityWindow } from '../../src/readers/reader.ts';
 
 /** The photos are plain images told apart by their width, which survives the service's normalisation. */
@@ -255,11 +256,60 @@ t.test('--previous: each photo is read within a window from a drawn history, and
   t.equal(Number(windows['00721']!.reference), reference, 'the same history every run');
 });
 
-t.test('--previous needs a range A-B of m³ with A ≤ B', async (t) => {
+t.test('--previous dated|manual: each photo read with a grown past as the service judges it; needs review, and what the rest would bill', async (t) => {
+  const dir = await dataset();
+  const seen: Record<string, { window?: PlausibilityWindow; layout?: MeterLayout }> = {};
+  const answering = (answers: Parameters<typeof tableReader>[0]): MeterReader => {
+    const table = tableReader(answers);
+    return {
+      name: 'table',
+      async read(image, signal, window, layout) {
+        const { width } = await sharp(image).metadata();
+        seen[width] = { window, layout };
+        return table.read(image, signal);
+      },
+    };
+  };
+  // a.jpg (00720 or 00721) read 15 m³ high, surely: inside the physical window and a household's usual use since a
+  // reference 20–40 days earlier, so only its truth tells it is wrong.
+  const misreading = answering({ a: { reading: '00735', confidence: 99 }, b: { reading: '00454.000', confidence: 95 }, c: 'unreadable' });
+  const { code, output } = await captureLog(() => evalReader(['--dataset', dir, '--previous', 'dated', '--json'], 'table', async () => misreading));
+  t.equal(code, 0);
+  const report = JSON.parse(output);
+  t.equal(report.previous, 'dated');
+  const reference = seen[PHOTO_WIDTHS.a]!.window!.reference;
+  t.match(reference, /^00[67]\d\d$/, `a's reference ${reference} is written as its five-wheel dial shows it`);
+  t.same(seen[PHOTO_WIDTHS.a]!.layout, { whole: 5, fraction: 0, shownBy: reference }, 'and is the layout it is read in');
+  t.equal(seen[PHOTO_WIDTHS.b]!.layout, undefined, "b's label drops its zeros, no trained layout has one red wheel: its reference shows none");
+  const review = report.datasets[0].summary.review;
+  t.match(review, { needsReview: 1 / 3, billable: 2, wholeUnitsRightBillable: 0.5 });
+  t.match(review.billingErrors, [{ file: 'a.jpg', reading: '00735', reference, billed: 735 - Number(reference), truly: 721 - Number(reference) }]);
+
+  const text = await captureLog(() => evalReader(['--dataset', dir, '--previous', 'dated'], 'table', async () => misreading));
+  t.match(text.output, /needs review\s+33\.3%  \(no reading 33\.3%, implausible 0\.0%, suspicious 0\.0%, less confident 0\.0%\)/);
+  t.match(text.output, /not needing review: 2; whole units right 50\.0%; billing errors 1 \(off the true consumption by more than 1 m³ and 10% of it\)/);
+  t.match(text.output, new RegExp(`a\\.jpg: read 00735 against ${reference}, bills ${735 - Number(reference)} m³, truly ${721 - Number(reference)} m³`));
+
+  const otherLayout = answering({ a: { reading: '00721.000', confidence: 99 }, b: { reading: '00454.000', confidence: 95 }, c: 'unreadable' });
+  const manual = JSON.parse(
+    (await captureLog(() => evalReader(['--dataset', dir, '--previous', 'manual', '--json'], 'table', async () => otherLayout))).output,
+  );
+  t.equal(seen[PHOTO_WIDTHS.a]!.layout?.whole, 5, "manual: the layout the person's readings show");
+  t.match(
+    manual.datasets[0].summary.review,
+    { needsReview: 2 / 3, reasons: { noReading: 1 / 3, implausible: 1 / 3 }, billable: 1, billingErrors: [] },
+    'a reading in another layout needs review',
+  );
+  t.match(manual.datasets[0].summary.worst, [{ file: 'c.jpg' }]);
+  t.match(manual.datasets[0].summary.plausibility, { implausible: 1 / 3 }, 'a.jpg, read in three red wheels where its meter has none, is implausible');
+});
+
+t.test('--previous needs a range A-B of m³ with A ≤ B, dated or manual', async (t) => {
   const original = console.error;
   console.error = () => {};
   try {
-    for (const spec of ['30-0', 'thirty', '-5-0', '5']) t.equal(await evalReader(['--dataset', 'x', '--previous', spec], 'table', async () => reader), 2, spec);
+    for (const spec of ['30-0', 'thirty', '-5-0', '5', 'Dated', 'dated,manual', ''])
+      t.equal(await evalReader(['--dataset', 'x', '--previous', spec], 'table', async () => reader), 2, spec);
   } finally {
     console.error = original;
   }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import {
+  billingError,
   digitMatches,
   isExact,
   isWholeUnitExact,
@@ -7,6 +8,7 @@ import {
   percentile,
   sameReading,
   summarise,
+  summariseReview,
   type ScoredCase,
 } from '../../src/eval/metrics.ts';
 
@@ -116,4 +118,40 @@ t.test('nearest-rank percentiles', async (t) => {
   t.equal(percentile([5], 95), 5);
   t.equal(percentile([1, 2, 3, 4], 50), 2);
   t.equal(percentile([1, 2, 3, 4], 95), 4);
+});
+
+t.test('billing errors: a consumption off by more than 1 m³ and 10% of the true one, among readings not needing review', async (t) => {
+  const billed = (accepted: string[], predicted: string | undefined, reference: string, needsReview = false): ScoredCase => ({
+    ...scored(accepted, predicted),
+    past: { reference, needsReview },
+  });
+  t.same(billingError(billed(['37.902'], '00379', '00024.807')), {
+    file: '37.902-00379.jpg',
+    reading: '00379',
+    reference: '00024.807',
+    billed: 354.193,
+    truly: 13.095,
+  });
+  t.equal(billingError(billed(['37.902'], '00038.902', '00024.807')), undefined, 'a units wheel mid-roll: off by 1 m³');
+  t.same(billingError(billed(['37.902'], '00039.902', '00024.807'))?.billed, 15.095, 'two units off 13 m³: more than 1 m³ and 10%');
+  t.equal(billingError(billed(['137.902'], '00139.902', '00024.807')), undefined, 'two units off 113 m³: within 10%');
+  t.equal(billingError(billed(['00720', '00722'], '00723', '00700')), undefined, 'the closest accepted label is the truth');
+  t.equal(billingError(scored(['37.902'], '00379')), undefined, 'no past, nothing billed');
+
+  const review = summariseReview([
+    billed(['37.902'], '00379', '00024.807'),
+    billed(['37.902'], '00037.902', '00024.807'),
+    billed(['37.902'], '00037.000', '00024.807'),
+    billed(['37.902'], '00379', '00024.807', true),
+    billed(['37.902'], undefined, '00024.807', true),
+  ]);
+  t.same(review, {
+    needsReview: 2 / 5,
+    reasons: { noReading: 1 / 5, implausible: 0, suspicious: 0, lessConfident: 1 / 5 },
+    billable: 3,
+    wholeUnitsRightBillable: 2 / 3,
+    billingErrors: [{ file: '37.902-00379.jpg', reading: '00379', reference: '00024.807', billed: 354.193, truly: 13.095 }],
+  });
+  t.notOk(summarise([scored(['1'], '1')]).review, 'no grown past: no review summary');
+  t.ok(summarise([billed(['1'], '1', '0')]).review);
 });

@@ -1,6 +1,15 @@
 import t from 'tap';
 import { sql } from 'kysely';
-import { holdReviewThreshold, needsReview, needsReviewSql, type ReviewFacts, setReviewSettings } from '../../src/meters/review.ts';
+import { DEFAULT_MAX_FLOW } from '../../src/meters/meter-points.ts';
+import {
+  DEFAULT_REVIEW_BELOW,
+  DEFAULT_USUAL_M3_PER_DAY,
+  holdReviewThreshold,
+  needsReview,
+  needsReviewSql,
+  type ReviewFacts,
+  setReviewSettings,
+} from '../../src/meters/review.ts';
 import type { Plausibility } from '../../src/readers/reader.ts';
 import { PlausibilityStatus } from '../../src/schemas/meter-reading.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
@@ -100,4 +109,18 @@ t.test('a new threshold waits for the submissions being stored, so that none kee
   await change;
   t.equal(changed, true, 'and goes ahead once the submission is stored');
   t.same(await setReviewSettings(service.db, customer.accountId, { usualM3PerDay: 2 }), { reviewBelow: 95, usualM3PerDay: 2 });
+});
+
+t.test("a new account's review settings and max flow are the defaults `meterlens eval --previous` judges with", async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const { accountId } = await createCustomer(service.db);
+  const account = await service.db
+    .selectFrom('accounts')
+    .select(['review_below', 'usual_m3_per_day', 'max_flow_m3_per_hour'])
+    .where('id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  t.same(
+    { reviewBelow: account.review_below, usual: Number(account.usual_m3_per_day), maxFlow: Number(account.max_flow_m3_per_hour) },
+    { reviewBelow: DEFAULT_REVIEW_BELOW, usual: DEFAULT_USUAL_M3_PER_DAY, maxFlow: DEFAULT_MAX_FLOW },
+  );
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { usualAllowance, usualConsumption } from '../../src/meters/usual-consumption.ts';
-import { MIN_ELAPSED_HOURS, plausibilityWindow, UNDATED_ELAPSED_HOURS } from '../../src/pipeline/plausibility.ts';
+import { meterExpectation, MIN_ELAPSED_HOURS, plausibilityWindow, UNDATED_ELAPSED_HOURS, type MeterReference } from '../../src/pipeline/plausibility.ts';
 import { judgeReading, judgeUsual } from '../../src/readers/plausibility.ts';
 
 const readAt = new Date('2026-11-01T00:00:00Z');
@@ -48,4 +48,38 @@ t.test("the issue's misread: inside the physical window of an undated reference,
     'the physical limit stays the hard one',
   );
   t.equal(judgeUsual(judged, undefined).plausibility, 'ok', 'no reference: nothing to judge by');
+});
+
+t.test("the issue's misread against the meter's layout: the reference's three red wheels say 00379 is not this counter's", async (t) => {
+  const previous: MeterReference = { reading: '00024.807', source: 'previous_reading', readAt: hoursLater(-30 * 24), meterRowId: null, referenceId: null };
+  const expected = meterExpectation({ previous, history: [], takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 });
+  t.same(expected.layout, { whole: 5, fraction: 3, shownBy: '00024.807' });
+  const misread = judgeReading({ reading: '00379', value: 379, confidence: 100, model: 'm', raw: null }, expected.window, expected.layout);
+  t.match(misread, { plausibility: 'implausible', confidence: 20, plausibilityReason: /00379 has 5 whole and 0 fractional wheels; the meter has 5 and 3/ });
+  t.equal(judgeReading({ reading: '00037.902', value: 37.902, confidence: 100, model: 'm', raw: null }, expected.window, expected.layout).plausibility, 'ok');
+});
+
+t.test("the meter's layout: its setting, else the first of its reference and trusted values (newest first) written with leading zeros", async (t) => {
+  const value = (reading: string, days: number): MeterReference => ({
+    reading,
+    source: 'reading',
+    readAt: hoursLater(-days * 24),
+    meterRowId: '1',
+    referenceId: 'r',
+  });
+  const history = [value('2390.5', 10), value('02380.100', 40), value('02370', 70)];
+  const facts = { history, takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 };
+  t.same(meterExpectation(facts).layout, { whole: 5, fraction: 3, shownBy: '02380.100' }, 'one without zeros shows none');
+  t.same(
+    meterExpectation({ ...facts, previous: { ...value('01000', 5), source: 'previous_reading' } }).layout?.shownBy,
+    '01000',
+    "the submission's own previous_reading first",
+  );
+  t.same(meterExpectation({ ...facts, layoutSet: { whole: 6, fraction: 2 } }).layout, { whole: 6, fraction: 2 }, 'a setting above all');
+  t.same(meterExpectation({ ...facts, history: [] }), { layout: undefined }, 'nothing known: no reference, no window, no layout');
+  t.same(
+    meterExpectation({ ...facts, history: [], layoutSet: { whole: 5, fraction: 3 } }),
+    { layout: { whole: 5, fraction: 3 } },
+    'a setting before any reading',
+  );
 });

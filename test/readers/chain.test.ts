@@ -180,6 +180,40 @@ t.test('a plausible answer beats a more confident implausible one; if all are im
   t.match(above.plausibilityReason, /more than the meter can have run since the reference reading 02400\.000 \(at most 2460 m³\)/);
 });
 
+t.test("a hosted answer in another layout than the meter's is implausible: capped, explained, and the next reader is asked", async (t) => {
+  const fiveAndThree = { whole: 5, fraction: 3, shownBy: '02389.100' };
+  const { chain, anthropic } = await twoReaderChain(t, { answer: { reading: '02390', confidence: 99, unobstructed: true } }, {});
+  const result = await chain.read(photo, undefined, undefined, fiveAndThree);
+  t.equal(anthropic.requests.length, 1);
+  t.match(result, { reading: '02390.276', plausibility: 'unknown', reader: 'anthropic', escalated: true });
+  t.match(result.attempts, [
+    { reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP },
+    { reader: 'anthropic', outcome: 'accepted' },
+  ]);
+
+  const bothOther = await twoReaderChain(
+    t,
+    { answer: { reading: '02390', confidence: 99, unobstructed: true } },
+    { answer: { reading: '002390.276', confidence: 98, unobstructed: true } },
+  );
+  const flagged = await bothOther.chain.read(photo, undefined, afterTwoThousandFourHundred, { whole: 5, fraction: 3 });
+  t.match(flagged, { plausibility: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP });
+  t.match(
+    flagged.plausibilityReason,
+    /^(02390 has 5 whole and 0|002390\.276 has 6 whole and 3) fractional wheels; the meter has 5 and 3 \(as set for the meter\)$/,
+  );
+  t.match(
+    judgeReading({ reading: '2401.5', value: 2401.5, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred, fiveAndThree),
+    { plausibility: 'implausible', plausibilityReason: '2401.5 has 4 whole and 1 fractional wheels; the meter has 5 and 3 (as 02389.100 shows)' },
+    'inside the window, but with a fractional wheel where the meter has three',
+  );
+  t.match(
+    judgeReading({ reading: '2401.500', value: 2401.5, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred, fiveAndThree),
+    { plausibility: 'ok', confidence: 99 },
+    'its leading zero dropped, a reading is in the layout',
+  );
+});
+
 t.test('the reader chain measures the frame of the image it read when the reading has a counter box', async (t) => {
   const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } })
     .jpeg()

@@ -78,3 +78,22 @@ t.test('a 5 + 3 counter read as five wheels where most of its readings see 5 + 3
   t.ok(evidence.layoutsAgreeing < 0.5, `${evidence.layoutsAgreeing} of its readings in five wheels`);
   t.ok(result.confidence < 80, `${result.reading} at ${result.confidence}`);
 });
+
+t.test("layout memory: a 5 + 3 meter's photo read as five wheels is read as 5 + 3 within the meter's layout", { skip: NO_DATASETS }, async (t) => {
+  const reader = await shippedReader();
+  // 580.979: read freely as `05809` (its 5 + 3 reading, 00580.970, lost to it), as v13 read it at 91.
+  const config = loadConfig({});
+  const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
+  const { jpeg } = await normaliseImage(photo, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
+  const free = await reader.read(jpeg, AbortSignal.timeout(30_000));
+  t.match(free.reading, LAYOUT.bdci2020!, 'read freely as five wheels');
+  const known = await reader.read(jpeg, AbortSignal.timeout(30_000), undefined, { whole: 5, fraction: 3, shownBy: '00560.102' });
+  t.match(known, { plausibility: 'corrected', unconstrainedReading: free.reading }, 'the layout changed the reading, and says from what');
+  t.match(known.reading, /^00580\.\d{3}$/, `${known.reading}: the meter's wheels, its whole units right`);
+  const window = { reference: '00560.102', min: 560.101, max: 560.102 + 2.5 * 30 * 24 };
+  t.match(
+    await reader.read(jpeg, AbortSignal.timeout(30_000), window, { whole: 5, fraction: 3, shownBy: '00560.102' }),
+    { reading: known.reading, plausibility: 'corrected' },
+    'within a window too',
+  );
+});

@@ -5,6 +5,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
+import { ReaderChain } from '../../src/readers/chain.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
 import { CALIBRATION_FILE, calibrate, parseCalibration, type ConfidenceEvidence } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
@@ -155,6 +156,26 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     t.match(flagged, { reading: free.reading, plausibility: 'implausible' });
     t.ok(flagged.confidence <= IMPLAUSIBLE_CONFIDENCE_CAP);
     t.match(flagged.plausibilityReason, new RegExp(`${free.reading.replace('.', '\\.')} is below the reference reading 05000\\.000`));
+  });
+
+  t.test("within the meter's layout: its own is read as it is; a counter plainly in another is not forced into it, and the chain flags it", async (t) => {
+    const { image } = await drawMeter('00758', '407');
+    const free = await reader.read(image, signal());
+    t.match(await reader.read(image, signal(), undefined, { whole: 5, fraction: 3 }), {
+      reading: free.reading,
+      confidence: free.confidence,
+      plausibility: undefined,
+    });
+    // Every window of the photo reads 5 + 3: forced into five wheels, it is no reading at all.
+    const fiveWheels = { whole: 5, fraction: 0, shownBy: '00750' };
+    t.match(await reader.read(image, signal(), undefined, fiveWheels), { reading: free.reading, confidence: free.confidence });
+    const chain = new ReaderChain([reader], loadConfig({}));
+    t.match(await chain.read(image, undefined, undefined, fiveWheels), {
+      reading: free.reading,
+      plausibility: 'implausible',
+      confidence: IMPLAUSIBLE_CONFIDENCE_CAP,
+      plausibilityReason: `${free.reading} has 5 whole and 3 fractional wheels; the meter has 5 and 0 (as 00750 shows)`,
+    });
   });
 
   t.test('a drawn meter turned sideways or upside down reads as it does upright', async (t) => {

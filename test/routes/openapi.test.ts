@@ -126,6 +126,9 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     body: upload(photo, { meter_id: 'SN/4711', previous_reading: '3000' }),
   });
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: null }));
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }));
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'gal' } }));
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ layout: null }));
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 0 }));
   await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"max_flow' });
   await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/xml' }, body: '<max_flow/>' });

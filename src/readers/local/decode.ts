@@ -111,10 +111,10 @@ export function decodeInLayout(probabilities: Float32Array, steps: number, class
   return { ...collapse(path, probabilities, classes), logProbability };
 }
 
-/** The model's reading in whichever trained layout it finds most probable. */
-export function readInLayouts(probabilities: Float32Array, steps: number, classes: number): LayoutReading {
+/** The model's reading in whichever of `layouts` (by default every trained one) it finds most probable. */
+export function readInLayouts(probabilities: Float32Array, steps: number, classes: number, layouts: string[] = LAYOUTS): LayoutReading {
   const free = decodeCtc(probabilities, steps, classes);
-  const candidates = LAYOUTS.map((layout) => decodeInLayout(probabilities, steps, classes, layout));
+  const candidates = layouts.map((layout) => decodeInLayout(probabilities, steps, classes, layout));
   const best = candidates.reduce((a, b) => (b.logProbability > a.logProbability ? b : a));
   const { logProbability, ...strip } = best;
   return { ...strip, layoutFit: Math.min(1, Math.exp(logProbability - free.logProbability)) };

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
+import { fitsLayout, type MeterLayout } from '../layout.ts';
 import { implausible, outsideWindowReason } from '../plausibility.ts';
 import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
 import {
@@ -36,6 +37,7 @@ import {
   ALIGNED_READER_FILE,
   ALPHABET,
   IMPLAUSIBLE_BELOW_WINDOW_FIT,
+  LAYOUTS,
   LOCALISER_FILES,
   LOCALISER_INPUT,
   LOCALISER_STRIDE,
@@ -67,7 +69,7 @@ const REFINE_CONTEXT = 2.5;
 
 /** The two-stage model: find candidate counter windows, then read the strips cut out of them. Runs on the calling thread. */
 export interface MeterModel {
-  read(image: Buffer, window?: PlausibilityWindow): Promise<MeterReading>;
+  read(image: Buffer, window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading>;
 }
 
 export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
@@ -84,7 +86,7 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
     load(READER_FILES, STRIP_HEIGHT, STRIP_WIDTH),
   ]);
   const calibration = loadCalibration(modelDir);
-  return { read: (image, window) => readMeter({ localisers, wheelReader, stripReaders }, image, window, calibration) };
+  return { read: (image, window, layout) => readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, calibration) };
 }
 
 /**
@@ -134,7 +136,7 @@ export type WindowReaders = Omit<Sessions, 'localisers'>;
 async function readMeter(
   { localisers, ...readers }: Sessions,
   image: Buffer,
-  window: PlausibilityWindow | undefined,
+  { window, layout }: { window?: PlausibilityWindow; layout?: MeterLayout },
   calibration: Calibration | undefined,
 ): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
@@ -154,12 +156,14 @@ async function readMeter(
   const mostSure = mostConfident(readings);
   const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
   if (pastWholeUnits) readings.push(pastWholeUnits);
-  const best = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
-  if (!best?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
+  const free = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
+  if (!free?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
+  const layouts = trainedLayoutsOf(layout);
+  const best = await readInLayout(readers, photo, readings, free, layouts);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
     const evidence = confidenceEvidence(chosen, readings);
     const calibrated = calibrate(evidence, calibration);
-    if (clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE) {
+    if (isNoReading(evidence)) {
       // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
       const floor = Math.ceil(calibrate({ ...evidence, product: MIN_LOCAL_CONFIDENCE }, calibration));
       throw noCounterRead(chosen.formatted.reading, clampConfidence(Math.floor(calibrated)), clampConfidence(floor));
@@ -174,15 +178,51 @@ async function readMeter(
       counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
     };
   };
-  if (!window) return reading(best);
-  const verdict = judgeWithinWindow(best, window, () => mostConfident(readings.map((candidate) => readWithinWindow(candidate, window))));
+  const corrected = (judged: MeterReading): MeterReading => ({ ...judged, plausibility: 'corrected', unconstrainedReading: free.formatted.reading });
+  if (!window) return best === free ? reading(best) : corrected(reading(best));
+  const inLayouts = layout ? readings.filter((candidate) => inLayoutsOf(candidate, layouts)) : readings;
+  const verdict = judgeWithinWindow(best, window, () => mostConfident(inLayouts.map((candidate) => readWithinWindow(candidate, window))));
   const windowFit = verdict.plausibility === 'ok' ? {} : { windowFit: verdict.windowFit };
   const judged = reading(verdict.chosen, windowFit);
   if (verdict.plausibility === 'implausible') return implausible(judged, verdict.reason);
   const rivals = rivalsInsideWindow(verdict.chosen, window);
   if (rivals.length) return implausible(judged, rivalsReason(verdict.chosen.formatted.reading, rivals));
-  if (verdict.plausibility === 'ok') return { ...judged, plausibility: 'ok' };
-  return { ...judged, plausibility: 'corrected', unconstrainedReading: best.formatted.reading };
+  if (verdict.plausibility === 'ok' && best === free) return { ...judged, plausibility: 'ok' };
+  return corrected(judged);
+}
+
+/** The trained layouts (`ddddd.ddd`) the meter's layout allows: all of them when it is not known. */
+function trainedLayoutsOf(layout: MeterLayout | undefined): string[] {
+  return layout ? LAYOUTS.filter((trained) => fitsLayout(trained.replaceAll('d', '0'), layout)) : LAYOUTS;
+}
+
+function inLayoutsOf(candidate: WindowReading, layouts: string[]): boolean {
+  return candidate.formatted !== undefined && layouts.includes(layoutOf(candidate.formatted.reading));
+}
+
+/**
+ * The photo's reading in the meter's layout (`layouts`, the trained ones it allows), as the window is read within
+ * (README "Plausibility"): the free reading when it is in them; else the most confident of the photo's readings
+ * that are, among them the free reading's window read again within them (added to `readings`). The free reading
+ * when no layout was trained for the meter's, or none of those readings would be a reading at all: the chain then
+ * flags it as in another layout.
+ */
+async function readInLayout(
+  readers: WindowReaders,
+  photo: RgbImage,
+  readings: WindowReading[],
+  free: FormattedWindowReading,
+  layouts: string[],
+): Promise<FormattedWindowReading> {
+  if (layouts.length === 0 || inLayoutsOf(free, layouts)) return free;
+  readings.push(await readWindow(readers, photo, { ...free.raw, window: free.window }, layouts));
+  const inLayouts = readings.filter((candidate) => inLayoutsOf(candidate, layouts)) as FormattedWindowReading[];
+  return mostConfident(inLayouts.filter((candidate) => !isNoReading(confidenceEvidence(candidate, readings)))) ?? free;
+}
+
+/** A reading whose product is below MIN_LOCAL_CONFIDENCE is a guess at a counter that is not there. */
+function isNoReading(evidence: ConfidenceEvidence): boolean {
+  return clampConfidence(evidence.product) < MIN_LOCAL_CONFIDENCE;
 }
 
 /**
@@ -468,12 +508,14 @@ export interface WindowReading {
 /**
  * Reads an oriented window as given by every strip reader, in a few crops of different height (the mask is coarse
  * across the window) with their outputs averaged, and wheel by wheel by the wheel reader. The readers are trained
- * apart on the same data; their readings are combined wheel by wheel.
+ * apart on the same data; their readings are combined wheel by wheel. Each strip reader reads in whichever of
+ * `layouts` it finds most probable.
  */
 export async function readWindow(
   { wheelReader, stripReaders }: WindowReaders,
   photo: RgbImage,
   { window, upsideDown, orientationProbability }: Omit<OrientedWindow, 'wheelCentres'>,
+  layouts: string[] = LAYOUTS,
 ): Promise<WindowReading> {
   const outputs = await readStrips(
     stripReaders,
@@ -482,7 +524,7 @@ export async function readWindow(
   );
   const readerStrips = outputs.map((output) => {
     const { steps, classes, crops } = stripProbabilities(output);
-    return readInLayouts(mean(crops), steps, classes);
+    return readInLayouts(mean(crops), steps, classes, layouts);
   });
   // The wheel reader votes only on a layout of its WHEEL_COUNT wheels (combineReadings): not read for another.
   const [layout] = mostChosenLayout(readerStrips);

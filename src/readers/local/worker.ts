@@ -3,6 +3,7 @@
  * calls it, so reading here keeps the service's event loop free while a photo is read.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { MeterLayout } from '../layout.ts';
 import { ReaderError, type PlausibilityWindow } from '../reader.ts';
 import { loadMeterModel } from './pipeline.ts';
 
@@ -10,6 +11,7 @@ export interface ReadRequest {
   id: number;
   image: Uint8Array;
   window?: PlausibilityWindow;
+  layout?: MeterLayout;
 }
 export type WorkerMessage =
   | { type: 'ready' }
@@ -23,9 +25,9 @@ const post = (message: WorkerMessage) => port.postMessage(message);
 try {
   const { modelDir, threads } = workerData as { modelDir: string; threads: number };
   const model = await loadMeterModel(modelDir, threads);
-  port.on('message', async ({ id, image, window }: ReadRequest) => {
+  port.on('message', async ({ id, image, window, layout }: ReadRequest) => {
     try {
-      post({ type: 'result', id, reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength), window) });
+      post({ type: 'result', id, reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength), window, layout) });
     } catch (error) {
       const kind = error instanceof ReaderError ? error.kind : 'unavailable';
       post({ type: 'error', id, kind, message: error instanceof Error ? error.message : String(error) });

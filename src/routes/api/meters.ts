@@ -5,7 +5,16 @@ import { confirmReading, correctReading } from '../../meters/corrections.ts';
 import { decodeCursor, encodeCursor, HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
 import { addManualReading } from '../../meters/manual-readings.ts';
 import { METER_LIST_MAX_LIMIT, meterList, type MeterSummary } from '../../meters/meter-list.ts';
-import { isMaxFlow, MAX_FLOW_LIMIT, setMeterMaxFlow } from '../../meters/meter-points.ts';
+import {
+  FRACTIONAL_WHEELS_LIMIT,
+  isMaxFlow,
+  isWheelCount,
+  MAX_FLOW_LIMIT,
+  setMeterSettings,
+  WHOLE_WHEELS_LIMIT,
+  type SettingsChange,
+} from '../../meters/meter-points.ts';
+import type { MeterLayout } from '../../readers/layout.ts';
 import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription } from '../../pipeline/check-subscription.ts';
@@ -67,20 +76,21 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
-  /** The meter's own max flow for its plausibility window (null: the account's); names a meter before its first photo too. */
+  /**
+   * The meter's own max flow for its plausibility window (null: the account's) and its counter
+   * layout (null: as its readings show it); names a meter before its first photo too.
+   */
   app.patch<SettingsRequest>('/meters/:meter_id', { schema: MeterSettingsChange }, async (request) => {
     checkSubscription(apiKey(request).subscription);
     const meterId = meterIdField(request.params.meter_id);
-    const maxFlow = (request.body as { max_flow_m3_per_hour?: unknown } | null)?.max_flow_m3_per_hour;
-    if (maxFlow !== null && !isMaxFlow(maxFlow)) {
-      throw new DomainError(
-        'invalid',
-        'max_flow_m3_per_hour',
-        `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`,
-      );
-    }
-    const settings = await setMeterMaxFlow(db, apiKey(request).accountId, meterId, maxFlow);
-    return { meter_id: settings.meterId, max_flow_m3_per_hour: settings.maxFlow, effective_max_flow_m3_per_hour: settings.effectiveMaxFlow };
+    const settings = await setMeterSettings(db, apiKey(request).accountId, meterId, settingsChange(request.body));
+    return {
+      meter_id: settings.meterId,
+      max_flow_m3_per_hour: settings.maxFlow,
+      effective_max_flow_m3_per_hour: settings.effectiveMaxFlow,
+      layout: settings.layout && layoutJson(settings.layout),
+      effective_layout: settings.effectiveLayout && { ...layoutJson(settings.effectiveLayout), shown_by: settings.effectiveLayout.shownBy ?? null },
+    };
   });
 
   app.post<CorrectionRequest>('/meter-reading/:reference_id/correction', { schema: ReadingCorrection }, async (request) => {
@@ -143,6 +153,56 @@ function meterSummaryJson(meter: MeterSummary) {
     consumption_30_days_m3: meter.consumption30Days,
     anomaly: meter.anomaly,
   };
+}
+
+/** The settings a PATCH body gives, each checked: at least one of them. */
+function settingsChange(body: unknown): SettingsChange {
+  const given = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as { max_flow_m3_per_hour?: unknown; layout?: unknown };
+  const change: SettingsChange = {};
+  if (given.max_flow_m3_per_hour !== undefined) {
+    const maxFlow = given.max_flow_m3_per_hour;
+    if (maxFlow !== null && !isMaxFlow(maxFlow)) {
+      throw new DomainError(
+        'invalid',
+        'max_flow_m3_per_hour',
+        `max_flow_m3_per_hour must be a number above 0 and at most ${MAX_FLOW_LIMIT}, or null for the account's default`,
+      );
+    }
+    change.maxFlow = maxFlow;
+  }
+  if (given.layout !== undefined) change.layout = layoutField(given.layout);
+  if (change.maxFlow === undefined && change.layout === undefined) {
+    throw new DomainError('invalid', 'request', 'The body sets max_flow_m3_per_hour, layout or both');
+  }
+  return change;
+}
+
+/** The unit a layout's whole-unit wheels count: the service reads, judges and bills in m³ only. */
+const LAYOUT_UNIT = 'm3';
+
+/** `{"whole_wheels":5,"fractional_wheels":3,"unit":"m3"}`, or null: back to the layout the meter's readings show. */
+function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | null {
+  if (value === null) return null;
+  const { whole_wheels: whole, fractional_wheels: fraction, unit } = (typeof value === 'object' ? value : {}) as Record<string, unknown>;
+  if (!isWheelCount(whole, 1, WHOLE_WHEELS_LIMIT) || !isWheelCount(fraction, 0, FRACTIONAL_WHEELS_LIMIT)) {
+    throw new DomainError(
+      'invalid',
+      'layout',
+      `layout must be {"whole_wheels": 1–${WHOLE_WHEELS_LIMIT}, "fractional_wheels": 0–${FRACTIONAL_WHEELS_LIMIT}, "unit": "${LAYOUT_UNIT}"} (a 5 + 3 counter: 5 and 3), or null for the layout the meter's readings show`,
+    );
+  }
+  if (unit !== LAYOUT_UNIT) {
+    throw new DomainError(
+      'invalid',
+      'layout',
+      `layout.unit must be "${LAYOUT_UNIT}": the whole-unit wheels count m³ (windows, usual consumption and exports are in m³)`,
+    );
+  }
+  return { whole, fraction };
+}
+
+function layoutJson(layout: Pick<MeterLayout, 'whole' | 'fraction'>) {
+  return { whole_wheels: layout.whole, fractional_wheels: layout.fraction, unit: LAYOUT_UNIT };
 }
 
 function historyLimit(value: string | undefined): number {

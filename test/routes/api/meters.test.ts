@@ -473,8 +473,14 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       ['T1', { reading: '02381.000' }, 'read_at', /ISO 8601/],
       ['flat%203', { reading: '02381.000', read_at: readAt }, 'meter_id', /1–64 characters/],
       ['x'.repeat(65), { reading: '02381.000', read_at: readAt }, 'meter_id', /1–64 characters/],
-      ['T1', { reading: '2381.5', read_at: readAt }, 'reading', /shows 5 whole and 3 fractional digits \(like 02380\.000\); this reading has 4 and 1/],
-      ['T1', { reading: '002381.000', read_at: readAt }, 'reading', /this reading has 6 and 3/],
+      [
+        'T1',
+        { reading: '2381.5', read_at: readAt },
+        'reading',
+        /^Meter T1: 2381\.5 has 4 whole and 1 fractional wheels; the meter has 5 and 3 \(as 02380\.000 shows\)$/,
+      ],
+      ['T1', { reading: '002381.000', read_at: readAt }, 'reading', /002381\.000 has 6 whole and 3 fractional wheels/],
+      ['T1', { reading: '02381', read_at: readAt }, 'reading', /02381 has 5 whole and 0 fractional wheels/],
     ];
     for (const [meterId, body, field, message] of cases) {
       t.match(
@@ -485,7 +491,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     }
     t.match(await api(customer.key, 'POST', '/meters/T1/readings', { reading: 2381.25, read_at: daysAgo(15) }), {
       status: 422,
-      body: { errors: { reading: [/this reading has 4 and 2/] } },
+      body: { errors: { reading: [/2381\.25 has 4 whole and 2 fractional wheels/] } },
     });
 
     const photo = await submit(customer.key, { meter_id: 'T1' });
@@ -602,6 +608,148 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       released.body,
       { needs_review: false, plausibility: { status: 'ok', reference: MODEL_READING, reference_source: 'correction', reference_submission: flagged[1] } },
       'the confirmed reading replaced the wrong reference (a replaced meter)',
+    );
+  });
+
+  t.test("the meter's layout: from its trusted readings, a previous_reading's format or a setting; a reading in another is never billed unseen", async (t) => {
+    const customer = await createCustomer(service.db);
+    t.teardown(() => service.model.setBehaviour({}));
+    const answer = (reading: string) => service.model.setBehaviour({ answer: { reading, confidence: 99, unobstructed: true } });
+
+    await submit(customer.key, { meter_id: 'K1' });
+    answer('02391');
+    const wholeUnitsOnly = await submit(customer.key, { meter_id: 'K1' });
+    t.match(
+      wholeUnitsOnly.body,
+      {
+        confidence: 20,
+        needs_review: true,
+        plausibility: { status: 'implausible', reason: '02391 has 5 whole and 0 fractional wheels; the meter has 5 and 3 (as 02390.276 shows)' },
+      },
+      'a 5 + 3 meter read as five wheels: inside the window, but not its layout',
+    );
+    answer('2390.500');
+    t.match(
+      (await submit(customer.key, { meter_id: 'K1' })).body,
+      { needs_review: false, plausibility: { status: 'ok' } },
+      'a reading without its leading zeros has the layout',
+    );
+    t.match(
+      await api(customer.key, 'PATCH', '/meters/K1', { max_flow_m3_per_hour: 3 }),
+      {
+        status: 200,
+        body: { layout: null, effective_layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3', shown_by: '02390.276' } },
+      },
+      'the settings say which layout readings are judged in, and which reading shows it',
+    );
+
+    answer('02391');
+    const previousDated = { previous_read_at: new Date(Date.now() - 86_400_000).toISOString() };
+    t.match(
+      (await submit(customer.key, { meter_id: 'K2', previous_reading: '02390', ...previousDated })).body,
+      { needs_review: false, plausibility: { status: 'ok', reference: '02390' } },
+      "a previous_reading written with its zeros shows a new meter's layout",
+    );
+    answer(MODEL_READING);
+    t.match(
+      (await submit(customer.key, { meter_id: 'K2', previous_reading: '02390', ...previousDated })).body,
+      {
+        needs_review: true,
+        plausibility: { status: 'implausible', reason: /02390\.276 has 5 whole and 3 fractional wheels; the meter has 5 and 0 \(as 02390 shows\)/ },
+      },
+      "and the photo's reading is judged in it",
+    );
+    t.match(
+      (await submit(customer.key, { meter_id: 'K2', previous_reading: '2390', ...previousDated })).body,
+      { plausibility: { status: 'implausible', reference: '2390', reason: /the meter has 5 and 0 \(as 02390 shows\)/ } },
+      "one without its zeros shows none (a billing system may round it): the meter's newest trusted value that shows one does",
+    );
+    t.match(
+      (await submit(customer.key, { meter_id: 'K4', previous_reading: '2390', ...previousDated })).body,
+      { needs_review: false, plausibility: { status: 'ok' } },
+      'a meter with none: no layout to judge in',
+    );
+
+    t.match(
+      await api(customer.key, 'PATCH', '/meters/K3', { layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }),
+      {
+        status: 200,
+        body: {
+          meter_id: 'K3',
+          max_flow_m3_per_hour: null,
+          layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' },
+          effective_layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3', shown_by: null },
+        },
+      },
+      'a layout set for a meter before its first photo',
+    );
+    answer('02391');
+    const againstSetting = await submit(customer.key, { meter_id: 'K3', previous_reading: '02390', ...previousDated });
+    t.match(
+      againstSetting.body,
+      { needs_review: true, plausibility: { status: 'implausible', reason: /the meter has 5 and 3 \(as set for the meter\)/ } },
+      "the setting outweighs a previous_reading's format",
+    );
+    t.match(
+      await api(customer.key, 'POST', '/meters/K3/readings', { reading: '02391', read_at: daysAgo(1) }),
+      { status: 422, body: { errors: { reading: [/Meter K3: 02391 has 5 whole and 0 fractional wheels; the meter has 5 and 3 \(as set for the meter\)/] } } },
+      'a manual reading in another layout than the setting',
+    );
+    t.match(
+      await api(customer.key, 'PATCH', '/meters/K3', { layout: null }),
+      { status: 200, body: { layout: null, effective_layout: { whole_wheels: 5, fractional_wheels: 0, shown_by: '02390' } } },
+      "cleared: the layout the meter's values show again",
+    );
+    t.same(await service.db.selectFrom('meter_points').select(['whole_wheels', 'fractional_wheels']).where('external_id', '=', 'K3').executeTakeFirst(), {
+      whole_wheels: null,
+      fractional_wheels: null,
+    });
+  });
+
+  t.test('PATCH: a bad layout, unit or body is a 422 in the envelope, and changes nothing', async (t) => {
+    const customer = await createCustomer(service.db);
+    t.equal(
+      (await api(customer.key, 'PATCH', '/meters/P1', { max_flow_m3_per_hour: 4, layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } })).status,
+      200,
+    );
+    const cases: Array<[unknown, string, RegExp]> = [
+      [{ layout: { whole_wheels: 5, fractional_wheels: 3 } }, 'layout', /layout\.unit must be "m3"/],
+      [{ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'gal' } }, 'layout', /layout\.unit must be "m3"/],
+      [{ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'M3' } }, 'layout', /layout\.unit must be "m3"/],
+      [{ layout: { whole_wheels: 0, fractional_wheels: 3, unit: 'm3' } }, 'layout', /"whole_wheels": 1–10/],
+      [{ layout: { whole_wheels: 11, fractional_wheels: 3, unit: 'm3' } }, 'layout', /"whole_wheels": 1–10/],
+      [{ layout: { whole_wheels: 5, fractional_wheels: 7, unit: 'm3' } }, 'layout', /"fractional_wheels": 0–6/],
+      [{ layout: { whole_wheels: 5, fractional_wheels: -1, unit: 'm3' } }, 'layout', /"fractional_wheels": 0–6/],
+      [{ layout: { whole_wheels: 4.5, fractional_wheels: 3, unit: 'm3' } }, 'layout', /layout must be/],
+      [{ layout: { whole_wheels: '5', fractional_wheels: '3', unit: 'm3' } }, 'layout', /layout must be/],
+      [{ layout: '5+3' }, 'layout', /layout must be/],
+      [{ layout: [5, 3] }, 'layout', /layout must be/],
+      [{ layout: 53 }, 'layout', /layout must be/],
+      [{ max_flow_m3_per_hour: 5, layout: {} }, 'layout', /layout must be/],
+      [{ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' }, max_flow_m3_per_hour: -1 }, 'max_flow_m3_per_hour', /above 0/],
+      [{}, 'request', /sets max_flow_m3_per_hour, layout or both/],
+      [{ max_flow: 5 }, 'request', /sets max_flow_m3_per_hour, layout or both/],
+      [[1, 2], 'request', /sets max_flow_m3_per_hour, layout or both/],
+      [5, 'request', /sets max_flow_m3_per_hour, layout or both/],
+      ['layout', 'request', /sets max_flow_m3_per_hour, layout or both/],
+      [null, 'request', /sets max_flow_m3_per_hour, layout or both/],
+    ];
+    for (const [body, field, message] of cases) {
+      t.match(await api(customer.key, 'PATCH', '/meters/P1', body), { status: 422, body: { errors: { [field]: [message] } } }, JSON.stringify(body));
+    }
+    t.same(
+      await service.db
+        .selectFrom('meter_points')
+        .select(['max_flow_m3_per_hour', 'whole_wheels', 'fractional_wheels'])
+        .where('account_id', '=', customer.accountId)
+        .execute(),
+      [{ max_flow_m3_per_hour: '4', whole_wheels: 5, fractional_wheels: 3 }],
+      'the settings stand',
+    );
+    t.match(
+      await api(customer.key, 'PATCH', '/meters/P1', { max_flow_m3_per_hour: null }),
+      { status: 200, body: { max_flow_m3_per_hour: null, layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } } },
+      'one setting changed leaves the other',
     );
   });
 
