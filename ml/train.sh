@@ -8,6 +8,9 @@
 # localisers and strip readers learn from, e.g. `meters` for the folder `meterlens dataset export` writes. Without
 # Toloka there are no tilted Toloka windows for localiser 2 and no wheel reader (the service reads without one).
 # METERLENS_STEPS_PERCENT (default 100): a share of every run's steps, for a quick trial of the whole recipe.
+# METERLENS_TRAIN_DATASETS=rendered: the clean recipe, on the photos render_meters.py draws (with digits-clean's
+# crops, METERLENS_DIGITS=clean) and nothing else; scored on Toloka's and BDCI 2020's validation photos.
+# METERLENS_TRAIN_DEVICE=cuda and METERLENS_TRAIN_WORKERS=N: on a GPU, the strip readers' batches drawn by N processes.
 #
 #   sh ml/train.sh              everything, about nine hours here
 #   sh ml/train.sh calibration  only models/calibration.json: trains the networks of ml/calibrating/ that are not there
@@ -32,6 +35,7 @@ kept() { # true for a network of ml/calibrating that a `calibration` run finds a
 TRAIN_DATASETS="${METERLENS_TRAIN_DATASETS:-toloka,bdci2020}"
 DATASETS="${METERLENS_DATASETS:-../../shared/datasets}"
 with_toloka() { case ",$TRAIN_DATASETS," in *,toloka,*) return 0 ;; *) return 1 ;; esac; }
+with_rendered() { case ",$TRAIN_DATASETS," in *,rendered,*) return 0 ;; *) return 1 ;; esac; }
 if [ "$MODE" = calibration ] && ! with_toloka; then
   echo 'no calibration without Toloka: the confidence is the product (MODEL_CARD: "Confidence")' >&2
   exit 2
@@ -51,6 +55,11 @@ LOGS="${TMPDIR:-/tmp}"
 $PYTHON -m unittest test_common.py test_synth.py test_wheels.py test_render.py
 # A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
 export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
+if with_rendered; then
+  # The rendered photos are drawn once per cache (the same seed draws the same photos): 10 000, about 8 minutes here.
+  export METERLENS_DIGITS=clean
+  if [ ! -e "${METERLENS_RENDERED:-${METERLENS_CACHE:-/tmp/ml-cache}/rendered}/labels.csv" ]; then $PYTHON render_meters.py --count 10000; fi
+fi
 $PYTHON make_split.py
 
 # The readers that vote (src/readers/local/spec.ts READER_FILES) differ by regularisation and sequence layer.
@@ -58,7 +67,8 @@ train_reader() { # output (under ml/), log name, threads, steps, then train_read
   output=$1 log=$2 threads=$3 steps=$4
   shift 4
   if kept "$output"; then return; fi
-  TORCH_THREADS=$threads $PYTHON train_reader.py --output "$output" --steps "$(steps "$steps")" --seed 1 "$@" \
+  TORCH_THREADS=$threads $PYTHON train_reader.py --output "$output" --steps "$(steps "$steps")" --seed 1 \
+    --workers "${METERLENS_TRAIN_WORKERS:-0}" "$@" \
     > "$LOGS/meterlens-$log.log" 2>&1
 }
 train_readers() { # folder, run name, then train_reader.py's own options for all three
@@ -130,6 +140,25 @@ if [ "$MODE" = all ]; then
     train_localiser ../models/localiser-2.onnx localiser-2 --seed 2
     # provenance.json describes the shipped weights' data; without it the service logs these weights' licence as unknown.
     rm -f ../models/wheels.onnx ../models/calibration.json ../models/provenance.json
+    if with_rendered && [ "$TRAIN_DATASETS" = rendered ]; then
+      # Rendered photos and digits-clean's crops alone: weights anyone may use (the service logs this at start-up).
+      cat > ../models/provenance.json << 'JSON'
+{
+  "set": "local-clean",
+  "datasets": {
+    "rendered": { "name": "meter photos drawn by ml/render_meters.py (this project, open fonts)", "licence": "Apache-2.0", "commercialUse": true },
+    "digits-clean": { "name": "digits-clean wheel crops (digits-clean/PROVENANCE.md)", "licence": "Apache-2.0 and MIT", "commercialUse": true }
+  },
+  "files": {
+    "localiser-1.onnx": ["rendered", "digits-clean"],
+    "localiser-2.onnx": ["rendered", "digits-clean"],
+    "reader-1.onnx": ["rendered", "digits-clean"],
+    "reader-2.onnx": ["rendered", "digits-clean"],
+    "reader-3.onnx": ["rendered", "digits-clean"]
+  }
+}
+JSON
+    fi
   fi
   tail -n 2 "$LOGS"/meterlens-reader-?.log
   # Those of the calibration learned from the old networks' windows.
@@ -165,7 +194,7 @@ score() { # dataset, then eval's own options
   shift
   node ../src/cli/eval.ts --dataset "$DATASETS/$dataset" --files "splits/$dataset-val.txt" "$@"
 }
-for dataset in $(echo "$TRAIN_DATASETS" | tr , ' '); do
+for dataset in $(echo "$TRAIN_DATASETS" | sed 's/rendered/toloka,bdci2020/' | tr , ' '); do
   LOCAL_MODEL_DIR="$SHIPPED/models" score "$dataset" --json > "$LOGS/meterlens-eval-shipped-$dataset.json"
   LOCAL_MODEL_DIR="$PWD/../models" score "$dataset" --baseline "$LOGS/meterlens-eval-shipped-$dataset.json"
 done
