@@ -151,3 +151,8 @@ t.test('the generated files list each variable once, with its default', async (t
   );
   t.match(docs['docs/.env.example'], '# Comma-separated readers tried in order, e.g. `local,openai`.', 'e.g. ends no sentence');
 });
+
+t.test('docs/.env.example with every variable uncommented configures the defaults', async (t) => {
+  const assignments = [...configDocs()['docs/.env.example']!.matchAll(/^# ([A-Z0-9_]+)=(.*)$/gm)];
+  t.same(loadConfig(Object.fromEntries(assignments.map(([, name, value]) => [name, value]))), loadConfig({}));
+});
