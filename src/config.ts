@@ -4,209 +4,308 @@ import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@si
 import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
 
-/** Every setting comes from the environment (ENVIRONMENT below); README's configuration table lists them all. */
+/** Every setting comes from the environment: each field is the variable of its name in ENVIRONMENT below, which describes it. */
 export interface Config {
-  /** Unset: an embedded PostgreSQL is started under `dataDir`. */
   databaseUrl: string | undefined;
   dataDir: string;
   embeddedPostgresPort: number;
   host: string;
   port: number;
   logLevel: (typeof LOG_LEVELS)[number];
-  /** Public base URL printed at start-up and used in links. */
   publicUrl: string | undefined;
-  /**
-   * Addresses and CIDR ranges of the proxies whose X-Forwarded-* headers are believed (Fastify's
-   * trustProxy list; `loopback`, `linklocal`, `uniquelocal` name ranges). Empty: none is, so a
-   * client connecting directly cannot claim another address.
-   */
+  /** TRUST_PROXY as Fastify's trustProxy list: `private` expanded to its ranges, `none` empty. */
   trustProxy: string[];
-  /** A request whose headers or body have not fully arrived this long after it started is answered 408 and closed. */
   requestTimeoutSeconds: number;
-  /** Connections one web process holds open at once; one over it is closed at once, unanswered. */
   maxConnections: number;
-  /** After SIGTERM: how long requests and jobs in flight may finish before connections are cut and jobs left to the queue. */
   shutdownGraceSeconds: number;
 
   maxImagePixels: number;
-  /** Long side of the normalised image handed to readers. */
   normalisedLongSide: number;
 
-  /** Reader names in the order they are tried; undefined = the default chain. */
   readerChain: string[] | undefined;
-  /** A local reading below this (calibrated) confidence is escalated to the next reader in the chain. */
   escalateBelow: number;
-  /** A hosted reading below this (self-reported) confidence is escalated to the next reader in the chain. */
   hostedEscalateBelow: number;
   readerTimeoutMs: number;
   readerRetries: number;
   localModelDir: string;
-  /** Threads the local reader reads one photo on (photos are read one at a time). */
   localReaderThreads: number;
   openai: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
   anthropic: { apiKey: string | undefined; baseUrl: string | undefined; model: string };
 
   workerConcurrency: number;
-  /** Read jobs of one account running at once, across all workers: a busy account leaves the other read slots to the rest. */
   readAccountConcurrency: number;
-  /** How long a read job may run before pg-boss treats its worker as dead and retries it. */
   readJobExpireSeconds: number;
-  /** First delay before a read job is retried (exponential backoff after that). */
   readRetryDelaySeconds: number;
-  /** A meter still pending or processing after this long is failed as `expired`. */
   meterDeadlineSeconds: number;
-  /** How often pg-boss looks for jobs whose worker died (expired or missed heartbeats). */
   queueSuperviseSeconds: number;
-  /** How often workers look for retries and delayed jobs (new jobs wake them at once by NOTIFY). */
   queuePollSeconds: number;
 
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
-  /** Webhook attempts one worker process runs at once (delivery waits on receivers, not the CPU). */
   webhookConcurrency: number;
-  /** Webhook attempts in flight to one endpoint, across all workers: a slow receiver holds no more slots. */
   webhookEndpointConcurrency: number;
-  /** Webhook endpoints one account may have: each event is POSTed to every one of them. */
   webhookEndpointsPerAccount: number;
 
   /** When a meter needs a visit (src/meters/anomalies.ts). */
   anomaly: {
-    /** Trusted readings standing still this many days, while the meter's history says it is used: stopped. */
     stoppedDays: number;
-    /** The span, in days, a leak's consumption is measured over. */
     leakDays: number;
-    /** Consumption over the span above this many times the usual (or usual plus its spreads) is a leak. */
     leakFactor: number;
   };
 
-  /**
-   * Where new photos go: `database` (meter_images' bytea columns) or `s3://bucket/prefix`, with the
-   * S3 endpoint (unset: AWS), region and key as the AWS SDK's own variables give them; without a
-   * key, the SDK's other sources (profiles, instance roles).
-   */
   photoStore: {
     location: string;
     endpoint: string | undefined;
     region: string | undefined;
     credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
   };
-  /** Photos older than this are deleted (meters and readings stay); 0 keeps them forever. */
   imageRetentionDays: number;
-  /** Finished webhook deliveries and their attempts older than this are deleted; 0 keeps them. */
   webhookRetentionDays: number;
-  /** pg-boss deletes completed jobs this long after they finished; 0 keeps them. */
   finishedJobRetentionDays: number;
 
-  /** Bearer token GET /metrics requires; unset: only loopback clients may scrape. */
   metricsToken: string | undefined;
-  /** A worker-only process serves /metrics on this port (the web process serves it on PORT). */
   metricsPort: number | undefined;
 
-  /** `closed`: the dashboard offers no sign-up; operators create users with the CLI. */
   signup: 'open' | 'closed';
-  /** Plan a self-signed-up account gets for its first month. */
   defaultPlan: string;
-  /**
-   * Where and as whom the service sends mail (src/mail.ts); undefined: it sends none, and a
-   * self-signed-up account's trial starts without its email being verified.
-   */
   smtp: SmtpConfig | undefined;
 }
 
+/** SMTP_URL and MAIL_FROM. */
 export interface SmtpConfig {
-  /** smtp://user:pass@host:port (STARTTLS when the server offers it) or smtps:// (TLS from the start). */
   url: string;
-  /** The From of every mail, e.g. `Meterlens <noreply@example.com>`. */
   from: string;
 }
 
 type Env = Record<string, string | undefined>;
 
 /**
- * `documentedDefault`: how README's configuration table states a default that is not one value
- * (unset, computed, the vendor's own); a variable with a `default` is documented with that value.
+ * What docs/configuration.md and docs/.env.example say of a variable (`npm run docs:config` writes them):
+ * `description` explains it, its first sentence saying on its own what it is (the .env.example's
+ * line); `documentedDefault` states a default that is not one value (unset, computed, the vendor's
+ * own); a variable with a `default` is documented with that value.
  */
-interface Defaults<Value> {
+interface Documented<Value> {
   default?: Value;
   documentedDefault?: string;
+  description: string;
 }
 
-const integer = (fallback: number, range: { minimum: number; maximum?: number }) => Type.Integer({ default: fallback, ...range });
-const port = (defaults: Defaults<number>) => Type.Integer({ minimum: 1, maximum: 65535, ...defaults });
-const oneOf = <const Values extends string[]>(values: Values, defaults: Defaults<Values[number]>) =>
+const integer = (fallback: number, options: { minimum: number; maximum?: number; description: string }) => Type.Integer({ default: fallback, ...options });
+const port = (options: Documented<number>) => Type.Integer({ minimum: 1, maximum: 65535, ...options });
+const oneOf = <const Values extends string[]>(values: Values, options: Documented<Values[number]>) =>
   Type.Union(
     values.map((value) => Type.Literal(value)),
-    defaults,
+    options,
   ) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
-const unsetString = (documentedDefault = 'unset') => Type.Optional(Type.String({ documentedDefault }));
+const unsetString = (description: string, documentedDefault = 'unset') => Type.Optional(Type.String({ description, documentedDefault }));
 
 /** `database`, or an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens) with an optional key prefix. */
 const PHOTO_STORE_PATTERN = '^(database|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** The environment the service reads, each variable once: its type, range and default. */
+/** The environment the service reads, each variable once: its type, range, default and description. */
 export const ENVIRONMENT = Type.Object({
-  DATABASE_URL: unsetString(),
-  DATA_DIR: Type.String({ default: './data' }),
-  EMBEDDED_PG_PORT: port({ default: 5488 }),
+  DATABASE_URL: unsetString('PostgreSQL URL. Unset: an embedded PostgreSQL under `DATA_DIR`.'),
+  DATA_DIR: Type.String({
+    default: './data',
+    description:
+      'Where the embedded PostgreSQL keeps its data (`postgres/`) and log (`postgres.log`). As root it runs as the `postgres` user; where that user cannot reach this folder, `postgres/` links to the cluster in `/var/lib/meterlens/clusters/`.',
+  }),
+  EMBEDDED_PG_PORT: port({ default: 5488, description: 'Port of the embedded PostgreSQL (127.0.0.1 only).' }),
   // Read by test/run.ts (npm test); checked here with the rest.
-  TEST_EMBEDDED_PG_PORT: Type.Optional(port({ documentedDefault: 'a free port' })),
-  PORT: port({ default: 3000 }),
-  HOST: Type.String({ default: '0.0.0.0' }),
-  PUBLIC_URL: unsetString(),
-  TRUST_PROXY: Type.String({ default: 'private' }),
-  REQUEST_TIMEOUT_SECONDS: integer(60, { minimum: 1 }),
-  MAX_CONNECTIONS: integer(800, { minimum: 1 }),
-  SHUTDOWN_GRACE_SECONDS: integer(25, { minimum: 0 }),
-  LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info' }),
-  READER_CHAIN: unsetString('see below'),
-  ESCALATE_BELOW: integer(97, { minimum: 0, maximum: 100 }),
-  HOSTED_ESCALATE_BELOW: integer(95, { minimum: 0, maximum: 100 }),
-  READER_TIMEOUT_MS: integer(30_000, { minimum: 1 }),
-  READER_RETRIES: integer(1, { minimum: 0 }),
-  LOCAL_MODEL_DIR: unsetString('`./models`'),
-  LOCAL_READER_THREADS: Type.Optional(Type.Integer({ minimum: 1, documentedDefault: '2 (1 on a one-core machine)' })),
-  OPENAI_API_KEY: unsetString(),
-  OPENAI_BASE_URL: unsetString('OpenAI'),
-  OPENAI_MODEL: Type.String({ default: 'gpt-5.4-mini' }),
-  ANTHROPIC_API_KEY: unsetString(),
-  ANTHROPIC_BASE_URL: unsetString('Anthropic'),
-  ANTHROPIC_MODEL: Type.String({ default: 'claude-sonnet-5-5' }),
-  MAX_IMAGE_PIXELS: integer(50_000_000, { minimum: 1 }),
-  NORMALISED_LONG_SIDE: integer(1600, { minimum: 1 }),
-  WORKER_CONCURRENCY: integer(4, { minimum: 1 }),
-  READ_ACCOUNT_CONCURRENCY: Type.Optional(Type.Integer({ minimum: 1, documentedDefault: 'half of `WORKER_CONCURRENCY`, rounded up' })),
-  READ_JOB_EXPIRE_SECONDS: integer(150, { minimum: 1 }),
-  READ_RETRY_DELAY_SECONDS: integer(5, { minimum: 0 }),
-  METER_DEADLINE_SECONDS: integer(3600, { minimum: 1 }),
-  QUEUE_SUPERVISE_SECONDS: integer(5, { minimum: 1 }),
-  QUEUE_POLL_SECONDS: integer(2, { minimum: 1 }),
-  WEBHOOK_ALLOW_PRIVATE: Type.Optional(oneOf(['0', '1'], { documentedDefault: 'unset' })),
-  WEBHOOK_TIMEOUT_MS: integer(10_000, { minimum: 1 }),
-  WEBHOOK_CONCURRENCY: integer(16, { minimum: 1 }),
-  WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, { minimum: 1 }),
-  WEBHOOK_ENDPOINTS_PER_ACCOUNT: integer(10, { minimum: 1 }),
-  ANOMALY_STOPPED_DAYS: integer(30, { minimum: 1, maximum: 365 }),
-  ANOMALY_LEAK_DAYS: integer(7, { minimum: 1, maximum: 365 }),
-  ANOMALY_LEAK_FACTOR: Type.Number({ default: 2, minimum: 1, maximum: 100 }),
-  PHOTO_STORE: Type.String({ default: 'database', pattern: PHOTO_STORE_PATTERN, description: 'database or s3://bucket/prefix' }),
+  TEST_EMBEDDED_PG_PORT: Type.Optional(port({ documentedDefault: 'a free port', description: "`npm test` only: port of the run's own embedded PostgreSQL." })),
+  PORT: port({ default: 3000, description: 'HTTP port.' }),
+  HOST: Type.String({ default: '0.0.0.0', description: 'HTTP interface.' }),
+  PUBLIC_URL: unsetString(
+    "The service's own address, printed at start-up. The links in mails (email verification, password reset, invitations) and `meterlens users reset-link` point at it. Required with `SMTP_URL`, so that a mailed link never follows the `Host` a request named (a forged one would send a victim's reset link elsewhere). Without mail, an invitation link shown to pass on points at the host the owner's request came to.",
+  ),
+  TRUST_PROXY: Type.String({
+    default: 'private',
+    description:
+      "The proxies whose `X-Forwarded-For`/`-Proto` are believed (client address for the sign-in and sign-up limits, https for Secure cookies). Comma-separated addresses and CIDR ranges (`203.0.113.7`, `10.0.0.0/8`, `2001:db8::/32`), `loopback`, `linklocal`, `uniquelocal`, `private` (all three: 127/8, ::1, 169.254/16, fe80::/10, 10/8, 172.16/12, 192.168/16, fc00::/7, which is where Heroku's and most platforms' routers connect from) or `none`. A client that connects from any other address is taken at its own address, whatever headers it sends; under the default `private`, any client that connects from a private address (another container, VM or host on the same network) can claim any client address (and `https`, which only decides whether its own cookies are marked Secure): it escapes the per-address sign-in and sign-up limits by claiming a new address each try (the per-email sign-in limit still holds). It cannot claim loopback for `/metrics` (see \"Metrics\"). Name the proxy's exact addresses (or its subnet alone) wherever other clients share its network. Replaces `TRUST_PROXY_HOPS`.",
+  }),
+  REQUEST_TIMEOUT_SECONDS: integer(60, {
+    minimum: 1,
+    description:
+      'A request whose headers or body have not fully arrived this long after it started is answered 408 (`request`) and its connection closed (headers trickling in: within a second of it). Only receiving counts: a sync reading may take longer once its upload is in. Idle keep-alive connections close after 72 s.',
+  }),
+  MAX_CONNECTIONS: integer(800, {
+    minimum: 1,
+    description:
+      'Connections one web process keeps open at once (keep-alive ones included). A connection over it is closed at once, unanswered (the client sees the connection reset or closed before any response; a platform router answers its own 502/503 or tries another process), and the process logs a `connection closed unanswered` warning. The default stays under the usual limit of 1024 open files per process, leaving room for the database pool, hosted readers and files; raise both together.',
+  }),
+  SHUTDOWN_GRACE_SECONDS: integer(25, {
+    minimum: 0,
+    description:
+      "After SIGTERM/SIGINT, how long requests and jobs in flight may finish (under Heroku's 30 s). Then open connections are cut, running jobs are failed back to the queue, the database (embedded) is stopped and the process exits.",
+  }),
+  LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info', description: 'How much is logged: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' }),
+  READER_CHAIN: unsetString(
+    'Comma-separated readers tried in order, e.g. `local,openai`. Every name must be usable, or the service refuses to start. Unset: `local` when its weights are in `LOCAL_MODEL_DIR`, then `openai` if `OPENAI_API_KEY` is set, then `anthropic` if `ANTHROPIC_API_KEY` is set.',
+    '`local`, then each hosted reader whose key is set',
+  ),
+  ESCALATE_BELOW: integer(97, {
+    minimum: 0,
+    maximum: 100,
+    description:
+      "A reading with confidence (0–100) below this goes on to the next reader. The `local` reader's confidence is its estimated chance (in %) of being exact; the default is at or above the lowest from which up at least 99% of the readings kept local were exact on photos that none of its networks had learned (ten-fold cross-validated on the draw the v20 calibration is fitted on: 90–92 on Toloka's, 91–93 on Toloka's and bdci2020's together): on the validation photos it keeps 70% of Toloka's (99.1% of them exact) and 93% of bdci2020's (99.0% exact: its misread `00510` is at 98); 99 keeps 62% of Toloka's, 99.0% exact, and 89% of bdci2020's, 100% exact (`models/MODEL_CARD.md`). It applies to the `local` reader; hosted readers have their own threshold, below.",
+  }),
+  HOSTED_ESCALATE_BELOW: integer(95, {
+    minimum: 0,
+    maximum: 100,
+    description:
+      "The same for a hosted reader (`openai`, `anthropic`): its answer with a confidence below this goes on to the next reader in the chain, if there is one. A hosted model's confidence is its own say-so, not calibrated, so it gets a threshold of its own: at the local reader's 97, a hosted answer at 96 would buy a second hosted answer.",
+  }),
+  READER_TIMEOUT_MS: integer(30_000, { minimum: 1, description: 'Timeout of one request to a hosted model.' }),
+  READER_RETRIES: integer(1, { minimum: 0, description: 'Retries of a hosted model request (timeouts, 429, 5xx).' }),
+  LOCAL_MODEL_DIR: unsetString("Where the `local` reader's ONNX weights are.", '`./models`'),
+  LOCAL_READER_THREADS: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      documentedDefault: '2 (1 on a one-core machine)',
+      description: 'Threads the `local` reader reads a photo on; it reads one photo at a time.',
+    }),
+  ),
+  OPENAI_API_KEY: unsetString('Enables the `openai` reader in the default chain.'),
+  OPENAI_BASE_URL: unsetString('Any OpenAI-compatible server (vLLM, Ollama, …); with a base URL no key is needed.', 'OpenAI'),
+  OPENAI_MODEL: Type.String({ default: 'gpt-5.4-mini', description: 'Model for the `openai` reader.' }),
+  ANTHROPIC_API_KEY: unsetString('Enables the `anthropic` reader in the default chain.'),
+  ANTHROPIC_BASE_URL: unsetString('Alternative Anthropic-compatible endpoint.', 'Anthropic'),
+  ANTHROPIC_MODEL: Type.String({ default: 'claude-sonnet-5-5', description: 'Model for the `anthropic` reader.' }),
+  MAX_IMAGE_PIXELS: integer(50_000_000, {
+    minimum: 1,
+    description:
+      "Uploads with more pixels (of their first frame) are refused, from the file's header, before any pixel is decoded (the byte limit is fixed at 10 MB). 50 MP is well above any phone's photo; decoding one takes up to ~350 MB while it runs.",
+  }),
+  NORMALISED_LONG_SIDE: integer(1600, {
+    minimum: 1,
+    description:
+      "Photos are turned upright and scaled to this long side (in pixels) when they are read (by the worker, or inline for sync), not in the ack. A process decodes at most half its cores' worth of photos at once (at least one), and together no more pixels than `MAX_IMAGE_PIXELS` (one photo at the limit, or several smaller ones); the others wait their turn, so a burst of large images costs time, not memory: a fresh web process peaked at 620 MB with 20 worst-case GIFs (50 MP) at once, 680–710 MB with acks meanwhile, on any number of cores (`bench/README.md`).",
+  }),
+  WORKER_CONCURRENCY: integer(4, { minimum: 1, description: 'Read jobs one worker process runs at once.' }),
+  READ_ACCOUNT_CONCURRENCY: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      documentedDefault: 'half of `WORKER_CONCURRENCY`, rounded up',
+      description:
+        "Read jobs of one account running at once, across all worker processes. An account's backlog (a drop of thousands of photos) never holds the other read slots, so another account's photo is read at once instead of after it (see the queues under \"For operators: the database\"). A process's `local` reader reads one photo at a time, so two jobs keep it about as busy as four; with hosted readers one account alone is read this many at a time (`bench/README.md`, issue 44). With several worker processes, set it to about half of all their read slots; a single-tenant deployment on hosted readers, to all of them.",
+    }),
+  ),
+  READ_JOB_EXPIRE_SECONDS: integer(150, {
+    minimum: 1,
+    description:
+      "A read job running longer is taken as stuck and retried; keep it above the reader chain's worst case (each hosted reader: `READER_TIMEOUT_MS` × (`READER_RETRIES` + 1)). A dead worker is found sooner, by its missed heartbeats (below).",
+  }),
+  READ_RETRY_DELAY_SECONDS: integer(5, {
+    minimum: 0,
+    description: 'First delay before a read job is retried (then exponential backoff); a read is tried 3 times.',
+  }),
+  METER_DEADLINE_SECONDS: integer(3600, {
+    minimum: 1,
+    description: 'A meter still pending/processing after this is failed as `expired` (checked every minute).',
+  }),
+  QUEUE_SUPERVISE_SECONDS: integer(5, {
+    minimum: 1,
+    description: 'How often the worker looks for jobs whose worker died (missed heartbeats) or that expired.',
+  }),
+  QUEUE_POLL_SECONDS: integer(2, {
+    minimum: 1,
+    description: 'How often workers look for retries and scheduled webhook attempts (new jobs wake them at once).',
+  }),
+  WEBHOOK_ALLOW_PRIVATE: Type.Optional(
+    oneOf(['0', '1'], {
+      documentedDefault: 'unset',
+      description:
+        "`1` allows webhook URLs on non-public addresses: loopback, private, link-local, special-purpose ranges, this host's own addresses (tests, self-hosters); `0` or unset refuses them.",
+    }),
+  ),
+  WEBHOOK_TIMEOUT_MS: integer(10_000, { minimum: 1, description: 'Timeout of one webhook attempt.' }),
+  WEBHOOK_CONCURRENCY: integer(16, { minimum: 1, description: 'Webhook attempts one worker process runs at once (they wait on receivers, not the CPU).' }),
+  WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, {
+    minimum: 1,
+    description:
+      "Webhook attempts in flight to one endpoint, across all workers: a slow or silent receiver never holds more, so other endpoints' webhooks are not delayed.",
+  }),
+  WEBHOOK_ENDPOINTS_PER_ACCOUNT: integer(10, {
+    minimum: 1,
+    description:
+      'Webhook endpoints one account may have, enabled or disabled (every event is POSTed to each that subscribes to it). Adding one more is refused (dashboard and CLI); an account that already has more keeps them.',
+  }),
+  ANOMALY_STOPPED_DAYS: integer(30, {
+    minimum: 1,
+    maximum: 365,
+    description:
+      'A meter whose trusted readings stand still this many days (1–365), while they keep arriving and its history says it is used, has **stopped** (API, "Meters that need a visit"). Longer than most holidays; a camera that reads every hour may take a few days.',
+  }),
+  ANOMALY_LEAK_DAYS: integer(7, {
+    minimum: 1,
+    maximum: 365,
+    description:
+      "The span (1–365 days) over which a **leak** is measured: from the meter's newest trusted reading back to the last one at least this long before it (a month for a meter read monthly), its consumption against its usual.",
+  }),
+  ANOMALY_LEAK_FACTOR: Type.Number({
+    default: 2,
+    minimum: 1,
+    maximum: 100,
+    description:
+      "A meter **leaks** when it uses more over the span than this many times its usual daily consumption (or its usual plus 3 spreads, if more) times the span's days, plus 1 m³. A number from 1 to 100, e.g. `1.5`; a reading far above its usual (3 times) is already `suspicious`, so a leak below that is found from readings nobody has to look at.",
+  }),
+  PHOTO_STORE: Type.String({
+    default: 'database',
+    pattern: PHOTO_STORE_PATTERN,
+    accepts: 'database or s3://bucket/prefix',
+    description:
+      'Where photos go: `database` (in `meter_images`, nothing else to run) or `s3://bucket/prefix`, an S3-compatible bucket through the AWS SDK (objects `<prefix>/<reference_id>/upload` and `…/upright.jpg`). See "Storage: where photos live".',
+  }),
   // The AWS SDK's own names, as its users set them.
-  AWS_ENDPOINT_URL_S3: unsetString(),
-  AWS_REGION: unsetString(),
-  AWS_ACCESS_KEY_ID: unsetString(),
-  AWS_SECRET_ACCESS_KEY: unsetString(),
-  IMAGE_RETENTION_DAYS: integer(90, { minimum: 0 }),
-  WEBHOOK_RETENTION_DAYS: integer(30, { minimum: 0 }),
-  FINISHED_JOB_RETENTION_DAYS: integer(7, { minimum: 0 }),
-  METRICS_TOKEN: unsetString(),
-  METRICS_PORT: Type.Optional(port({ documentedDefault: 'unset' })),
+  AWS_ENDPOINT_URL_S3: unsetString('The S3 endpoint for `PHOTO_STORE=s3://…` (MinIO, Ceph, R2, …), addressed path-style; unset: AWS itself.'),
+  AWS_REGION: unsetString("The bucket's region; unset: the SDK's own configuration, or `us-east-1` when an endpoint is given."),
+  AWS_ACCESS_KEY_ID: unsetString("With `AWS_SECRET_ACCESS_KEY`, the bucket's credentials; unset: the SDK's other sources (profile, instance role)."),
+  AWS_SECRET_ACCESS_KEY: unsetString('The secret of `AWS_ACCESS_KEY_ID`.'),
+  IMAGE_RETENTION_DAYS: integer(90, {
+    minimum: 0,
+    description:
+      'Photos of finished meters older than this are deleted (every 10 minutes, 200 at a time); meters and readings stay and the dashboard says the photo was removed. `0` keeps them forever.',
+  }),
+  WEBHOOK_RETENTION_DAYS: integer(30, {
+    minimum: 0,
+    description: 'Delivered or failed webhook deliveries older than this are deleted with their attempts (by the job that deletes photos). `0` keeps them.',
+  }),
+  FINISHED_JOB_RETENTION_DAYS: integer(7, {
+    minimum: 0,
+    description: 'pg-boss deletes finished jobs this long after they finished (its `deleteAfterSeconds`, applied by its own maintenance). `0` keeps them.',
+  }),
+  METRICS_TOKEN: unsetString(
+    '`GET /metrics` requires `Authorization: Bearer <METRICS_TOKEN>`. Unset: it answers loopback clients that connect directly, not through a proxy (403 otherwise; see "Metrics").',
+  ),
+  METRICS_PORT: Type.Optional(
+    port({
+      documentedDefault: 'unset',
+      description: 'A worker-only process (`meterlens worker`) serves `/metrics` on this port (same protection). The web process serves it on `PORT`.',
+    }),
+  ),
   // Read where the connection is made (db/connect.ts), as libpq reads it.
-  PGSSLMODE: Type.Optional(oneOf(['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'], { documentedDefault: 'unset' })),
-  SIGNUP: oneOf(['open', 'closed'], { default: 'open' }),
-  DEFAULT_PLAN: Type.String({ default: 'trial' }),
-  SMTP_URL: unsetString(),
-  MAIL_FROM: unsetString(),
+  PGSSLMODE: Type.Optional(
+    oneOf(['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'], {
+      documentedDefault: 'unset',
+      description:
+        'TLS to PostgreSQL when `DATABASE_URL` has no `sslmode`: `require`/`no-verify` (Heroku Postgres), `verify-ca`/`verify-full`, or `disable`. See Deployment.',
+    }),
+  ),
+  SIGNUP: oneOf(['open', 'closed'], {
+    default: 'open',
+    description: "`closed` removes the dashboard's sign-up page; the operator then creates users with `meterlens users create`.",
+  }),
+  DEFAULT_PLAN: Type.String({
+    default: 'trial',
+    description: 'Plan code a self-signed-up account gets for its first month (with `SMTP_URL`, from when its email is verified).',
+  }),
+  SMTP_URL: unsetString(
+    'Mail server the service sends through: `smtp://user:password@host:587` (STARTTLS when offered) or `smtps://…:465` (TLS from the start); percent-encode special characters of the user and password. Set: a self-signed-up account gets its trial only once its user follows the link mailed to them; "Forgot password" mails a reset link; invitations are mailed. Needs `MAIL_FROM` and `PUBLIC_URL`. Unset: no mail is sent, sign-up gives the trial at once, invitation links are only shown to pass on, and reset links come from `meterlens users reset-link` (Dashboard).',
+  ),
+  MAIL_FROM: unsetString('The sender of every mail, e.g. `Meterlens <noreply@example.com>`; required with `SMTP_URL`.'),
 });
 export type Environment = Static<typeof ENVIRONMENT>;
 
@@ -315,9 +414,9 @@ function schemaProblems(environment: Environment, env: Env): string[] {
   return [...names].map((name) => `${name}: "${env[name]}" is not ${expected(ENVIRONMENT.properties[name])}`);
 }
 
-/** What a variable's schema accepts, in words. */
+/** What a variable's schema accepts, in words (a pattern's, its `accepts`). */
 function expected(schema: TSchema): string {
-  if (schema.pattern) return String(schema.description);
+  if (schema.pattern) return String(schema.accepts);
   if (schema.anyOf) return `one of ${schema.anyOf.map((literal: TLiteral) => literal.const).join(', ')}`;
   if (schema.type === 'integer' || schema.type === 'number') {
     const kind = schema.type === 'integer' ? 'an integer' : 'a number';

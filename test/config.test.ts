@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { configDocs, undescribed } from '../src/config-docs.ts';
 import { ConfigError, ENVIRONMENT, loadConfig } from '../src/config.ts';
 
 t.test('refuses bad values with one message naming every bad variable', async (t) => {
@@ -114,18 +115,44 @@ t.test("an account's share of the read slots is half of a worker's unless set", 
   t.throws(() => loadConfig({ READ_ACCOUNT_CONCURRENCY: '0' }), /READ_ACCOUNT_CONCURRENCY: "0" is not an integer of at least 1/);
 });
 
-t.test("README's configuration table documents exactly the schema's variables and defaults", async (t) => {
-  const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('## Configuration'));
-  const rows = new Map<string, string>();
-  for (const line of table.slice(0, table.indexOf('\n\n', table.indexOf('| Variable'))).split('\n')) {
-    const row = /^\| `([A-Z0-9_]+)` \| (.*?) \|/.exec(line);
-    if (row) rows.set(row[1], row[2]);
+t.test('every variable has a description, on one line', async (t) => {
+  t.same(undescribed(), []);
+});
+
+t.test('docs/configuration.md and docs/.env.example are what the schema generates (npm run docs:config writes them)', async (t) => {
+  for (const [file, generated] of Object.entries(configDocs())) {
+    const written = await readFile(path.join(import.meta.dirname, '..', file), 'utf8').catch(() => `${file} is missing`);
+    t.equal(written, generated, `${file} is up to date`);
   }
-  const documented = Object.entries(ENVIRONMENT.properties).map(([name, schema]) => {
-    const stated = 'default' in schema ? `\`${schema.default}\`` : (schema.documentedDefault as string);
-    return [name, stated] as const;
-  });
-  t.same([...rows.keys()].sort(), documented.map(([name]) => name).sort(), 'the same variables');
-  for (const [name, stated] of documented) t.equal(rows.get(name), stated, `${name}'s default`);
+});
+
+t.test('the generated files list each variable once, with its default', async (t) => {
+  const docs = configDocs();
+  const names = Object.keys(ENVIRONMENT.properties);
+  t.same(
+    [...docs['docs/configuration.md']!.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((row) => row[1]),
+    names,
+  );
+  t.same(
+    [...docs['docs/.env.example']!.matchAll(/^# ([A-Z0-9_]+)=/gm)].map((line) => line[1]),
+    names,
+  );
+  t.match(docs['docs/configuration.md'], '| `WORKER_CONCURRENCY` | `4` | Read jobs one worker process runs at once. |');
+  t.match(docs['docs/configuration.md'], '| `DATABASE_URL` | unset | PostgreSQL URL.');
+  t.match(docs['docs/.env.example'], '# Read jobs one worker process runs at once.\n# WORKER_CONCURRENCY=4\n');
+  t.match(
+    docs['docs/.env.example'],
+    '# Threads the `local` reader reads a photo on; it reads one photo at a time. Default: 2 (1 on a one-core machine).\n# LOCAL_READER_THREADS=\n',
+  );
+  t.match(
+    docs['docs/.env.example'],
+    "# Uploads with more pixels (of their first frame) are refused, from the file's header, before any pixel is decoded (the byte limit is fixed at 10 MB).\n# MAX_IMAGE_PIXELS=50000000\n",
+    'the first sentence',
+  );
+  t.match(docs['docs/.env.example'], '# Comma-separated readers tried in order, e.g. `local,openai`.', 'e.g. ends no sentence');
+});
+
+t.test('docs/.env.example with every variable uncommented configures the defaults', async (t) => {
+  const assignments = [...configDocs()['docs/.env.example']!.matchAll(/^# ([A-Z0-9_]+)=(.*)$/gm)];
+  t.same(loadConfig(Object.fromEntries(assignments.map(([, name, value]) => [name, value]))), loadConfig({}));
 });
