@@ -1,5 +1,6 @@
 /**
- * Fits the local reader's calibration (src/readers/local/confidence.ts) and judges it (MODEL_CARD.md, "Confidence"):
+ * Fits the local reader's calibration (src/readers/local/confidence.ts) and judges it (models/MODEL_CARD.md,
+ * "Calibration"):
  *
  *   node ml/fit_calibration.ts [--models DIR] [--output FILE] [--cache DIR] [--judge-with FILE]
  *
@@ -70,7 +71,7 @@ if (exact === 0 || exact === fitted.length) {
   process.exit(1);
 }
 if (fitted.some((c) => c.evidence!.layout === undefined)) {
-  // Readings cached before v20 lack the layout each intercept is fitted for.
+  // Each intercept is fitted for a layout, which readings cached by an older copy of this script do not name.
   console.error(`no calibration fitted: the readings cached in ${values.cache} name no layout; read them again into a fresh --cache`);
   process.exit(1);
 }
@@ -195,7 +196,7 @@ function lowestConfidenceKeptExact(calibrated: ScoredCase[]): SelectiveAccuracy 
  * The ESCALATE_BELOW rule judged out of sample: the calibration fitted as above on nine tenths of the calibration
  * photos judges the tenth left out (CROSS_VALIDATION_FOLDS), for each of CROSS_VALIDATION_SEEDS' deals of the photos,
  * and the rule taken on Toloka's photos and on both datasets' together, with the log loss of the confidences so judged.
- * Beside it, the same for one intercept for every layout (the form before v20), on the same deals.
+ * Beside it, the same for one intercept for every layout, on the same deals: what the intercept a layout buys.
  */
 function crossValidatedRules(): string {
   const oneIntercept = crossValidated(

@@ -1,5 +1,5 @@
 /**
- * Measures a confidence lowered by disagreement (MODEL_CARD.md, "Confidence"):
+ * Measures a confidence lowered by disagreement (ml/EXPERIMENTS.md, "Confidence on the training photos (v6)"):
  *
  *   node ml/fit_confidence.ts [--cache DIR]
  *

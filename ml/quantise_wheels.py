@@ -1,5 +1,5 @@
 """Quantises the wheel reader that ensemble_wheels.py joined to 8-bit integers: on CPU it reads a photo's wheels about
-2.5 times faster, and on the Toloka calibration and validation photos every reading stays the same (MODEL_CARD.md,
+2.5 times faster, and on the Toloka calibration and validation photos every reading stays the same (ml/EXPERIMENTS.md,
 "The wheel reader in 8 bits"):
 
     /usr/bin/python3 quantise_wheels.py --output ../models/wheels.onnx JOINED.onnx [--leave-out LIST ...]

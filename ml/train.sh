@@ -27,7 +27,8 @@ all | calibration) ;;
   ;;
 esac
 # The networks the calibration is fitted with, trained as the shipped ones without the calibration photos: kept in
-# git, since they take longer to train than everything else (src/readers/local/confidence.ts; MODEL_CARD).
+# git, since they take longer to train than everything else (src/readers/local/confidence.ts; models/MODEL_CARD.md,
+# "Calibration").
 CALIBRATING=calibrating
 kept() { # true for a network of ml/calibrating that a `calibration` run finds already trained
   [ "$MODE" = calibration ] && [ -e "$1" ] && echo "kept ml/$1"
@@ -37,7 +38,7 @@ DATASETS="${METERLENS_DATASETS:-../../shared/datasets}"
 with_toloka() { case ",$TRAIN_DATASETS," in *,toloka,*) return 0 ;; *) return 1 ;; esac; }
 with_rendered() { case ",$TRAIN_DATASETS," in *,rendered,*) return 0 ;; *) return 1 ;; esac; }
 if [ "$MODE" = calibration ] && ! with_toloka; then
-  echo 'no calibration without Toloka: the confidence is the product (MODEL_CARD: "Confidence")' >&2
+  echo 'no calibration without Toloka: the confidence is the product (models/MODEL_CARD.md: "Calibration")' >&2
   exit 2
 fi
 steps() { # the shipped step count, scaled by METERLENS_STEPS_PERCENT (at least 1)
@@ -172,7 +173,7 @@ fi
 # (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel
 # readers again, trained the same way without them into ml/calibrating (about 30 + 135 + 3 x 30 minutes), then
 # fit_calibration.ts (about 2 minutes). Without Toloka there is no wheel reader, and the confidence stays the
-# product (MODEL_CARD: "Confidence").
+# product (models/MODEL_CARD.md: "Calibration").
 if with_toloka; then
   mkdir -p "$CALIBRATING"
   LEAVE_OUT="--leave-out splits/toloka-calibration.txt splits/bdci2020-calibration.txt"

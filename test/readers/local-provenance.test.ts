@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -39,4 +39,30 @@ t.test('the licence line says whether the weights may be used commercially', asy
   t.equal(await describeWeights(ownDir), `weights in ${ownDir}: no provenance.json, so their licence is unknown`);
   await writeFile(path.join(ownDir, PROVENANCE_FILE), JSON.stringify(clean));
   t.match(await describeWeights(ownDir), /learned only from data that allows commercial use/);
+});
+
+/** The rows of the model card's tables under `heading` whose first cell starts with a backticked name: name → cells. */
+function cardRows(card: string, heading: string): Map<string, string[]> {
+  const section = card.split(/^## /m).find((part) => part.startsWith(`${heading}\n`)) ?? '';
+  const rows = new Map<string, string[]>();
+  for (const line of section.split('\n')) {
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim());
+    const name = /^`([^`]+)`/.exec(cells[0] ?? '')?.[1];
+    if (name) rows.set(name, cells);
+  }
+  return rows;
+}
+
+t.test("the model card's table of weight files is provenance.json's", async (t) => {
+  const card = await readFile(path.join(shippedDir, 'MODEL_CARD.md'), 'utf8');
+  const rows = cardRows(card, 'Weights and the data they learned from');
+  const learnedFrom = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]);
+  const files = [...rows].filter(([name]) => /\.\w+$/.test(name)); // a file's name has an extension, a dataset's not
+  t.same(Object.fromEntries(files.map(([name, cells]) => [name, learnedFrom(cells.at(-1)!)])), shipped.files);
+  for (const [id, dataset] of Object.entries(shipped.datasets)) {
+    t.same(rows.get(id)?.slice(1), [dataset.licence, dataset.commercialUse ? 'yes' : 'no'], `${id}: its licence as provenance.json states it`);
+  }
 });

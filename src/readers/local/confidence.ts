@@ -2,9 +2,11 @@
  * How sure the local reader is of a reading. Its confidence is the product of its digits' probabilities (and the
  * point's, the orientation's, the layout's) and its weakest digit's probability, put through the weights'
  * calibration (below). Beside them, `raw.evidence` reports how far the photo's other readings agree with it.
- * `ml/fit_confidence.ts` measures what a product lowered by these disagreements would do (MODEL_CARD.md: on the
- * validation split it kept fewer right readings local and no fewer wrong ones, so they are reported, not used), but
- * for one: a layout most of the photo's readings do not read (`givenLayouts`).
+ * `ml/fit_confidence.ts` and `ml/fit_calibration.ts` measure what weighing these agreements would do: on the
+ * validation split they kept fewer right readings local and no fewer wrong ones, and each draw of networks that had
+ * not learned the calibration photos weighed a different agreement (ml/EXPERIMENTS.md, "Confidence on the training
+ * photos (v6)", "Agreement as confidence, on left-out networks"). So they are reported, not used, but for one: a
+ * layout most of the photo's readings do not read (`givenLayouts`).
  */
 
 /** Every share is 0–1. */
@@ -16,12 +18,13 @@ export interface ConfidenceEvidence {
   product: number;
   /**
    * The least probable digit's probability, 0–100, lowered alike (`givenLayouts`). One wheel at even odds is a
-   * likelier miss than the same product spread over every wheel (MODEL_CARD.md, "The weakest wheel (v17)").
+   * likelier miss than the same product spread over every wheel (ml/EXPERIMENTS.md, "The weakest wheel (v17)").
    */
   weakestDigit: number;
   /**
    * The reading's wheel layout (`ddddd.ddd`), whose intercept the calibration takes: the wheel reader votes on the
-   * wheels of one layout only, so the same product means more there (MODEL_CARD.md, "One intercept a layout (v20)").
+   * wheels of one layout only, so the same product means more there (ml/EXPERIMENTS.md, "One intercept a layout
+   * (v20)").
    */
   layout: string;
   /** Share of the strip readers whose own reading of the chosen window is the reading. */
@@ -42,7 +45,8 @@ export function layoutOf(text: string): string {
  * on its window) is no surer than that share: the photo's readings mostly see a counter of another layout, and its
  * product and weakest digit (`sureness`, 0–100), which weigh the layout only within the chosen window, do not know
  * it. On the training photos three of the four readings so were wrong (of all readings, 1.7%); a 5 + 3 counter read
- * as five wheels is the confident miss this guards against (issue #15, MODEL_CARD.md "Now (`local-crnn-v14`)").
+ * as five wheels is the confident miss this guards against (ml/EXPERIMENTS.md, "v14 (2026-11-24): a layout few of
+ * the photo's readings read").
  */
 export function givenLayouts(sureness: number, layoutsAgreeing: number): number {
   return layoutsAgreeing < 0.5 ? sureness * layoutsAgreeing : sureness;
@@ -60,11 +64,11 @@ export function shareOf<T>(values: T[], test: (value: T) => boolean): number {
  */
 export interface Calibration {
   slope: number;
-  /** 0 in a calibration fitted before v17, which weighs the product alone. */
+  /** 0 for a calibration that weighs the product alone (a file without it). */
   weakestDigitSlope: number;
   /** The intercept of a layout without its own in `layoutIntercepts` (the fit writes the lowest of them). */
   intercept: number;
-  /** Each layout's intercept (`ddddd.ddd`: 2.4); empty in a calibration fitted before v20, one intercept for all. */
+  /** Each layout's intercept (`ddddd.ddd`: 2.4); empty (a file without it) for one intercept for every layout. */
   layoutIntercepts: Record<string, number>;
   /** What it was fitted on, for the people who read the file. */
   fittedOn: string;

@@ -161,7 +161,7 @@ export function windowAroundWheels(window: Window, wheelCentres: number[]): Wind
  * The window cut to its wheels as windowAroundWheels cuts it and, where either end lies more than a quarter wheel
  * from it, cut at the first and last centres as the reader placed them. Neither cut is right for every reader: one
  * that puts a leading 0 or two at the strip's first steps stretches the second; one that puts every leading 0 a
- * wheel early shifts the first (MODEL_CARD.md, "Wheels placed apart (v18)").
+ * wheel early shifts the first (ml/EXPERIMENTS.md, "Wheels placed apart (v18)").
  */
 export function windowsAroundWheels(window: Window, wheelCentres: number[]): Window[] {
   if (wheelCentres.length < 2) return [window];

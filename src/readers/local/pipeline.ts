@@ -250,7 +250,7 @@ async function readCandidates(readers: WindowReaders, photo: RgbImage, candidate
 
 /**
  * A photo whose windows read at a confidence product below this is looked at turned (lookTurned). Chosen on the
- * calibration photos (MODEL_CARD.md, "A turned look"): 10 mended as many Toloka readings as 30, 60 or 100, broke
+ * calibration photos (ml/EXPERIMENTS.md, "A turned look"): 10 mended as many Toloka readings as 30, 60 or 100, broke
  * none, and looks at fewer photos.
  */
 const LOOK_TURNED_BELOW = 10;
@@ -288,7 +288,8 @@ const CLOSER_LOOK_SHARE = 0.6;
  * When no candidate window reads, the counter may be too small in the photo for the localisers' 256-pixel view, or
  * outshone by a label: they look again at five overlapping parts of the photo (its centre and its four corners,
  * each CLOSER_LOOK_SHARE of its width and height), where it spans more of their view. Chosen on the training photos
- * no window read (MODEL_CARD.md): 16 of 38 Toloka photos were then read exactly, none wrong at confidence 50 or more.
+ * no window read: 16 of 38 Toloka photos were then read exactly, none wrong at confidence 50 or more
+ * (ml/EXPERIMENTS.md, "A closer look when no window reads").
  */
 async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): Promise<Window[]> {
   const [width, height] = [Math.round(CLOSER_LOOK_SHARE * photo.width), Math.round(CLOSER_LOOK_SHARE * photo.height)];
@@ -312,9 +313,9 @@ const FRACTIONAL_WINDOW_WIDTH = 1.7;
 
 /**
  * A reading of five whole-unit wheels may be of a 5 + 3 counter whose window the localisers found only around its
- * black wheels (MODEL_CARD.md: on the validation split, 31.559 read `00031` at 88). The window is read again reaching
- * past its right end to where three fractional wheels would be, cut to the wheels the aligned reader finds there:
- * that reading, when it is one of 5 + 3 wheels.
+ * black wheels (on the validation split, 31.559 read `00031` at 88: ml/EXPERIMENTS.md, "Reading past five wheels").
+ * The window is read again reaching past its right end to where three fractional wheels would be, cut to the wheels
+ * the aligned reader finds there: that reading, when it is one of 5 + 3 wheels.
  */
 async function readPastWholeUnits(readers: WindowReaders, photo: RgbImage, chosen: FormattedWindowReading): Promise<FormattedWindowReading | undefined> {
   if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
@@ -335,9 +336,9 @@ const FRACTIONAL_WHEELS_FOUND = 20;
 /**
  * A counter read in both layouts: the 5 + 3 reading when it is the more confident or it reads the same whole units
  * at FRACTIONAL_WHEELS_FOUND or more, else the five wheels; its confidence scaled by its share of the two (the other
- * is in `raw.otherLayout`). Chosen on the training photos (MODEL_CARD.md): of 17 Toloka counters read as five
- * wheels, four were read right as 5 + 3 and one misread at 60 fell to 51; BDCI's five-wheel counters, read past
- * their end at confidence 4 or less, keep their reading and lose at most a few points.
+ * is in `raw.otherLayout`). Chosen on the training photos (ml/EXPERIMENTS.md, "Reading past five wheels"): of 17
+ * Toloka counters read as five wheels, four were read right as 5 + 3 and one misread at 60 fell to 51; BDCI's
+ * five-wheel counters, read past their end at confidence 4 or less, keep their reading and lose at most a few points.
  */
 export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(wholeUnits: T, fractional: T): T {
   const sameWholeUnits = fractional.formatted.reading.split('.')[0] === wholeUnits.formatted.reading;
@@ -356,7 +357,8 @@ export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' 
  * The chosen window's own readings (each strip reader's, and the wheel reader's where it reads every wheel) that lie
  * inside the plausibility window but differ from the chosen reading in whole units. The window leaves each of them as
  * possible as the reading, so none of them is probable: on the held-back training photos and on the validation split
- * such a disagreement came with most of the misreads inside the window (MODEL_CARD.md).
+ * such a disagreement came with most of the misreads inside the window (ml/EXPERIMENTS.md, "Readers that disagree
+ * inside the window").
  */
 export function rivalsInsideWindow(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>, window: PlausibilityWindow): string[] {
   const { reading, value } = chosen.formatted;

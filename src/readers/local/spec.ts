@@ -34,9 +34,9 @@ export const WHEEL_WIDTH = spec.wheels.width;
 export const WHEEL_MARGIN = spec.wheels.margin;
 /**
  * Each wheel is read at its slice and at the slice moved a tenth of a wheel either way (within the jitter the wheel
- * reader learned from), and the three readings averaged (issue #15, new in v10: MODEL_CARD.md, "Wheels read three
- * times"). Chosen on the calibration photos with a wheel reader that had not learned them: ±0.1 read 5 more of 232
- * exactly than one slice, ±0.05 2 more, ±0.15 3 more, ±0.2 2 more.
+ * reader learned from), and the three readings averaged. Chosen on the calibration photos with a wheel reader that
+ * had not learned them: ±0.1 read 5 more of 232 exactly than one slice, ±0.05 2 more, ±0.15 3 more, ±0.2 2 more
+ * (ml/EXPERIMENTS.md, "Wheels read three times").
  */
 export const WHEEL_SHIFTS = [-0.1, 0, 0.1];
 
@@ -72,25 +72,26 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * How many strip readers the wheel reader counts as on a wheel's digit. On the red fractional wheels, twice the
  * three together: in the window cut to the wheels it reads them one by one better than the strip readers do
  * (often mid-roll or half hidden by the frame; on Toloka's validation photos the wheel reader alone gets 80% of
- * readings exact, the strip readers together 68.5%). On the whole-unit wheels, the three together (one until v18,
- * when its whole-unit slices were often a wheel off: "Wheels placed apart (v18)"). Fractional: chosen on the
- * validation split (MODEL_CARD.md), 6 to 10 read alike. Whole units: chosen on draw 2's Toloka calibration photos
- * (ml/calibrating, 232; exact / ±1 / whole units): 1 reads 194 / 199 / 207, 2 196 / 201 / 209, 3 196 / 202 / 210,
- * 4 195 / 201 / 209, 6 195 / 201 / 210.
+ * readings exact, the strip readers together 68.5%). On the whole-unit wheels, the three together: with the window
+ * cut along the evenly spaced line through the wheel centres (geometry.ts) its slices sit on their wheels there too.
+ * Fractional: chosen on the validation split, 6 to 10 read alike (ml/EXPERIMENTS.md, "What v6 changes, step by
+ * step"). Whole units: chosen on draw 2's Toloka calibration photos (ml/calibrating, 232; exact / ±1 / whole units):
+ * 1 reads 194 / 199 / 207, 2 196 / 201 / 209, 3 196 / 202 / 210, 4 195 / 201 / 209, 6 195 / 201 / 210
+ * (ml/EXPERIMENTS.md, "The wheel reader on whole units (v19)").
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 3, fractional: 6 };
 export const MODEL_NAME = 'local-crnn-v20';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
- * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fall
- * below it (2 of 165 Toloka photos after the closer look, 8 before it, products 0–2; no BDCI photo); the least
- * confident correct reading is at 6.
+ * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fell below
+ * it (products 0–2; no bdci2020 photo), and the least confident right reading was at 6.
  */
 export const MIN_LOCAL_CONFIDENCE = 3;
 /**
  * With a plausibility window and a free reading outside it, the reading is `implausible` when the most probable
  * reading inside the window is less than this fraction as probable as the free one (confidence against confidence),
  * and `corrected` to it otherwise. Chosen on a quarter of the training photos (every fourth not in ml/splits, 411)
- * with a simulated history 0–30 m³ below the label (MODEL_CARD.md): corrections kept at lower fits were mostly wrong.
+ * with a simulated history 0–30 m³ below the label: corrections kept at lower fits were mostly wrong
+ * (ml/EXPERIMENTS.md, "Reading within a plausibility window").
  */
 export const IMPLAUSIBLE_BELOW_WINDOW_FIT = 0.3;
