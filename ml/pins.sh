@@ -12,7 +12,7 @@
 set -eu
 cd "$(dirname "$0")"
 DATASETS="${METERLENS_DATASETS:-../../shared/datasets}"
-PACKAGES='libopenblas0-pthread python3-numpy python3-onnx python3-pil python3-torch python3-torchvision'
+PACKAGES='fonts-dejavu-core fonts-liberation2 fonts-noto-core fonts-open-sans fonts-roboto-unhinted libopenblas0-pthread python3-numpy python3-onnx python3-pil python3-torch python3-torchvision'
 
 installed() { # package=version of each installed package named, nothing for one that is not
   dpkg-query -W -f='${db:Status-Status} ${Package}=${Version}\n' "$@" 2>/dev/null | sed -n 's/^installed //p'

@@ -28,7 +28,7 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from common import CACHE
 from synth import CROP_SIZE, ink_map, load_digit_crops, rolled_reading
 
-# Open-licensed fonts (Debian: fonts-dejavu-core, fonts-liberation2, fonts-roboto, fonts-noto-core, fonts-open-sans).
+# Open-licensed fonts: the fonts-* packages of ml/requirements-debian.txt.
 FONT_FOLDERS = [Path(p) for p in os.environ.get('METERLENS_FONTS', '/usr/share/fonts/truetype').split(':')]
 FONT_NAMES = ('DejaVuSans-Bold', 'DejaVuSansCondensed-Bold', 'DejaVuSansMono-Bold', 'DejaVuSans', 'DejaVuSerif-Bold',
               'LiberationSans-Bold', 'LiberationSansNarrow-Bold', 'LiberationMono-Bold', 'LiberationSerif-Bold',

@@ -240,7 +240,7 @@ def main():
         parser.add_argument('--sequence', choices=('gru', 'conv'), default='gru',
                             help='how the columns of the strip are related (StripReader)')
         parser.add_argument('--regularisation', choices=REGULARISATIONS, default='strong',
-                            help='light: the recipe of the local-crnn-v2 reader; strong: dropout, more synthetic strips, harsher augmentation')
+                            help='light: no dropout, fewer synthetic strips; strong: dropout, more synthetic strips, harsher augmentation')
 
     args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]

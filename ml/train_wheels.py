@@ -164,7 +164,7 @@ def main():
         parser.add_argument('--digits-share', type=float, default=0.0,
                             help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
         parser.add_argument('--end-jitter', type=float, default=0.5,
-                            help='move each end of a training window along it by up to this many wheels either way (v13; 0: v12)')
+                            help='move each end of a training window along it by up to this many wheels either way (0: cut where found)')
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
 
