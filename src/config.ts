@@ -4,7 +4,7 @@ import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@si
 import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
 
-/** Every setting comes from the environment (ENVIRONMENT below); README's configuration table lists them all. */
+/** Every setting comes from the environment (ENVIRONMENT below); docs/configuration.md's table lists them all. */
 export interface Config {
   /** Unset: an embedded PostgreSQL is started under `dataDir`. */
   databaseUrl: string | undefined;
@@ -123,7 +123,7 @@ export interface SmtpConfig {
 type Env = Record<string, string | undefined>;
 
 /**
- * `documentedDefault`: how README's configuration table states a default that is not one value
+ * `documentedDefault`: how docs/configuration.md's table states a default that is not one value
  * (unset, computed, the vendor's own); a variable with a `default` is documented with that value.
  */
 interface Defaults<Value> {
