@@ -113,8 +113,8 @@ function usage(): string {
     '            (serve, web, worker and migrate write their log as usual)',
     '  --help    show how to use that command',
     '',
-    'Settings come from the environment (README lists them). Without DATABASE_URL the embedded',
-    'PostgreSQL under DATA_DIR is used, started if no server is running it.',
+    'Settings come from the environment (docs/configuration.md lists them). Without DATABASE_URL the',
+    'embedded PostgreSQL under DATA_DIR is used, started if no server is running it.',
     '',
   ].join('\n');
 }

@@ -124,7 +124,7 @@ export const ENVIRONMENT = Type.Object({
   TRUST_PROXY: Type.String({
     default: 'private',
     description:
-      "The proxies whose `X-Forwarded-For`/`-Proto` are believed (client address for the sign-in and sign-up limits, https for Secure cookies). Comma-separated addresses and CIDR ranges (`203.0.113.7`, `10.0.0.0/8`, `2001:db8::/32`), `loopback`, `linklocal`, `uniquelocal`, `private` (all three: 127/8, ::1, 169.254/16, fe80::/10, 10/8, 172.16/12, 192.168/16, fc00::/7, which is where Heroku's and most platforms' routers connect from) or `none`. A client that connects from any other address is taken at its own address, whatever headers it sends; under the default `private`, any client that connects from a private address (another container, VM or host on the same network) can claim any client address (and `https`, which only decides whether its own cookies are marked Secure): it escapes the per-address sign-in and sign-up limits by claiming a new address each try (the per-email sign-in limit still holds). It cannot claim loopback for `/metrics` (see \"Metrics\"). Name the proxy's exact addresses (or its subnet alone) wherever other clients share its network. Replaces `TRUST_PROXY_HOPS`.",
+      "The proxies whose `X-Forwarded-For`/`-Proto` are believed (client address for the sign-in and sign-up limits, https for Secure cookies). Comma-separated addresses and CIDR ranges (`203.0.113.7`, `10.0.0.0/8`, `2001:db8::/32`), `loopback`, `linklocal`, `uniquelocal`, `private` (all three: 127/8, ::1, 169.254/16, fe80::/10, 10/8, 172.16/12, 192.168/16, fc00::/7, which is where Heroku's and most platforms' routers connect from) or `none`. A client that connects from any other address is taken at its own address, whatever headers it sends; under the default `private`, any client that connects from a private address (another container, VM or host on the same network) can claim any client address (and `https`, which only decides whether its own cookies are marked Secure): it escapes the per-address sign-in and sign-up limits by claiming a new address each try (the per-email sign-in limit still holds). It cannot claim loopback for `/metrics` (docs/operations.md, \"Metrics\"). Name the proxy's exact addresses (or its subnet alone) wherever other clients share its network. Replaces `TRUST_PROXY_HOPS`.",
   }),
   REQUEST_TIMEOUT_SECONDS: integer(60, {
     minimum: 1,
@@ -150,7 +150,7 @@ export const ENVIRONMENT = Type.Object({
     minimum: 0,
     maximum: 100,
     description:
-      "A reading with confidence (0–100) below this goes on to the next reader. The `local` reader's confidence is its estimated chance (in %) of being exact; the default is at or above the lowest from which up at least 99% of the readings kept local were exact on photos that none of its networks had learned (ten-fold cross-validated on the draw the v20 calibration is fitted on: 90–92 on Toloka's, 91–93 on Toloka's and bdci2020's together): on the validation photos it keeps 70% of Toloka's (99.1% of them exact) and 93% of bdci2020's (99.0% exact: its misread `00510` is at 98); 99 keeps 62% of Toloka's, 99.0% exact, and 89% of bdci2020's, 100% exact (`models/MODEL_CARD.md`). It applies to the `local` reader; hosted readers have their own threshold, below.",
+      "A reading with confidence (0–100) below this goes on to the next reader. The `local` reader's confidence is its estimated chance (in %) of being exact; the default is at or above the lowest from which up at least 99% of the readings kept local were exact on photos that none of its networks had learned (ten-fold cross-validated on the draw the v20 calibration is fitted on: 90–92 on Toloka's, 91–93 on Toloka's and bdci2020's together): on the validation photos it keeps 70% of Toloka's (99.1% of them exact) and 93% of bdci2020's (all exact); 99 keeps 62% of Toloka's, 99.0% exact, and 89% of bdci2020's, 100% exact (`models/MODEL_CARD.md`). It applies to the `local` reader; hosted readers have their own threshold, below.",
   }),
   HOSTED_ESCALATE_BELOW: integer(95, {
     minimum: 0,
@@ -190,7 +190,7 @@ export const ENVIRONMENT = Type.Object({
       minimum: 1,
       documentedDefault: 'half of `WORKER_CONCURRENCY`, rounded up',
       description:
-        "Read jobs of one account running at once, across all worker processes. An account's backlog (a drop of thousands of photos) never holds the other read slots, so another account's photo is read at once instead of after it (see the queues under \"For operators: the database\"). A process's `local` reader reads one photo at a time, so two jobs keep it about as busy as four; with hosted readers one account alone is read this many at a time (`bench/README.md`, issue 44). With several worker processes, set it to about half of all their read slots; a single-tenant deployment on hosted readers, to all of them.",
+        "Read jobs of one account running at once, across all worker processes. An account's backlog (a drop of thousands of photos) never holds the other read slots, so another account's photo is read at once instead of after it (docs/operations.md, \"The database\"). A process's `local` reader reads one photo at a time, so two jobs keep it about as busy as four; with hosted readers one account alone is read this many at a time (`bench/README.md`, issue 44). With several worker processes, set it to about half of all their read slots; a single-tenant deployment on hosted readers, to all of them.",
     }),
   ),
   READ_JOB_EXPIRE_SECONDS: integer(150, {
@@ -257,7 +257,7 @@ export const ENVIRONMENT = Type.Object({
     pattern: PHOTO_STORE_PATTERN,
     accepts: 'database or s3://bucket/prefix',
     description:
-      'Where photos go: `database` (in `meter_images`, nothing else to run) or `s3://bucket/prefix`, an S3-compatible bucket through the AWS SDK (objects `<prefix>/<reference_id>/upload` and `…/upright.jpg`). See "Storage: where photos live".',
+      'Where photos go: `database` (in `meter_images`, nothing else to run) or `s3://bucket/prefix`, an S3-compatible bucket through the AWS SDK (objects `<prefix>/<reference_id>/upload` and `…/upright.jpg`). See docs/operations.md, "Where photos live".',
   }),
   // The AWS SDK's own names, as its users set them.
   AWS_ENDPOINT_URL_S3: unsetString('The S3 endpoint for `PHOTO_STORE=s3://…` (MinIO, Ceph, R2, …), addressed path-style; unset: AWS itself.'),
@@ -291,7 +291,7 @@ export const ENVIRONMENT = Type.Object({
     oneOf(['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'], {
       documentedDefault: 'unset',
       description:
-        'TLS to PostgreSQL when `DATABASE_URL` has no `sslmode`: `require`/`no-verify` (Heroku Postgres), `verify-ca`/`verify-full`, or `disable`. See Deployment.',
+        'TLS to PostgreSQL when `DATABASE_URL` has no `sslmode`: `require`/`no-verify` (Heroku Postgres), `verify-ca`/`verify-full`, or `disable`. See docs/operations.md, "Deployment".',
     }),
   ),
   SIGNUP: oneOf(['open', 'closed'], {

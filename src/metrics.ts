@@ -6,7 +6,7 @@ import { QUEUES } from './queue.ts';
 import type { ChainReading, ReadAttempt } from './readers/chain.ts';
 
 /**
- * The process's Prometheus metrics, served by GET /metrics (README, "Metrics"). Counters live in
+ * The process's Prometheus metrics, served by GET /metrics (docs/operations.md, "Metrics"). Counters live in
  * the process that counts; the queue gauges are read from pg-boss's table at scrape time, so
  * every process reports the same queue numbers.
  */

@@ -4,7 +4,8 @@ import { DomainError } from '../errors.ts';
 /**
  * Calls that count no usage (naming a meter, correcting a reading, creating an API key) would let
  * a script fill the database. Each kind of row they create has a bound per account or per
- * submission, far above real use so that only a runaway client reaches it; README states them.
+ * submission, far above real use so that only a runaway client reaches it; docs/api.md ("Errors") and
+ * docs/dashboard.md ("API Keys") state them.
  */
 
 /**

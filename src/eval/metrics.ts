@@ -69,7 +69,7 @@ export interface EvalSummary {
   worst: ScoredCase[];
 }
 
-/** What a client billing on needs_review would bill (README "Plausibility"), over photos read with a grown past. */
+/** What a client billing on needs_review would bill (docs/readings.md, "needs_review"), over photos read with a grown past. */
 export interface ReviewSummary {
   /** Share of the photos whose reading needs review (a photo with no reading does)… */
   needsReview: number;

@@ -10,7 +10,7 @@ import { roundVolume, trustedSubmissions } from './consumption.ts';
 import { MAX_INTERVALS, type UsualConsumption, usualAllowance, usualConsumption } from './usual-consumption.ts';
 
 /**
- * Meters that need a visit (README "Meters that need a visit"). Judged on a meter's trusted values
+ * Meters that need a visit (docs/readings.md, "Meters that need a visit"). Judged on a meter's trusted values
  * (corrections and confirmations, manual readings, readings nobody flagged) each time one of them
  * is added or changes. An anomaly is an episode: it opens when the condition starts, which sends
  * `meter.anomaly` once, and closes when the condition ends; a later start is a new episode.

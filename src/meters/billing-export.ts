@@ -111,7 +111,7 @@ function exportLine(row: ExportRow): string {
 }
 
 /**
- * The billing export (README "GET /api/meter-readings"): a header row, then one row per submission
+ * The billing export (docs/api.md, "The billing export"): a header row, then one row per submission
  * under the filter, newest first, fetched EXPORT_BATCH_SIZE rows at a time as the reader takes them.
  */
 export function billingExport(db: Db, accountId: string, filter: SubmissionFilter): Readable {

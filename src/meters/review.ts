@@ -34,7 +34,7 @@ export function reviewReasons(facts: ReviewFacts): ReviewReason[] {
   return reasons;
 }
 
-/** `needs_review`, the one flag a client bills on (README "Plausibility"): whether reviewReasons gives any. */
+/** `needs_review`, the one flag a client bills on (docs/readings.md, "needs_review"): whether reviewReasons gives any. */
 export function needsReview(facts: ReviewFacts): boolean {
   return reviewReasons(facts).length > 0;
 }

@@ -1,7 +1,7 @@
 /**
  * A meter's counter layout: how many whole-unit (black) and fractional (red) wheels it has. Known from
  * a setting, or from a trusted reading written as the dial shows it; a reading in another layout is
- * not the meter's (README "Plausibility").
+ * not the meter's (docs/readings.md, "Plausibility").
  */
 
 export interface MeterLayout {

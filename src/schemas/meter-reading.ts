@@ -63,7 +63,7 @@ const PlausibilityResponse = Type.Object({
   reason: Type.Optional(Type.String({ description: 'Why the reading is implausible or suspicious' })),
 });
 
-/** needs_review, the one flag to bill on (README "Plausibility"; src/meters/review.ts). */
+/** needs_review, the one flag to bill on (docs/readings.md, "needs_review"; src/meters/review.ts). */
 export const NeedsReview = Type.Boolean({
   description:
     "true: a person should look before this is billed (failed, implausible, suspicious, or less confident than the account's review threshold); " +
@@ -218,7 +218,7 @@ export const MeterListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** The billing export's body: a header row, then one row per submission (README "GET /api/meter-readings"). */
+/** The billing export's body: a header row, then one row per submission (docs/api.md, "The billing export"). */
 export const MeterReadingsCsv = Type.String({
   description:
     'RFC 4180 CSV, header row first: reference_id, meter_id, created_at, finished_at, status, reading, value, unit, confidence, plausibility, needs_review, quality, consumption, corrected_reading, corrected_by, corrected_at, escalated, model',

@@ -86,7 +86,7 @@ interface Operation {
 /**
  * What any operation may answer besides its own: Node's parser, the router, Fastify's body parser,
  * request-deadline, require-host, graceful-close and a database outage refuse a request before or
- * around its route (README, "Errors").
+ * around its route (docs/api.md, "Errors").
  */
 const REFUSALS_AROUND_ROUTES: Array<{ status: string; description: string; applies?: (operation: Operation) => boolean }> = [
   { status: '400', description: '`request`: not valid HTTP, an HTTP/1.1 request without Host, or a URL path that is not valid percent-encoding' },

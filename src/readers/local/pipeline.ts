@@ -202,8 +202,9 @@ function inLayoutsOf(candidate: WindowReading, layouts: string[]): boolean {
 
 /**
  * The photo's reading in the meter's layout (`layouts`, the trained ones it allows), as the window is read within
- * (README "Plausibility"): the free reading when it is in them; else the most confident of the photo's readings
- * that are, among them the free reading's window read again within them (added to `readings`). The free reading
+ * (docs/readings.md, "How the readers read within the window"): the free reading when it is in them; else the most
+ * confident of the photo's readings that are, among them the free reading's window read again within them (added
+ * to `readings`). The free reading
  * when no layout was trained for the meter's, or none of those readings would be a reading at all: the chain then
  * flags it as in another layout.
  */

@@ -43,7 +43,7 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
-  /** The billing export of the list's filter (README "GET /api/meter-readings"). */
+  /** The billing export of the list's filter (docs/api.md, "The billing export"). */
   app.get<{ Querystring: ReadingsQuery }>('/readings.csv', async (request, reply) => {
     const { filter } = readingsFilter(request.query);
     return reply
