@@ -105,6 +105,10 @@ const MeterSummary = Type.Object({
   consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
     description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
   }),
+  waiting_for_review: Type.Integer({
+    minimum: 0,
+    description: 'How many of its submissions need review now (`needs_review: true`): those `GET /api/meter-readings?meter_id=…&needs_review=true` lists',
+  }),
   anomaly: Type.Union([MeterAnomaly, Type.Null()], { description: 'Why the meter needs a visit: its newest open episode; null when none is open' }),
 });
 
@@ -132,6 +136,7 @@ const MeterListPage = Type.Object(
               reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
             },
             consumption_30_days_m3: 9.18,
+            waiting_for_review: 1,
             anomaly: null,
           },
         ],
@@ -203,7 +208,7 @@ const tags = ['Meters'];
 /** Route schema of GET /api/meters. */
 export const MeterList = {
   tags,
-  summary: 'The account’s meters, with their last trusted reading and consumption',
+  summary: 'The account’s meters, with their last trusted reading, consumption and readings waiting for review',
   description: 'Not counted as usage; works without a current subscription.',
   querystring: MetersQuery,
   response: {

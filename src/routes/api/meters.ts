@@ -151,6 +151,7 @@ function meterSummaryJson(meter: MeterSummary) {
       reference_id: last.referenceId,
     },
     consumption_30_days_m3: meter.consumption30Days,
+    waiting_for_review: meter.waitingForReview,
     anomaly: meter.anomaly,
   };
 }
