@@ -218,22 +218,26 @@ export const MeterList = {
   },
 };
 
-/** Route schema of GET /api/meters/{meter_id}/readings; its query is checked by the route (422 `limit`, `cursor`). */
+/** The query of GET /api/meters/{meter_id}/readings. */
+export const MeterHistoryQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
+    cursor: Type.Optional(Type.String({ description: 'A `next_cursor` of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+/** Route schema of GET /api/meters/{meter_id}/readings; the route checks meter_id itself (422 `meter_id`). */
 export const MeterHistory = {
   tags,
   summary: 'A meter’s submissions, newest first',
   description: 'Not counted as usage; works without a current subscription.',
-  documentation: {
-    params: MeterParams,
-    querystring: Type.Object({
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
-      cursor: Type.Optional(Type.String({ description: 'A `next_cursor` of the previous page' })),
-    }),
-  },
+  querystring: MeterHistoryQuery,
+  documentation: { params: MeterParams },
   response: {
     200: MeterHistoryPage,
     404: errorEnvelope('`meter_id`: no meter of this account has this meter_id'),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`meter_id\`, \`limit\` or \`cursor\` malformed`),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}, \`meter_id\` malformed, or a query parameter (\`limit\`, \`cursor\`) malformed or unknown`),
     500: errorEnvelope(SERVER_ERROR),
   },
 };
