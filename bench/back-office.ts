@@ -4,10 +4,13 @@
  * 25th read at confidence 50; what needed review is reviewed except the last 3 days, as a back office
  * that keeps up leaves it; every 20th corrected besides), beside another account of 20 000. For each
  * of the readings list's pages, the review queue's next item (and the navigation's count), the meters
- * list and the billing export, it calls the code's own function, then prints its time (p50 and p95 of
- * SAMPLES calls; the export streamed whole, once) and EXPLAIN (ANALYZE, BUFFERS) of every query the
- * call made, as the code sent it. Last, for comparison, the queue's next item as the rule over the
- * facts would find it without the stored needs_review (before migration 026).
+ * list (each meter's readings waiting for review with it) and the billing export, it calls the code's
+ * own function, then prints its time (p50 and p95 of SAMPLES calls; the export streamed whole, once)
+ * and EXPLAIN (ANALYZE, BUFFERS) of every query the call made, as the code sent it. Then, for
+ * comparison, the queue's next item as the rule over the facts would find it without the stored
+ * needs_review (before migration 026). Last, the meters list once a review threshold of 100 makes
+ * nearly every submission wait (its counts' worst case), with and without the index of each meter's
+ * count (before migration 029).
  */
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -17,12 +20,16 @@ import { createSession, findSession } from '../src/accounts/sessions.ts';
 import { createUser } from '../src/accounts/users.ts';
 import { readingsPage } from '../src/dashboard/readings.ts';
 import { nextForReview } from '../src/dashboard/review-queue.ts';
+import type { Db } from '../src/db/database.ts';
 import type { Database } from '../src/db/schema.ts';
 import { billingExport } from '../src/meters/billing-export.ts';
 import { meterList } from '../src/meters/meter-list.ts';
-import { needsReviewSql, refreshNeedsReview } from '../src/meters/review.ts';
+import { needsReviewSql, refreshNeedsReview, setReviewSettings } from '../src/meters/review.ts';
 import { createTestDatabase } from '../test/helpers/database.ts';
 import { createCustomer } from '../test/helpers/service.ts';
+
+/** Thrown to roll a transaction back once its measurement is done. */
+class RolledBack extends Error {}
 
 const WARM_UP = 5;
 const SAMPLES = 50;
@@ -65,6 +72,12 @@ async function seed(submissions: number): Promise<string> {
   return account;
 }
 
+/** How many readings wait for review on the meters list's first page, all its meters together. */
+async function waitingOnFirstPage(account: string): Promise<number> {
+  const { meters } = await meterList(db, account, { limit: 100 });
+  return meters.reduce((sum, meter) => sum + meter.waitingForReview, 0);
+}
+
 async function timed<T>(run: () => Promise<T>): Promise<{ p50: number; p95: number; result: T }> {
   let result = await run();
   for (let i = 1; i < WARM_UP; i++) await run();
@@ -78,20 +91,23 @@ async function timed<T>(run: () => Promise<T>): Promise<{ p50: number; p95: numb
   return { p50: samples[Math.ceil(SAMPLES * 0.5) - 1]!, p95: samples[Math.ceil(SAMPLES * 0.95) - 1]!, result };
 }
 
-/** Runs the call once capturing its queries, prints EXPLAIN (ANALYZE, BUFFERS) of each; then times it. */
-async function measure<T>(name: string, run: () => Promise<T>): Promise<T> {
+/**
+ * Runs the call once capturing its queries, prints EXPLAIN (ANALYZE, BUFFERS) of each; then times it.
+ * `on`: the connection the call runs on, where EXPLAIN must run too (a transaction's).
+ */
+async function measure<T>(name: string, run: () => Promise<T>, on: Db = db): Promise<T> {
   captured = [];
   await run();
   const queries = captured;
   captured = null;
   const { p50, p95, result } = await timed(run);
   console.log(`\n=== ${name}: p50 ${p50.toFixed(2)} ms, p95 ${p95.toFixed(2)} ms (${SAMPLES} calls)`);
-  for (const query of queries) await explain(query);
+  for (const query of queries) await explain(query, on);
   return result;
 }
 
-async function explain(query: CompiledQuery): Promise<void> {
-  const plan = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, [...query.parameters]));
+async function explain(query: CompiledQuery, on: Db = db): Promise<void> {
+  const plan = await on.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, [...query.parameters]));
   console.log(`--- ${query.sql.replace(/\s+/g, ' ').slice(0, 160)}…`);
   for (const row of plan.rows) console.log(row['QUERY PLAN']);
 }
@@ -130,6 +146,7 @@ try {
   const session = await createSession(db, user.id);
   await measure('session with the navigation’s review count (every dashboard request)', () => findSession(db, session.token));
 
+  console.log(`\nthe first page's meters: ${await waitingOnFirstPage(account)} readings waiting for review`);
   await measure('meters list, first page of 100', () => meterList(db, account, { limit: 100 }));
   await measure('meters list, a page after SN-0500', () => meterList(db, account, { limit: 100, startingAfter: 'SN-0500' }));
   await measure('meters list, prefix SN-05', () => meterList(db, account, { limit: 100, prefix: 'SN-05' }));
@@ -175,6 +192,25 @@ try {
       .limit(1)
       .execute(),
   );
+
+  // The counts' worst case: a review threshold of 100 makes every reading no person reviewed wait.
+  started = performance.now();
+  await setReviewSettings(db, account, { reviewBelow: 100 });
+  console.log(`\nreview threshold 100: refreshNeedsReview of the 100 000 in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  await sql`VACUUM ANALYZE meters`.execute(db);
+  console.log(`the first page's meters: ${await waitingOnFirstPage(account)} readings waiting for review`);
+  await measure('meters list, first page of 100, nearly every submission waiting', () => meterList(db, account, { limit: 100 }));
+  // And without the index of each meter's count: dropped in a transaction that is rolled back.
+  await db
+    .transaction()
+    .execute(async (tx) => {
+      await sql`DROP INDEX meters_meter_point_review`.execute(tx);
+      await measure('for comparison: the same without meters_meter_point_review', () => meterList(tx, account, { limit: 100 }), tx);
+      throw new RolledBack();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
 } finally {
   await db.destroy();
   await database.drop();

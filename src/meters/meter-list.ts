@@ -2,16 +2,22 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { AnomalyJson } from './anomalies.ts';
 import { CONSUMPTION_DAYS, consumption, trustedSubmissions } from './consumption.ts';
+import { meterWaitingCount } from './review.ts';
 
 export const METER_LIST_MAX_LIMIT = 100;
 
-/** A physical meter as the lists show it: its last trusted reading, its consumption over the last 30 days, and whether it needs a visit. */
+/**
+ * A physical meter as the lists show it: its last trusted reading, its consumption over the last 30
+ * days, how many of its submissions wait for review, and whether it needs a visit.
+ */
 export interface MeterSummary {
   meterId: string;
   createdAt: Date;
   lastTrusted: { reading: string; value: number; source: 'correction' | 'reading' | 'manual'; readAt: Date; referenceId: string } | null;
   /** m³; null without a trusted reading in the 30 days or before them. */
   consumption30Days: number | null;
+  /** Its submissions with needs_review, all of them: what `needs_review=true&meter_id=…` lists. */
+  waitingForReview: number;
   /** Its newest open anomaly episode (src/meters/anomalies.ts), if any. */
   anomaly: AnomalyJson | null;
 }
@@ -63,6 +69,7 @@ export async function meterList(
       'last.referenceId',
       'before.value as valueBefore',
       'anomaly.data as anomaly',
+      meterWaitingCount(sql.ref('p.id')).as('waitingForReview'),
     ])
     .where('p.account_id', '=', accountId)
     .orderBy(externalIdBytes)
@@ -78,6 +85,7 @@ export async function meterList(
         ? null
         : { reading: row.reading, value: Number(row.value), source: row.source, readAt: row.readAt, referenceId: row.referenceId },
     consumption30Days: row.readAt && row.readAt >= since ? consumption(row.value, row.valueBefore) : null,
+    waitingForReview: row.waitingForReview,
     anomaly: row.anomaly,
   }));
   return { meters, nextCursor: rows.length > page.limit ? meters.at(-1)!.meterId : null };

@@ -97,6 +97,20 @@ export function reviewWaitingCount(account: string | RawBuilder<unknown> | Retur
   return sql<number>`(SELECT count(*)::int FROM (SELECT FROM meters WHERE account_id = ${account} AND needs_review LIMIT ${sql.lit(REVIEW_COUNT_LIMIT)}) AS waiting)`;
 }
 
+/**
+ * How many submissions of a meter (its meter_points id, or an SQL expression of one) wait for review:
+ * a range of the index meters_meter_point_review, which holds only the submissions that wait.
+ */
+export function meterWaitingCount(meterPoint: string | ReturnType<typeof sql.ref>) {
+  return sql<number>`(SELECT count(*)::int FROM meters WHERE meter_point_id = ${meterPoint} AND needs_review)`;
+}
+
+/** How many submissions of the meter point wait for review (meterWaitingCount), for one meter's page. */
+export async function meterWaitingForReview(db: Db, meterPointId: string): Promise<number> {
+  const row = await db.selectNoFrom(meterWaitingCount(meterPointId).as('waiting')).executeTakeFirstOrThrow();
+  return row.waiting;
+}
+
 /** An account's review settings: its review threshold and the usual consumption of a meter with too little history. */
 export interface ReviewSettings {
   reviewBelow: number;

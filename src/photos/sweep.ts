@@ -11,7 +11,8 @@ export const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
 /**
  * The orphan sweep (with the scheduled purge, every 10 minutes): deletes every object under
  * PHOTO_STORE's prefix older than ORPHAN_MIN_AGE_MS that no meter_images row points at: uploads
- * whose transaction rolled back or whose process died before COMMIT, uploads replaced by their
+ * whose transaction rolled back or whose process died before COMMIT, uploads of sync submissions
+ * withdrawn when the bucket refused their JPEG (withdrawSubmission), uploads replaced by their
  * upright JPEG, photos retention or a deleted account removed the rows of before their objects
  * went. Nothing to do with `PHOTO_STORE=database`. Returns how many it deleted.
  */

@@ -34,11 +34,12 @@ export async function checkUsage(monthlyUsage: number, plan: ActivePlan, mayBeRe
 }
 
 /**
- * Counts one accepted submission, unless that would pass the limit. The row lock taken by the
- * upsert serialises concurrent submissions of one account, so the limit holds exactly, and so
- * does the once-a-month announcement of each usage milestone.
+ * Counts one accepted submission, unless that would pass the limit; returns the month it was
+ * counted in (usageMonth). The row lock taken by the upsert serialises concurrent submissions of
+ * one account, so the limit holds exactly, and so does the once-a-month announcement of each usage
+ * milestone.
  */
-export async function reserveUsage(tx: Tx, boss: PgBoss, accountId: string, plan: ActivePlan): Promise<void> {
+export async function reserveUsage(tx: Tx, boss: PgBoss, accountId: string, plan: ActivePlan): Promise<string> {
   if (plan.monthlyRequestLimit <= 0) throw usageLimitReached(plan);
   const month = usageMonth();
   const counted = await tx
@@ -54,6 +55,21 @@ export async function reserveUsage(tx: Tx, boss: PgBoss, accountId: string, plan
     .executeTakeFirst();
   if (!counted) throw usageLimitReached(plan);
   await announceUsageMilestone(tx, boss, { accountId, month }, plan, counted);
+  return month;
+}
+
+/**
+ * Takes back one count reserveUsage made in `month`, for a submission withdrawn before it was read
+ * (withdrawSubmission). A milestone it announced stays announced: each is sent once a month.
+ */
+export async function releaseUsage(tx: Tx, accountId: string, month: string): Promise<void> {
+  await tx
+    .updateTable('api_usage')
+    .set({ request_count: sql`request_count - 1` })
+    .where('account_id', '=', accountId)
+    .where('month', '=', sql<Date>`${month}::date`)
+    .where('request_count', '>', 0)
+    .execute();
 }
 
 /**

@@ -10,12 +10,14 @@ import type { PhotoStore } from '../photos/store.ts';
 import { enqueueRead } from '../queue.ts';
 import type { AuthenticatedKey } from './authenticate.ts';
 import type { ActivePlan } from './check-subscription.ts';
-import { reserveUsage } from './check-usage.ts';
+import { releaseUsage, reserveUsage } from './check-usage.ts';
 import type { MeterIdentity } from './identify-meter.ts';
 
 export interface AcceptedMeter {
   meterId: string;
   referenceId: string;
+  /** The month its request was counted in (usageMonth). */
+  usageMonth: string;
 }
 
 /**
@@ -86,7 +88,24 @@ export async function persistAndEnqueue(
       .select(['meter.id', 'meter.reference_id'])
       .executeTakeFirstOrThrow();
     if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id }, key.accountId);
-    await reserveUsage(tx, deps.boss, key.accountId, plan);
-    return { meterId: meter.id, referenceId: meter.reference_id };
+    const usageMonth = await reserveUsage(tx, deps.boss, key.accountId, plan);
+    return { meterId: meter.id, referenceId: meter.reference_id, usageMonth };
+  });
+}
+
+/**
+ * Step 5 undone, for a sync submission whose photos the bucket stopped storing before its read began
+ * (its upload stored, its upright JPEG refused): one transaction deletes its rows and takes its count
+ * back, so that, like a submission the bucket refused outright, it is neither stored nor counted, and
+ * the client's retry with the same Idempotency-Key is read and counted once. The upload's object is
+ * left to the orphan sweep (src/photos/sweep.ts): the bucket has just failed. False, and nothing
+ * changes, when the submission has finished meanwhile (expired).
+ */
+export async function withdrawSubmission(db: Db, accountId: string, accepted: AcceptedMeter): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const withdrawn = await tx.deleteFrom('meters').where('id', '=', accepted.meterId).where('status', 'in', ['pending', 'processing']).executeTakeFirst();
+    if (withdrawn.numDeletedRows === 0n) return false;
+    await releaseUsage(tx, accountId, accepted.usageMonth);
+    return true;
   });
 }

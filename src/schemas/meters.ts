@@ -105,6 +105,10 @@ const MeterSummary = Type.Object({
   consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
     description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
   }),
+  waiting_for_review: Type.Integer({
+    minimum: 0,
+    description: 'How many of its submissions need review now (`needs_review: true`): those `GET /api/meter-readings?meter_id=…&needs_review=true` lists',
+  }),
   anomaly: Type.Union([MeterAnomaly, Type.Null()], { description: 'Why the meter needs a visit: its newest open episode; null when none is open' }),
 });
 
@@ -132,6 +136,7 @@ const MeterListPage = Type.Object(
               reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
             },
             consumption_30_days_m3: 9.18,
+            waiting_for_review: 1,
             anomaly: null,
           },
         ],
@@ -203,7 +208,7 @@ const tags = ['Meters'];
 /** Route schema of GET /api/meters. */
 export const MeterList = {
   tags,
-  summary: 'The account’s meters, with their last trusted reading and consumption',
+  summary: 'The account’s meters, with their last trusted reading, consumption and readings waiting for review',
   description: 'Not counted as usage; works without a current subscription.',
   querystring: MetersQuery,
   response: {
@@ -213,22 +218,26 @@ export const MeterList = {
   },
 };
 
-/** Route schema of GET /api/meters/{meter_id}/readings; its query is checked by the route (422 `limit`, `cursor`). */
+/** The query of GET /api/meters/{meter_id}/readings. */
+export const MeterHistoryQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
+    cursor: Type.Optional(Type.String({ description: 'A `next_cursor` of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+/** Route schema of GET /api/meters/{meter_id}/readings; the route checks meter_id itself (422 `meter_id`). */
 export const MeterHistory = {
   tags,
   summary: 'A meter’s submissions, newest first',
   description: 'Not counted as usage; works without a current subscription.',
-  documentation: {
-    params: MeterParams,
-    querystring: Type.Object({
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
-      cursor: Type.Optional(Type.String({ description: 'A `next_cursor` of the previous page' })),
-    }),
-  },
+  querystring: MeterHistoryQuery,
+  documentation: { params: MeterParams },
   response: {
     200: MeterHistoryPage,
     404: errorEnvelope('`meter_id`: no meter of this account has this meter_id'),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or \`meter_id\`, \`limit\` or \`cursor\` malformed`),
+    422: errorEnvelope(`${AUTHORIZATION_ERROR}, \`meter_id\` malformed, or a query parameter (\`limit\`, \`cursor\`) malformed or unknown`),
     500: errorEnvelope(SERVER_ERROR),
   },
 };

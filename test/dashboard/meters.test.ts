@@ -186,6 +186,18 @@ t.test('dashboard: the readings list pages past 100 under its filters; the meter
   );
   t.match(meters.text, /<a href="\/dashboard\/readings\/[0-9a-f-]{36}">00150.000<\/a>/, 'the last trusted reading');
   t.match(meters.text, /<a href="\/dashboard\/readings\/[0-9a-f-]{36}">01259<\/a>/, 'of each meter');
+  const waiting = [
+    ...meters.text.matchAll(/<td data-label="Meter"><a href="\/dashboard\/meters\/([^"]+)">.*?<td data-label="Waiting for review">(.*?)<\/td>/gs),
+  ].map((match) => [match[1], match[2]]);
+  t.same(
+    waiting,
+    [
+      ['SN-7', '<a href="/dashboard/readings?needs_review=true&amp;meter_id=SN-7">65</a>'],
+      ['SN-8', '—'],
+      ['SN-M', '<a href="/dashboard/readings?needs_review=true&amp;meter_id=SN-M">1</a>'],
+    ],
+    "each meter's readings waiting for review, linked to the list of them",
+  );
   const searched = await client.get('/dashboard/meters?prefix=SN-M');
   t.same(
     [...searched.text.matchAll(/<td data-label="Meter"><a href="\/dashboard\/meters\/([^"]+)">/g)].map((match) => match[1]),
@@ -204,4 +216,10 @@ t.test('dashboard: the readings list pages past 100 under its filters; the meter
     ['2026-08', '00110.000', '—'],
   ]);
   t.match(meter.text, /<figure class="consumption-chart">/);
+  t.match(
+    meter.text,
+    /<p id="meter-review"><a href="\/dashboard\/readings\?needs_review=true&amp;meter_id=SN-M">1 submission waits for review<\/a>\.<\/p>/,
+    'the meter page says what waits for review',
+  );
+  t.notMatch((await client.get('/dashboard/meters/SN-8')).text, /id="meter-review"/, 'and says nothing when nothing waits');
 });

@@ -16,6 +16,11 @@ export interface TestBucket {
   stop(): Promise<void>;
   /** Back on the same port with the same objects. */
   start(): Promise<void>;
+  /**
+   * A partial outage: from now on every PUT of a key that matches `key` is answered 503, as an
+   * overloaded S3 answers, while every other request is served; null serves them all again.
+   */
+  refusePuts(key: RegExp | null): void;
 }
 
 /** A real S3 protocol server (s3rver) on loopback with one bucket, files in a scratch folder; closed in teardown. */
@@ -23,9 +28,18 @@ export async function startTestBucket(t: Test, prefix = 'photos'): Promise<TestB
   const directory = await mkdtemp(path.join(tmpdir(), 'meterlens-s3-'));
   let port = 0;
   let server: S3rver | undefined;
+  let refused: RegExp | null = null;
   const start = async () => {
     if (server) return;
     server = new S3rver({ port, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: BUCKET, configs: [] }] });
+    // Ahead of s3rver's own middleware (Koa runs them in order), before run() composes them.
+    server.middleware.unshift(async (ctx, next) => {
+      if (ctx.method !== 'PUT' || !refused?.test(ctx.path)) return next();
+      for await (const _chunk of ctx.req);
+      ctx.status = 503;
+      ctx.type = 'application/xml';
+      ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>';
+    });
     port = (await server.run()).port;
   };
   const stop = async () => {
@@ -54,5 +68,8 @@ export async function startTestBucket(t: Test, prefix = 'photos'): Promise<TestB
     },
     stop,
     start,
+    refusePuts(key) {
+      refused = key;
+    },
   };
 }

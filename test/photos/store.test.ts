@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { exportDataset } from '../../src/meters/dataset-export.ts';
+import { sweepOrphanPhotos } from '../../src/photos/sweep.ts';
+import { monthlyUsage } from '../../src/pipeline/check-usage.ts';
 import { QUEUES, READ_RETRY_LIMIT } from '../../src/queue.ts';
 import { startWorker } from '../../src/worker.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
@@ -100,6 +102,51 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
     t.equal(await meters(), before, 'no meter without its photo');
     await bucket.start();
   });
+
+  t.test(
+    "the bucket refuses a sync submission's upright JPEG after storing its upload: neither stored nor counted, and the retry with its Idempotency-Key is read and counted once",
+    async (t) => {
+      const customer = await createCustomer(service.db, { monthlyLimit: 1 });
+      const submissions = () => service.db.selectFrom('meters').select('reference_id').where('account_id', '=', customer.accountId).execute();
+      const usage = () => monthlyUsage(service.db, customer.accountId);
+      const send = () => submitPhoto(service, { key: customer.key, image: photo, sync: true, headers: { 'idempotency-key': 'photo-1' } });
+      const uploadsBefore = (await bucket.objects()).filter((object) => object.endsWith('/upload'));
+      bucket.refusePuts(/\/upright\.jpg$/);
+      t.teardown(() => bucket.refusePuts(null));
+
+      const refused = await send();
+      t.equal(refused.status, 503);
+      t.equal(refused.headers.get('retry-after'), '10');
+      t.same(refused.body, { errors: { photos: ['The photo store is unavailable. Try again shortly.'] } }, 'the answer of a bucket that refused the upload');
+      const uploads = (await bucket.objects()).filter((object) => object.endsWith('/upload'));
+      t.equal(uploads.length, uploadsBefore.length + 1, 'its upload was stored before the bucket refused');
+      t.same(await submissions(), [], 'no submission kept');
+      t.equal(await usage(), 0, 'nothing counted');
+
+      bucket.refusePuts(null);
+      const read = await send();
+      t.equal(read.status, 200, 'the retry is read, within a limit of 1');
+      t.equal(read.headers.get('idempotent-replayed'), null, 'not a replay');
+      t.equal(read.body.reading, '02390.276');
+      t.equal(await usage(), 1, 'counted once');
+      const replayed = await send();
+      t.equal(replayed.headers.get('idempotent-replayed'), 'true');
+      t.equal(replayed.body.reference_id, read.body.reference_id);
+      t.same(
+        (await submissions()).map((row) => row.reference_id),
+        [read.body.reference_id],
+        'one submission',
+      );
+      t.equal(await usage(), 1, 'still once');
+
+      const swept = await sweepOrphanPhotos(service, 0);
+      t.ok(swept >= 1, 'the sweep deletes the withdrawn upload');
+      t.notOk(
+        (await bucket.objects()).some((object) => uploads.includes(object) && !uploadsBefore.includes(object)),
+        'it is gone',
+      );
+    },
+  );
 
   t.test('the bucket stops while a job is queued: the read waits for it past the job retries, and is not failed', async (t) => {
     const queued = await startTestService(t, { env: { ...bucket.env, READ_RETRY_DELAY_SECONDS: '1' }, worker: false });

@@ -7,12 +7,13 @@ import { checkSubscription, type ActivePlan } from '../../pipeline/check-subscri
 import { checkUsage } from '../../pipeline/check-usage.ts';
 import { identifyMeter } from '../../pipeline/identify-meter.ts';
 import { idempotencyKey, idempotentResponses, isKeyTaken, replayOrClaim } from '../../pipeline/idempotency.ts';
-import { persistAndEnqueue } from '../../pipeline/persist-and-enqueue.ts';
+import { persistAndEnqueue, withdrawSubmission } from '../../pipeline/persist-and-enqueue.ts';
 import { readContext } from '../../pipeline/plausibility.ts';
 import { readPhoto } from '../../pipeline/read.ts';
 import { freshReadingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
 import { discardRestOfBody, notMultipart, validateImage } from '../../pipeline/validate-image.ts';
+import { isPhotoStoreUnavailable } from '../../photos/store.ts';
 import { ReadFailure } from '../../readers/chain.ts';
 import { AsyncSubmission, SyncSubmission } from '../../schemas/meter-reading.ts';
 
@@ -86,6 +87,8 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       result = await readPhoto({ db, photos, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context);
     } catch (error) {
+      // Nothing was read: the bucket refused the upright JPEG. Taken back uncounted, answered as the bucket's 503.
+      if (isPhotoStoreUnavailable(error) && (await withdrawSubmission(db, key.accountId, accepted))) throw error;
       const reason =
         error instanceof ReadFailure ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'The reading failed unexpectedly' };
       await recordFailure({ db, boss }, meter, reason);

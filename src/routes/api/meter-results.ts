@@ -19,7 +19,7 @@ import {
   PlausibilityStatus,
   SERVER_ERROR,
 } from '../../schemas/meter-reading.ts';
-import { queryError, rejectUnknownParameters } from './query.ts';
+import { checkedQuery } from './query.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -60,10 +60,8 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/meter-readings',
-    {
-      attachValidation: true,
-      preValidation: rejectUnknownParameters(MeterListQuery),
-      schema: {
+    checkedQuery(
+      {
         summary: 'The account’s submissions, newest first; as CSV, the billing export',
         tags: ['Readings'],
         querystring: MeterListQuery,
@@ -78,9 +76,9 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
           500: errorEnvelope(SERVER_ERROR),
         },
       },
-    },
+      LIST_QUERY_RULES,
+    ),
     async (request, reply) => {
-      if (request.validationError) throw queryError(request.validationError, LIST_QUERY_RULES);
       const { limit, starting_after: startingAfter } = request.query;
       if (wantsCsv(request.query.format, request.headers.accept)) {
         // The raw query: Ajv fills in limit's default.
@@ -109,7 +107,7 @@ const CREATED_AFTER_RULE = 'created_after must be an RFC 3339 date-time with its
 const CREATED_BEFORE_RULE = 'created_before must be an RFC 3339 date-time with its offset, such as 2026-12-01T00:00:00Z';
 
 /** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
-const LIST_QUERY_RULES: Record<string, string> = {
+const LIST_QUERY_RULES = {
   status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
   created_after: CREATED_AFTER_RULE,
   created_before: CREATED_BEFORE_RULE,

@@ -19,11 +19,22 @@ import { submissionJson } from '../../meters/records.ts';
 import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate.ts';
 import { checkSubscription } from '../../pipeline/check-subscription.ts';
 import { METER_ID_RULE, meterIdField, readAtField, readingField } from '../../pipeline/identify-meter.ts';
-import { ManualReading, MeterHistory, MeterList, MeterSettingsChange, MetersQuery, ReadingConfirmation, ReadingCorrection } from '../../schemas/meters.ts';
-import { queryError, rejectUnknownParameters } from './query.ts';
+import {
+  ManualReading,
+  MeterHistory,
+  type MeterHistoryQuery,
+  MeterList,
+  MeterSettingsChange,
+  type MetersQuery,
+  ReadingConfirmation,
+  ReadingCorrection,
+} from '../../schemas/meters.ts';
+import { checkedQuery } from './query.ts';
 
 /** Of a meter's history and of the meters list. */
 const DEFAULT_HISTORY_LIMIT = 20;
+
+const CURSOR_RULE = 'cursor must be a next_cursor this API returned';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,7 +42,7 @@ declare module 'fastify' {
   }
 }
 
-type HistoryRequest = { Params: { meter_id: string }; Querystring: { limit?: string; cursor?: string } };
+type HistoryRequest = { Params: { meter_id: string }; Querystring: Static<typeof MeterHistoryQuery> };
 type SettingsRequest = { Params: { meter_id: string }; Body: unknown };
 type CorrectionRequest = { Params: { reference_id: string }; Body: unknown };
 type ConfirmationRequest = { Params: { reference_id: string } };
@@ -51,22 +62,17 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     request.apiKey = await authenticate(db, request.headers.authorization);
   });
 
-  app.get<{ Querystring: Static<typeof MetersQuery> }>(
-    '/meters',
-    { schema: MeterList, attachValidation: true, preValidation: rejectUnknownParameters(MetersQuery) },
-    async (request) => {
-      if (request.validationError) throw queryError(request.validationError, METERS_QUERY_RULES);
-      const { limit, starting_after: startingAfter, meter_id_prefix: prefix } = request.query;
-      const page = await meterList(db, apiKey(request).accountId, { limit: limit ?? DEFAULT_HISTORY_LIMIT, startingAfter, prefix });
-      return { data: page.meters.map(meterSummaryJson), has_more: page.nextCursor !== null, next_cursor: page.nextCursor };
-    },
-  );
+  app.get<{ Querystring: Static<typeof MetersQuery> }>('/meters', checkedQuery(MeterList, METERS_QUERY_RULES), async (request) => {
+    const { limit, starting_after: startingAfter, meter_id_prefix: prefix } = request.query;
+    const page = await meterList(db, apiKey(request).accountId, { limit: limit ?? DEFAULT_HISTORY_LIMIT, startingAfter, prefix });
+    return { data: page.meters.map(meterSummaryJson), has_more: page.nextCursor !== null, next_cursor: page.nextCursor };
+  });
 
-  app.get<HistoryRequest>('/meters/:meter_id/readings', { schema: MeterHistory }, async (request) => {
+  app.get<HistoryRequest>('/meters/:meter_id/readings', checkedQuery(MeterHistory, HISTORY_QUERY_RULES), async (request) => {
     const meterId = meterIdField(request.params.meter_id);
-    const limit = historyLimit(request.query.limit);
+    const limit = request.query.limit ?? DEFAULT_HISTORY_LIMIT;
     const before = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
-    if (request.query.cursor !== undefined && !before) throw new DomainError('invalid', 'cursor', 'cursor must be a next_cursor this API returned');
+    if (request.query.cursor !== undefined && !before) throw new DomainError('invalid', 'cursor', CURSOR_RULE);
     const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
     if (!history) throw new DomainError('not_found', 'meter_id', `No meter "${meterId}" in your account`);
     return {
@@ -132,10 +138,16 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /** What each parameter of GET /api/meters must be, in words a client can act on. */
-const METERS_QUERY_RULES: Record<string, string> = {
+const METERS_QUERY_RULES = {
   meter_id_prefix: METER_ID_RULE.replace(/^meter_id/, 'meter_id_prefix'),
   limit: `limit must be an integer from 1 to ${METER_LIST_MAX_LIMIT}`,
   starting_after: 'starting_after must be the next_cursor of the previous page (a meter_id)',
+};
+
+/** What each parameter of GET /api/meters/{meter_id}/readings must be. */
+const HISTORY_QUERY_RULES = {
+  limit: `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`,
+  cursor: CURSOR_RULE,
 };
 
 function meterSummaryJson(meter: MeterSummary) {
@@ -151,6 +163,7 @@ function meterSummaryJson(meter: MeterSummary) {
       reference_id: last.referenceId,
     },
     consumption_30_days_m3: meter.consumption30Days,
+    waiting_for_review: meter.waitingForReview,
     anomaly: meter.anomaly,
   };
 }
@@ -203,13 +216,6 @@ function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | 
 
 function layoutJson(layout: Pick<MeterLayout, 'whole' | 'fraction'>) {
   return { whole_wheels: layout.whole, fractional_wheels: layout.fraction, unit: LAYOUT_UNIT };
-}
-
-function historyLimit(value: string | undefined): number {
-  if (value === undefined) return DEFAULT_HISTORY_LIMIT;
-  const limit = /^[0-9]{1,3}$/.test(value) ? Number(value) : NaN;
-  if (!(limit >= 1 && limit <= HISTORY_MAX_LIMIT)) throw new DomainError('invalid', 'limit', `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`);
-  return limit;
 }
 
 function apiKey(request: FastifyRequest): AuthenticatedKey {

@@ -5,6 +5,7 @@ import { openAnomalies } from '../../meters/anomalies.ts';
 import { CONSUMPTION_DAYS, monthlyConsumption } from '../../meters/consumption.ts';
 import { HISTORY_MAX_LIMIT, meterHistory } from '../../meters/history.ts';
 import { METER_LIST_MAX_LIMIT, meterList } from '../../meters/meter-list.ts';
+import { meterWaitingForReview } from '../../meters/review.ts';
 import { METER_ID_PATTERN } from '../../pipeline/identify-meter.ts';
 import { accountId } from '../../plugins/app/session.ts';
 
@@ -12,8 +13,9 @@ type MetersQuery = { Querystring: { prefix?: string; after?: string } };
 
 /**
  * /dashboard/meters: every physical meter of the account with its last trusted reading, recent
- * consumption and whether it needs a visit; /dashboard/meters/:meterId: one meter's open anomaly
- * episodes, latest submissions, its chart and its consumption per month.
+ * consumption, submissions waiting for review and whether it needs a visit; /dashboard/meters/:meterId:
+ * one meter's open anomaly episodes, submissions waiting for review, latest submissions, its chart and
+ * its consumption per month.
  */
 export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.deps;
@@ -48,6 +50,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
       chart: consumptionChart(history.records),
       months: await monthlyConsumption(db, history.meterPointId),
       anomalies: await openAnomalies(db, history.meterPointId),
+      waitingForReview: await meterWaitingForReview(db, history.meterPointId),
     });
   });
 }

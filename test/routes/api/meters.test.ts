@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { CORRECTIONS_PER_SUBMISSION } from '../../../src/meters/corrections.ts';
 import { METER_POINTS_PER_ACCOUNT } from '../../../src/meters/meter-points.ts';
-import { setReviewSettings } from '../../../src/meters/review.ts';
+import { refreshNeedsReview, setReviewSettings } from '../../../src/meters/review.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
@@ -395,6 +395,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       .insertInto('reading_corrections')
       .values({ meter_id: corrected.id, reading: '00060.000', value: '60', corrected_by: 'api key 1', api_key_id: null, user_id: null })
       .execute();
+    await refreshNeedsReview(service.db, { accountId: customer.accountId });
     t.equal((await api(customer.key, 'PATCH', '/meters/X-9', { max_flow_m3_per_hour: 3 })).status, 200, 'a meter without photos');
     await seedReadings(service.db, stranger, [{ meterId: 'SN-0', createdAt: daysAgo(1), reading: '00001.000' }]);
 
@@ -406,10 +407,22 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       'in byte order, none of another account',
     );
     const [sn1, sn2, sn3, x9] = all.body.data;
-    t.match(sn1, { last_trusted_reading: { reading: '00105.500', value: 105.5, source: 'reading', read_at: String }, consumption_30_days_m3: 5.5 });
-    t.match(sn2, { last_trusted_reading: { reading: '00060.000', value: 60, source: 'correction', reference_id: implausible }, consumption_30_days_m3: null });
-    t.match(sn3, { last_trusted_reading: { reading: '00010.000' }, consumption_30_days_m3: null }, 'nothing read in the 30 days');
-    t.match(x9, { last_trusted_reading: null, consumption_30_days_m3: null, created_at: String });
+    t.match(sn1, {
+      last_trusted_reading: { reading: '00105.500', value: 105.5, source: 'reading', read_at: String },
+      consumption_30_days_m3: 5.5,
+      waiting_for_review: 1,
+    });
+    t.match(sn2, {
+      last_trusted_reading: { reading: '00060.000', value: 60, source: 'correction', reference_id: implausible },
+      consumption_30_days_m3: null,
+      waiting_for_review: 0,
+    });
+    t.match(sn3, { last_trusted_reading: { reading: '00010.000' }, consumption_30_days_m3: null, waiting_for_review: 0 }, 'nothing read in the 30 days');
+    t.match(x9, { last_trusted_reading: null, consumption_30_days_m3: null, created_at: String, waiting_for_review: 0 });
+    const waiting = await api(customer.key, 'GET', '/meter-readings?meter_id=SN-1&needs_review=true');
+    t.equal(waiting.body.data.length, sn1.waiting_for_review, 'the count is what the needs_review filter lists');
+    t.equal((await api(customer.key, 'POST', `/meter-reading/${waiting.body.data[0].reference_id}/confirmation`)).status, 200);
+    t.match((await api(customer.key, 'GET', '/meters?meter_id_prefix=SN-1')).body.data[0], { waiting_for_review: 0 }, 'a confirmed reading waits no more');
 
     const first = await api(customer.key, 'GET', '/meters?limit=2');
     t.match(first.body, { has_more: true, next_cursor: 'SN-2' });
