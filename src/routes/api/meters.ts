@@ -31,7 +31,7 @@ declare module 'fastify' {
   }
 }
 
-type HistoryRequest = { Params: { meter_id: string }; Querystring: { limit?: string; cursor?: string } };
+type HistoryRequest = { Params: { meter_id: string }; Querystring: { limit?: string; starting_after?: string; cursor?: string } };
 type SettingsRequest = { Params: { meter_id: string }; Body: unknown };
 type CorrectionRequest = { Params: { reference_id: string }; Body: unknown };
 type ConfirmationRequest = { Params: { reference_id: string } };
@@ -65,13 +65,13 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   app.get<HistoryRequest>('/meters/:meter_id/readings', { schema: MeterHistory }, async (request) => {
     const meterId = meterIdField(request.params.meter_id);
     const limit = historyLimit(request.query.limit);
-    const before = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
-    if (request.query.cursor !== undefined && !before) throw new DomainError('invalid', 'cursor', 'cursor must be a next_cursor this API returned');
+    const before = historyStart(request.query);
     const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
     if (!history) throw new DomainError('not_found', 'meter_id', `No meter "${meterId}" in your account`);
     return {
       meter_id: meterId,
       readings: history.records.map(submissionJson),
+      has_more: history.nextBefore !== null,
       next_cursor: history.nextBefore ? encodeCursor(history.nextBefore) : null,
     };
   });
@@ -203,6 +203,18 @@ function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | 
 
 function layoutJson(layout: Pick<MeterLayout, 'whole' | 'fraction'>) {
   return { whole_wheels: layout.whole, fractional_wheels: layout.fraction, unit: LAYOUT_UNIT };
+}
+
+/** Where the page starts: `starting_after`, or `cursor`, its deprecated name; a `next_cursor` either way. */
+function historyStart(query: HistoryRequest['Querystring']): string | undefined {
+  if (query.starting_after !== undefined && query.cursor !== undefined) {
+    throw new DomainError('invalid', 'cursor', 'cursor is the old name of starting_after: give only starting_after');
+  }
+  const [field, value] = query.cursor === undefined ? ['starting_after', query.starting_after] : ['cursor', query.cursor];
+  if (value === undefined) return undefined;
+  const before = decodeCursor(value);
+  if (!before) throw new DomainError('invalid', field, `${field} must be a next_cursor this API returned`);
+  return before;
 }
 
 function historyLimit(value: string | undefined): number {
