@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
 import { readingResult } from '../pipeline/reading-result.ts';
-import type { MeterResult } from '../schemas/meter-reading.ts';
+import type { Correction, MeterResult } from '../schemas/meter-reading.ts';
 import { storedNeedsReview } from './review.ts';
 
 /**
@@ -76,26 +76,24 @@ export function billableReading(record: SubmissionRecord): { reading: string; va
  * newest correction beside them (a person may correct a failed submission too) and `needs_review`.
  */
 export function submissionJson(record: SubmissionRecord): MeterResult {
-  const submission = {
-    reference_id: record.referenceId,
-    status: record.status,
-    created_at: record.createdAt.toISOString(),
-    finished_at: record.finishedAt?.toISOString() ?? null,
-  };
+  const submitted = { reference_id: record.referenceId, created_at: record.createdAt.toISOString() };
+  if (record.status === 'pending' || record.status === 'processing') return { ...submitted, status: record.status, finished_at: null };
+  // Set as it finished, in the transaction that stored its reading or its error.
+  const finished = { ...submitted, finished_at: record.finishedAt!.toISOString(), correction: correctionJson(record) };
   if (record.status === 'failed') {
     return {
-      ...submission,
+      ...finished,
+      status: 'failed',
       error: { code: record.errorCode ?? 'unknown', message: record.errorMessage ?? '' },
-      correction: correctionJson(record),
       needs_review: record.needsReview!,
     };
   }
-  if (record.status !== 'completed' || record.readingId === null) return submission;
   return {
-    ...submission,
+    ...finished,
+    status: 'completed',
     ...readingResult(
       {
-        readingId: record.readingId,
+        readingId: record.readingId!,
         reading: record.reading!,
         value: record.value!,
         confidence: record.confidence!,
@@ -107,11 +105,10 @@ export function submissionJson(record: SubmissionRecord): MeterResult {
       },
       { meterId: record.meterId, plausibility: storedPlausibilityJson(record), needsReview: record.needsReview! },
     ),
-    correction: correctionJson(record),
   };
 }
 
-function correctionJson(record: SubmissionRecord): MeterResult['correction'] {
+function correctionJson(record: SubmissionRecord): Correction | null {
   if (!record.correctedReading) return null;
   return {
     reading: record.correctedReading,

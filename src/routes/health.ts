@@ -5,9 +5,10 @@ import { errorBody } from '../errors.ts';
 import { errorEnvelope } from '../schemas/meter-reading.ts';
 
 const healthStatus = (status: string) => Type.Object({ status: Type.Literal(status) }, { description: status });
-const Alive = { tags: ['Health'], summary: 'The process is up', response: { 200: healthStatus('ok') } };
+const Alive = { tags: ['Health'], operationId: 'checkLiveness', summary: 'The process is up', response: { 200: healthStatus('ok') } };
 const Ready = {
   tags: ['Health'],
+  operationId: 'checkReadiness',
   summary: 'The database answers',
   response: { 200: healthStatus('ready'), 503: errorEnvelope('`database`: the database is unreachable') },
 };

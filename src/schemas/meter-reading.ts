@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { INSTANT_PATTERN } from '../instant.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { READING_PATTERN } from '../readers/reader.ts';
+import { componentPointer, named, ref } from './named.ts';
 
 /** A submission's reference_id: a UUID, which PostgreSQL generates. */
 const REFERENCE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -24,13 +25,16 @@ const CounterBox = Type.Object(
     image_width: Type.Integer({ description: 'Width of the stored upright image the corners are in' }),
     image_height: Type.Integer({ description: 'Height of the stored upright image the corners are in' }),
   },
-  { description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image' },
+  { $id: 'CounterBox', description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image' },
 );
 
-const DigitConfidence = Type.Object({
-  digit: Type.Integer({ minimum: 0, maximum: 9 }),
-  confidence: Type.Integer({ minimum: 0, maximum: 100 }),
-});
+const DigitConfidence = Type.Object(
+  {
+    digit: Type.Integer({ minimum: 0, maximum: 9 }),
+    confidence: Type.Integer({ minimum: 0, maximum: 100 }),
+  },
+  { $id: 'DigitConfidence' },
+);
 
 export const PlausibilityStatus = Type.Union(
   (['ok', 'corrected', 'suspicious', 'implausible', 'unknown'] as const).map((status) => Type.Literal(status)),
@@ -43,25 +47,28 @@ export const PlausibilityStatus = Type.Union(
   },
 );
 
-const PlausibilityResponse = Type.Object({
-  status: PlausibilityStatus,
-  reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
-  reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual'), Type.Null()]),
-  reference_submission: Type.Union([ReferenceId, Type.Null()], {
-    description:
-      "The reference_id of the submission the reference is the value of (null: this submission's own previous_reading, or none): the one to confirm or correct if the reference is wrong",
-  }),
-  window: Type.Union([
-    Type.Object({
-      min: Type.Number(),
-      max: Type.Number({ description: 'The physical limit: reference + max flow × hours' }),
-      usual_max: Type.Optional(Type.Number({ description: "Above this the reading is suspicious: the meter's usual consumption since the reference" })),
+const Plausibility = Type.Object(
+  {
+    status: PlausibilityStatus,
+    reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
+    reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual'), Type.Null()]),
+    reference_submission: Type.Union([ReferenceId, Type.Null()], {
+      description:
+        "The reference_id of the submission the reference is the value of (null: this submission's own previous_reading, or none): the one to confirm or correct if the reference is wrong",
     }),
-    Type.Null(),
-  ]),
-  unconstrained_reading: Type.Optional(Type.String({ description: "The free decode, when the window or the meter's layout changed it" })),
-  reason: Type.Optional(Type.String({ description: 'Why the reading is implausible or suspicious' })),
-});
+    window: Type.Union([
+      Type.Object({
+        min: Type.Number(),
+        max: Type.Number({ description: 'The physical limit: reference + max flow × hours' }),
+        usual_max: Type.Optional(Type.Number({ description: "Above this the reading is suspicious: the meter's usual consumption since the reference" })),
+      }),
+      Type.Null(),
+    ]),
+    unconstrained_reading: Type.Optional(Type.String({ description: "The free decode, when the window or the meter's layout changed it" })),
+    reason: Type.Optional(Type.String({ description: 'Why the reading is implausible or suspicious' })),
+  },
+  { $id: 'Plausibility', description: 'How the reading compares with what the meter can show since its reference (README "Plausibility")' },
+);
 
 /** needs_review, the one flag to bill on (docs/readings.md, "needs_review"; src/meters/review.ts). */
 export const NeedsReview = Type.Boolean({
@@ -82,21 +89,24 @@ export const ReadingFields = {
   escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),
   reading_id: Type.Integer(),
-  meter_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "The client's meter_id, if it sent one" })),
-  plausibility: Type.Optional(PlausibilityResponse),
+  meter_id: Type.Union([Type.String(), Type.Null()], { description: "The client's meter_id; null when it sent none" }),
+  plausibility: Type.Optional(ref(Plausibility)),
   needs_review: NeedsReview,
-  counter_box: Type.Optional(CounterBox),
+  counter_box: Type.Optional(ref(CounterBox)),
   digits: Type.Optional(
-    Type.Array(DigitConfidence, { description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them' }),
+    Type.Array(ref(DigitConfidence), { description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them' }),
   ),
 };
 const ReadingResult = Type.Object(ReadingFields);
 export type ReadingResult = Static<typeof ReadingResult>;
 
-export const FailureError = Type.Object({
-  code: Type.String({ description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`' }),
-  message: Type.String(),
-});
+export const FailureError = Type.Object(
+  {
+    code: Type.String({ description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`' }),
+    message: Type.String(),
+  },
+  { $id: 'Failure', description: 'Why the submission failed' },
+);
 
 /** Present only on a replayed response. */
 const replayedHeader = {
@@ -106,8 +116,8 @@ const replayedHeader = {
 export const AcceptedMeterResponse = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('pending') },
   {
-    description: 'Accepted: the meter, its image and its read job are stored; the result comes by webhook',
-    headers: { location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }), ...replayedHeader },
+    $id: 'AcceptedSubmission',
+    description: 'A submission stored with its image and its read job; the result comes by webhook',
     examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'pending' }],
   },
 );
@@ -119,6 +129,7 @@ const READING_EXAMPLE = {
   escalated: false,
   model: 'meterlens-local-v6',
   reading_id: 42,
+  meter_id: 'SN-4711',
   needs_review: false,
   counter_box: {
     corners: [
@@ -136,41 +147,54 @@ const READING_EXAMPLE = {
 export const CompletedReadingResponse = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('completed'), ...ReadingFields },
   {
-    description: 'Read',
-    headers: replayedHeader,
+    $id: 'CompletedReading',
+    description: 'A photo read, as the sync submission answers it',
     examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }],
   },
 );
 export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
 
-const Correction = Type.Object(
+export const Correction = Type.Object(
   {
     reading: Type.String({ description: 'The reading a person gave' }),
     value: Type.Number(),
     corrected_by: Type.String({ description: '`api key N`, or the dashboard user’s email' }),
     corrected_at: Type.String({ format: 'date-time' }),
   },
-  { description: 'The newest correction; the machine’s reading stays beside it' },
+  { $id: 'Correction', description: 'The newest correction; the machine’s reading stays beside it' },
+);
+export type Correction = Static<typeof Correction>;
+
+const submitted = { reference_id: ReferenceId, created_at: Type.String({ format: 'date-time' }) };
+
+/** What a finished (completed or failed) submission has besides its outcome. */
+const finished = {
+  finished_at: Type.String({ format: 'date-time' }),
+  correction: Type.Union([ref(Correction), Type.Null()], { description: 'The newest correction a person gave, or null' }),
+};
+
+const UnfinishedSubmission = Type.Object(
+  {
+    reference_id: submitted.reference_id,
+    status: Type.Union([Type.Literal('pending'), Type.Literal('processing')]),
+    created_at: submitted.created_at,
+    finished_at: Type.Null(),
+  },
+  { $id: 'UnfinishedSubmission', description: 'Accepted, not read yet' },
 );
 
-/**
- * A submission as GET, the list, a meter's history and the correction response show it: the reading
- * fields once completed, `error` once failed, and `correction` and `needs_review` once finished.
- */
-export const MeterResult = Type.Composite(
-  [
-    Type.Object({
-      reference_id: ReferenceId,
-      status: MeterStatus,
-      created_at: Type.String({ format: 'date-time' }),
-      finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-      error: Type.Optional(FailureError),
-      correction: Type.Optional(Type.Union([Correction, Type.Null()], { description: 'Once finished: the newest correction a person gave, or null' })),
-    }),
-    Type.Partial(ReadingResult),
-  ],
+const CompletedSubmission = Type.Object(
   {
-    description: 'The submission: its status; the reading fields once completed; `error` once failed; `correction` and `needs_review` once finished',
+    reference_id: submitted.reference_id,
+    status: Type.Literal('completed'),
+    created_at: submitted.created_at,
+    finished_at: finished.finished_at,
+    ...ReadingFields,
+    correction: finished.correction,
+  },
+  {
+    $id: 'CompletedSubmission',
+    description: 'Read: the machine’s reading, and the newest correction a person gave beside it',
     examples: [
       {
         reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
@@ -183,17 +207,48 @@ export const MeterResult = Type.Composite(
     ],
   },
 );
+
+const FailedSubmission = Type.Object(
+  {
+    reference_id: submitted.reference_id,
+    status: Type.Literal('failed'),
+    created_at: submitted.created_at,
+    finished_at: finished.finished_at,
+    error: ref(FailureError),
+    correction: finished.correction,
+    needs_review: NeedsReview,
+  },
+  { $id: 'FailedSubmission', description: 'Not read: `error` says why; a person may still give its reading as a correction' },
+);
+
+/**
+ * A submission as GET, the list, a meter's history and the correction response show it, one shape per
+ * `status`: a client that checks `status` gets the fields of that outcome, none of them optional.
+ */
+export const MeterResult = Type.Union([ref(UnfinishedSubmission), ref(CompletedSubmission), ref(FailedSubmission)], {
+  $id: 'Submission',
+  description: 'A submission, by its `status`: `pending` or `processing`; `completed` with its reading; `failed` with its error',
+  discriminator: {
+    propertyName: 'status',
+    mapping: {
+      pending: componentPointer(UnfinishedSubmission),
+      processing: componentPointer(UnfinishedSubmission),
+      completed: componentPointer(CompletedSubmission),
+      failed: componentPointer(FailedSubmission),
+    },
+  },
+});
 export type MeterResult = Static<typeof MeterResult>;
 
 export const MeterResultList = Type.Object(
   {
-    data: Type.Array(MeterResult, { description: 'Newest first' }),
-    has_more: Type.Boolean({ description: 'More submissions match: ask again with `starting_after` = `next_cursor`' }),
+    data: Type.Array(ref(MeterResult), { description: 'Newest first' }),
+    has_more: Type.Boolean({ description: 'More submissions match' }),
     next_cursor: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
-      description: 'The reference_id of the last item, to pass as `starting_after`; null when there is no more',
+      description: 'The reference_id of the last item, for `starting_after`; null on the last page',
     }),
   },
-  { description: 'A page of submissions' },
+  { $id: 'SubmissionPage', description: 'A page of submissions' },
 );
 
 export const MeterReferenceParams = Type.Object({ reference_id: Type.String({ description: 'The submission’s reference_id (a UUID)' }) });
@@ -224,24 +279,30 @@ export const MeterReadingsCsv = Type.String({
     'RFC 4180 CSV, header row first: reference_id, meter_id, created_at, finished_at, status, reading, value, unit, confidence, plausibility, needs_review, quality, consumption, corrected_reading, corrected_by, corrected_at, escalated, model',
 });
 
-const ErrorFields = {
-  errors: Type.Record(Type.String(), Type.Array(Type.String(), { minItems: 1 }), {
-    description: 'Each field that is wrong, with what is wrong with it',
-  }),
-  reference_id: Type.Optional(ReferenceId),
-  status: Type.Optional(Type.Literal('failed')),
-  request_id: Type.Optional(Type.String({ description: 'On a 500: the id to quote' })),
-};
-
-/** `{"errors":{"<field>":["<message>"]}}`, sometimes with reference_id, status or request_id beside it. */
-export function errorEnvelope(description: string, headers?: Record<string, TSchema>) {
-  return Type.Object(ErrorFields, {
-    description,
+const ErrorEnvelope = Type.Object(
+  {
+    errors: Type.Record(Type.String(), Type.Array(Type.String(), { minItems: 1 }), {
+      description: 'Each field that is wrong, with what is wrong with it',
+    }),
+    reference_id: Type.Optional(ReferenceId),
+    status: Type.Optional(Type.Literal('failed')),
+    request_id: Type.Optional(Type.String({ description: 'On a 500: the id to quote' })),
+  },
+  {
+    $id: 'ErrorEnvelope',
+    description: 'Every error: `{"errors":{"<field>":["<message>"]}}`, sometimes with reference_id, status or request_id beside it',
     additionalProperties: true,
     examples: [{ errors: { image: ['Missing the field "image": attach the meter photo as a file'] } }],
-    ...(headers ? { headers } : {}),
-  });
+  },
+);
+
+/** A response in the error envelope: what it means for this operation, and its headers. */
+export function errorEnvelope(description: string, headers?: Record<string, TSchema>) {
+  return ref(ErrorEnvelope, { description, ...(headers ? { headers } : {}) });
 }
+
+/** The error envelope in /openapi.json, for the refusals plugins/external/openapi.ts adds by hand. */
+export const ERROR_ENVELOPE_POINTER = { $ref: componentPointer(ErrorEnvelope) };
 
 export const INPUT_ERROR =
   'Invalid input; the field names the problem: `authorization` (bad or inactive key), `subscription`, `usage` (monthly limit), `image`, `idempotency`, or a query parameter';
@@ -259,25 +320,28 @@ const SubmissionErrors = {
 };
 
 /** The multipart form both POST endpoints read; documented only (the route streams it itself). */
-const MeterPhotoUpload = Type.Object({
-  image: Type.String({
-    format: 'binary',
-    contentMediaType: 'application/octet-stream',
-    description: 'The meter photo: JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF, at most 10 MB (10 485 760 bytes)',
-  }),
-  meter_id: Type.Optional(
-    Type.String({ pattern: METER_ID_PATTERN.source, description: 'Your identifier of the physical meter, to keep its readings together' }),
-  ),
-  previous_reading: Type.Optional(
-    Type.String({ pattern: READING_PATTERN.source, description: 'The meter’s last known reading, e.g. "02380.114": digits, optionally one decimal point' }),
-  ),
-  previous_read_at: Type.Optional(
-    Type.String({
-      pattern: INSTANT_PATTERN.source,
-      description: 'When the previous reading was taken: a date (2026-11-01), or a date-time with its offset (2026-11-01T08:00:00Z)',
+const MeterPhotoUpload = Type.Object(
+  {
+    image: Type.String({
+      format: 'binary',
+      contentMediaType: 'application/octet-stream',
+      description: 'The meter photo: JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF, at most 10 MB (10 485 760 bytes)',
     }),
-  ),
-});
+    meter_id: Type.Optional(
+      Type.String({ pattern: METER_ID_PATTERN.source, description: 'Your identifier of the physical meter, to keep its readings together' }),
+    ),
+    previous_reading: Type.Optional(
+      Type.String({ pattern: READING_PATTERN.source, description: 'The meter’s last known reading, e.g. "02380.114": digits, optionally one decimal point' }),
+    ),
+    previous_read_at: Type.Optional(
+      Type.String({
+        pattern: INSTANT_PATTERN.source,
+        description: 'When the previous reading was taken: a date (2026-11-01), or a date-time with its offset (2026-11-01T08:00:00Z)',
+      }),
+    ),
+  },
+  { $id: 'PhotoUpload', description: 'The photo and what the client knows of its meter' },
+);
 
 const SubmissionHeaders = Type.Object({
   'idempotency-key': Type.Optional(
@@ -296,24 +360,49 @@ const SubmissionHeaders = Type.Object({
   ),
 });
 
-const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders, documentation: { body: MeterPhotoUpload } };
+const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders, documentation: { body: ref(MeterPhotoUpload) } };
 
 /** Route schema of POST /api/meter-reading. */
 export const AsyncSubmission = {
   ...submission,
+  operationId: 'submitMeterReading',
   summary: 'Submit a photo; the result comes by webhook',
-  response: { 202: AcceptedMeterResponse, ...SubmissionErrors },
+  response: {
+    202: ref(AcceptedMeterResponse, {
+      description: 'Accepted: the meter, its image and its read job are stored; the result comes by webhook',
+      headers: { location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }), ...replayedHeader },
+    }),
+    ...SubmissionErrors,
+  },
 };
 
 /** Route schema of POST /api/meter-reading/sync. */
 export const SyncSubmission = {
   ...submission,
+  operationId: 'submitMeterReadingSync',
   summary: 'Submit a photo and wait for its reading',
   description: 'No webhook is sent for sync submissions.',
   response: {
-    200: CompletedReadingResponse,
+    200: ref(CompletedReadingResponse, { description: 'Read', headers: replayedHeader }),
     ...SubmissionErrors,
     422: errorEnvelope(`${INPUT_ERROR}. Also \`image\` with \`reference_id\` and \`status: failed\` when the readers found no reading`),
     503: errorEnvelope(`\`reader\`: no reader could be reached; the meter is failed (\`reference_id\`, \`status\`). Or ${PHOTOS_UNAVAILABLE}`, RETRY_AFTER),
   },
 };
+
+named(
+  CounterBox,
+  DigitConfidence,
+  Plausibility,
+  FailureError,
+  AcceptedMeterResponse,
+  CompletedReadingResponse,
+  Correction,
+  UnfinishedSubmission,
+  CompletedSubmission,
+  FailedSubmission,
+  MeterResult,
+  MeterResultList,
+  ErrorEnvelope,
+  MeterPhotoUpload,
+);

@@ -7,6 +7,7 @@ import { CORRECTIONS_PER_SUBMISSION } from '../meters/corrections.ts';
 import { FRACTIONAL_WHEELS_LIMIT, MAX_FLOW_LIMIT, METER_POINTS_PER_ACCOUNT, WHOLE_WHEELS_LIMIT } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { errorEnvelope, MeterReferenceParams, MeterResult, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
+import { named, ref } from './named.ts';
 
 /** Documentation only: the routes check meter_id themselves, to answer 422 `meter_id` rather than 400. */
 const MeterParams = Type.Object({
@@ -42,85 +43,97 @@ const CORRECTED_SUBMISSION_EXAMPLE = {
 const MeterHistoryPage = Type.Object(
   {
     meter_id: Type.String(),
-    readings: Type.Array(MeterResult, { description: 'Every submission of the meter (pending and failed too), newest first' }),
-    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass back as `cursor` for the next page; null on the last page' }),
+    readings: Type.Array(ref(MeterResult), { description: 'Every submission of the meter (pending and failed too), newest first' }),
+    has_more: Type.Boolean({ description: 'The meter has older submissions' }),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'For `starting_after`; null on the last page' }),
   },
-  { description: 'A page of the meter’s history', examples: [{ meter_id: 'SN-4711', next_cursor: 'bTQy', readings: [CORRECTED_SUBMISSION_EXAMPLE] }] },
+  {
+    $id: 'MeterHistoryPage',
+    description: 'A page of the meter’s history',
+    examples: [{ meter_id: 'SN-4711', has_more: true, next_cursor: 'bTQy', readings: [CORRECTED_SUBMISSION_EXAMPLE] }],
+  },
 );
 
 const nullableNumber = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
 
 /** A meter that needs a visit, as the meters list shows it and `meter.anomaly` sends it (src/meters/anomalies.ts). */
-export const MeterAnomaly = Type.Object({
-  kind: Type.Union(
-    ANOMALY_KINDS.map((kind) => Type.Literal(kind)),
-    {
+export const MeterAnomaly = Type.Object(
+  {
+    kind: Type.Union(
+      ANOMALY_KINDS.map((kind) => Type.Literal(kind)),
+      {
+        description:
+          '`stopped`: its trusted readings stand still while they keep arriving and its history says it is used; `backwards`: a trusted reading below the one before; `leak`: far more used over the span than usual',
+      },
+    ),
+    since: Type.String({
+      format: 'date-time',
       description:
-        '`stopped`: its trusted readings stand still while they keep arriving and its history says it is used; `backwards`: a trusted reading below the one before; `leak`: far more used over the span than usual',
-    },
-  ),
-  since: Type.String({
-    format: 'date-time',
-    description:
-      'When it started, by the meter’s readings: the first reading at the value it stopped at, the reading that dropped, the start of the leak’s span',
-  }),
-  reference_id: Type.String({ format: 'uuid', description: 'The submission whose trusted reading ends the span' }),
-  span: Type.Object(
-    {
-      from: Type.String({ format: 'date-time' }),
-      to: Type.String({ format: 'date-time' }),
-      days: Type.Number(),
-    },
-    { description: 'The two trusted readings it was found between (when the meter showed them)' },
-  ),
-  figures: Type.Object({
-    from_reading: Type.String(),
-    to_reading: Type.String(),
-    consumption_m3: Type.Number({ description: 'to_reading less from_reading: negative when it ran backwards' }),
-    usual_m3_per_day: nullableNumber('Its usual daily consumption before the span, from its own trusted history; null for `backwards`'),
-    usual_spread_m3_per_day: nullableNumber('How much that varies (standard deviation); null for `backwards`'),
-    usual_m3: nullableNumber('What it usually uses over the span (usual_m3_per_day × days); null for `backwards`'),
-    limit_m3: nullableNumber('`leak` only: consumption over the span above this is a leak (ANOMALY_LEAK_FACTOR); null otherwise'),
-  }),
-});
+        'When it started, by the meter’s readings: the first reading at the value it stopped at, the reading that dropped, the start of the leak’s span',
+    }),
+    reference_id: Type.String({ format: 'uuid', description: 'The submission whose trusted reading ends the span' }),
+    span: Type.Object(
+      {
+        from: Type.String({ format: 'date-time' }),
+        to: Type.String({ format: 'date-time' }),
+        days: Type.Number(),
+      },
+      { description: 'The two trusted readings it was found between (when the meter showed them)' },
+    ),
+    figures: Type.Object({
+      from_reading: Type.String(),
+      to_reading: Type.String(),
+      consumption_m3: Type.Number({ description: 'to_reading less from_reading: negative when it ran backwards' }),
+      usual_m3_per_day: nullableNumber('Its usual daily consumption before the span, from its own trusted history; null for `backwards`'),
+      usual_spread_m3_per_day: nullableNumber('How much that varies (standard deviation); null for `backwards`'),
+      usual_m3: nullableNumber('What it usually uses over the span (usual_m3_per_day × days); null for `backwards`'),
+      limit_m3: nullableNumber('`leak` only: consumption over the span above this is a leak (ANOMALY_LEAK_FACTOR); null otherwise'),
+    }),
+  },
+  { $id: 'MeterAnomaly', description: 'Why a meter needs a visit' },
+);
 
-const MeterSummary = Type.Object({
-  meter_id: Type.String(),
-  created_at: Type.String({ format: 'date-time', description: 'When the meter was first named' }),
-  last_trusted_reading: Type.Union(
-    [
-      Type.Object({
-        reading: Type.String(),
-        value: Type.Number(),
-        source: Type.Union([Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual')], {
-          description: 'The machine’s reading, a person’s correction or confirmation, or a reading a person entered without a photo',
+const MeterSummary = Type.Object(
+  {
+    meter_id: Type.String(),
+    created_at: Type.String({ format: 'date-time', description: 'When the meter was first named' }),
+    last_trusted_reading: Type.Union(
+      [
+        Type.Object({
+          reading: Type.String(),
+          value: Type.Number(),
+          source: Type.Union([Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual')], {
+            description: 'The machine’s reading, a person’s correction or confirmation, or a reading a person entered without a photo',
+          }),
+          read_at: Type.String({ format: 'date-time', description: 'When its photo was submitted' }),
+          reference_id: ReferenceId,
         }),
-        read_at: Type.String({ format: 'date-time', description: 'When its photo was submitted' }),
-        reference_id: ReferenceId,
-      }),
-      Type.Null(),
-    ],
-    { description: 'The newest submission’s correction, else its reading when that was not implausible; null: none yet' },
-  ),
-  consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
-    description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
-  }),
-  waiting_for_review: Type.Integer({
-    minimum: 0,
-    description: 'How many of its submissions need review now (`needs_review: true`): those `GET /api/meter-readings?meter_id=…&needs_review=true` lists',
-  }),
-  anomaly: Type.Union([MeterAnomaly, Type.Null()], { description: 'Why the meter needs a visit: its newest open episode; null when none is open' }),
-});
+        Type.Null(),
+      ],
+      { description: 'The newest submission’s correction, else its reading when that was not implausible; null: none yet' },
+    ),
+    consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
+      description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
+    }),
+    waiting_for_review: Type.Integer({
+      minimum: 0,
+      description: 'How many of its submissions need review now (`needs_review: true`): those `GET /api/meter-readings?meter_id=…&needs_review=true` lists',
+    }),
+    anomaly: Type.Union([ref(MeterAnomaly), Type.Null()], { description: 'Why the meter needs a visit: its newest open episode; null when none is open' }),
+  },
+  { $id: 'Meter', description: 'A meter of the account, with its last trusted reading and consumption' },
+);
 
 const MeterListPage = Type.Object(
   {
-    data: Type.Array(MeterSummary, { description: 'In meter_id order (byte by byte)' }),
-    has_more: Type.Boolean({ description: 'More meters match: ask again with `starting_after` = `next_cursor`' }),
+    data: Type.Array(ref(MeterSummary), { description: 'In meter_id order (byte by byte)' }),
+    has_more: Type.Boolean({ description: 'More meters match' }),
     next_cursor: Type.Union([Type.String(), Type.Null()], {
-      description: 'The meter_id of the last item, to pass as `starting_after`; null when there is no more',
+      description: 'The meter_id of the last item, for `starting_after`; null on the last page',
     }),
   },
   {
+    $id: 'MeterPage',
     description: 'A page of the account’s meters',
     examples: [
       {
@@ -164,14 +177,14 @@ const layoutFields = {
   fractional_wheels: Type.Integer({ minimum: 0, maximum: FRACTIONAL_WHEELS_LIMIT, description: 'Fractional (red) wheels, right of the point' }),
   unit: Type.Literal('m3', { description: 'What a whole-unit wheel counts: m³, the unit the service reads, judges and bills in' }),
 };
-const Layout = Type.Object(layoutFields, { description: 'A counter layout: `00037.902` is 5 whole and 3 fractional wheels' });
+const Layout = Type.Object(layoutFields, { $id: 'MeterLayout', description: 'A counter layout: `00037.902` is 5 whole and 3 fractional wheels' });
 
 const MeterSettings = Type.Object(
   {
     meter_id: Type.String(),
     max_flow_m3_per_hour: Type.Union([Type.Number(), Type.Null()], { description: 'The meter’s own; null: the account’s applies' }),
     effective_max_flow_m3_per_hour: Type.Number({ description: 'The max flow its plausibility windows use' }),
-    layout: Type.Union([Layout, Type.Null()], { description: 'The layout set for the meter; null: none, its readings show it' }),
+    layout: Type.Union([ref(Layout), Type.Null()], { description: 'The layout set for the meter; null: none, its readings show it' }),
     effective_layout: Type.Union(
       [
         Type.Object({
@@ -186,6 +199,7 @@ const MeterSettings = Type.Object(
     ),
   },
   {
+    $id: 'MeterSettings',
     description: 'The meter’s settings',
     examples: [
       {
@@ -208,11 +222,12 @@ const tags = ['Meters'];
 /** Route schema of GET /api/meters. */
 export const MeterList = {
   tags,
+  operationId: 'listMeters',
   summary: 'The account’s meters, with their last trusted reading, consumption and readings waiting for review',
   description: 'Not counted as usage; works without a current subscription.',
   querystring: MetersQuery,
   response: {
-    200: MeterListPage,
+    200: ref(MeterListPage),
     422: errorEnvelope(`${AUTHORIZATION_ERROR}, or a query parameter (\`limit\`, \`starting_after\`, \`meter_id_prefix\`) malformed or unknown`),
     500: errorEnvelope(SERVER_ERROR),
   },
@@ -222,7 +237,8 @@ export const MeterList = {
 export const MeterHistoryQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
-    cursor: Type.Optional(Type.String({ description: 'A `next_cursor` of the previous page' })),
+    starting_after: Type.Optional(Type.String({ description: 'The `next_cursor` of the previous page' })),
+    cursor: Type.Optional(Type.String({ deprecated: true, description: 'The old name of `starting_after`, still accepted' })),
   },
   { additionalProperties: false },
 );
@@ -230,14 +246,17 @@ export const MeterHistoryQuery = Type.Object(
 /** Route schema of GET /api/meters/{meter_id}/readings; the route checks meter_id itself (422 `meter_id`). */
 export const MeterHistory = {
   tags,
+  operationId: 'listMeterHistory',
   summary: 'A meter’s submissions, newest first',
   description: 'Not counted as usage; works without a current subscription.',
   querystring: MeterHistoryQuery,
   documentation: { params: MeterParams },
   response: {
-    200: MeterHistoryPage,
+    200: ref(MeterHistoryPage),
     404: errorEnvelope('`meter_id`: no meter of this account has this meter_id'),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}, \`meter_id\` malformed, or a query parameter (\`limit\`, \`cursor\`) malformed or unknown`),
+    422: errorEnvelope(
+      `${AUTHORIZATION_ERROR}, \`meter_id\` malformed, or a query parameter (\`limit\`, \`starting_after\`, \`cursor\`) malformed or unknown; \`cursor\`: given with \`starting_after\``,
+    ),
     500: errorEnvelope(SERVER_ERROR),
   },
 };
@@ -245,6 +264,7 @@ export const MeterHistory = {
 /** Route schema of PATCH /api/meters/{meter_id}; its body is checked by the route (422 `max_flow_m3_per_hour`, `layout`, `request`). */
 export const MeterSettingsChange = {
   tags,
+  operationId: 'updateMeterSettings',
   summary: 'Set a meter’s max flow for its plausibility window, or its counter layout',
   description:
     `Sets the settings the body gives (at least one). Not counted as usage, but needs an active subscription. Creates the meter if it has had no photo yet, while the account has fewer than ${METER_POINTS_PER_ACCOUNT} meters. ` +
@@ -258,13 +278,13 @@ export const MeterSettingsChange = {
             description: 'In m³/h; null: the account’s default again',
           }),
         ),
-        layout: Type.Optional(Type.Union([Layout, Type.Null()], { description: 'The counter’s wheels; null: the layout its readings show again' })),
+        layout: Type.Optional(Type.Union([ref(Layout), Type.Null()], { description: 'The counter’s wheels; null: the layout its readings show again' })),
       },
       { examples: [{ max_flow_m3_per_hour: 6 }, { layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }] },
     ),
   },
   response: {
-    200: MeterSettings,
+    200: ref(MeterSettings),
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
@@ -277,6 +297,7 @@ export const MeterSettingsChange = {
 /** Route schema of POST /api/meter-reading/{reference_id}/correction; its body is checked by the route (422 `reading`). */
 export const ReadingCorrection = {
   tags,
+  operationId: 'correctMeterReading',
   summary: 'Correct or confirm a submission’s reading',
   description: `Not counted as usage; works without a current subscription. The corrected value becomes the meter’s reference for its next photo; the machine’s reading stays. At most ${CORRECTIONS_PER_SUBMISSION} corrections per submission.`,
   params: MeterReferenceParams,
@@ -291,7 +312,7 @@ export const ReadingCorrection = {
     ),
   },
   response: {
-    200: MeterResult,
+    200: ref(MeterResult, { description: 'The submission, with the correction' }),
     400: errorEnvelope(BODY_ERROR),
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope('`reference_id`: the submission is still being read'),
@@ -304,13 +325,14 @@ export const ReadingCorrection = {
 /** Route schema of POST /api/meter-reading/{reference_id}/confirmation: no body. */
 export const ReadingConfirmation = {
   tags,
+  operationId: 'confirmMeterReading',
   summary: 'Confirm a submission’s reading as the machine read it',
   description:
     'Not counted as usage; works without a current subscription. Stored as a correction equal to the machine’s reading (so `correction` shows who confirmed and when): `needs_review` becomes false, and a flagged reading becomes the meter’s reference, which releases a meter whose reference was wrong. ' +
     `Counts towards the ${CORRECTIONS_PER_SUBMISSION} corrections a submission may have. No body.`,
   params: MeterReferenceParams,
   response: {
-    200: MeterResult,
+    200: ref(MeterResult, { description: 'The submission, with the confirmation as its correction' }),
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope('`reference_id`: the submission is still being read, or it failed and has no reading to confirm'),
     422: errorEnvelope(`${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already`),
@@ -321,6 +343,7 @@ export const ReadingConfirmation = {
 /** Route schema of POST /api/meters/{meter_id}/readings; its body is checked by the route (422 `reading`, `read_at`). */
 export const ManualReading = {
   tags,
+  operationId: 'addManualReading',
   summary: 'Record a reading a person took without a photo',
   description:
     'A manual reading (or one from another system): stored as a completed submission of the meter with `model: "manual"`, confidence 100 and `needs_review: false`, at its `read_at` (its `created_at`). ' +
@@ -339,7 +362,7 @@ export const ManualReading = {
     ),
   },
   response: {
-    201: MeterResult,
+    201: ref(MeterResult, { description: 'The manual reading, stored as a completed submission' }),
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
@@ -348,3 +371,5 @@ export const ManualReading = {
     500: errorEnvelope(SERVER_ERROR),
   },
 };
+
+named(MeterHistoryPage, MeterAnomaly, MeterSummary, MeterListPage, Layout, MeterSettings);

@@ -2,13 +2,17 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { USAGE_THRESHOLD_SHARE, type DeliveryEvent } from '../webhooks/events.ts';
 import { FailureError, MeterResult, NeedsReview, ReadingFields, ReferenceId } from './meter-reading.ts';
 import { MeterAnomaly } from './meters.ts';
+import { named, ref } from './named.ts';
 
-const UsageMilestone = Type.Object({
-  month: Type.String({ description: 'The calendar month (UTC), e.g. "2026-11"' }),
-  count: Type.Integer({ description: 'Accepted submissions this month' }),
-  limit: Type.Integer({ description: 'The plan’s monthly request limit' }),
-  plan: Type.String(),
-});
+const UsageMilestone = Type.Object(
+  {
+    month: Type.String({ description: 'The calendar month (UTC), e.g. "2026-11"' }),
+    count: Type.Integer({ description: 'Accepted submissions this month' }),
+    limit: Type.Integer({ description: 'The plan’s monthly request limit' }),
+    plan: Type.String(),
+  },
+  { $id: 'UsageMilestone' },
+);
 
 const SubscriptionTerms = {
   plan: Type.String(),
@@ -17,11 +21,14 @@ const SubscriptionTerms = {
   period_end: Type.String({ format: 'date-time' }),
 };
 
-const SubscriptionChange = Type.Object({
-  account_id: Type.Integer(),
-  ...SubscriptionTerms,
-  previous: Type.Union([Type.Object(SubscriptionTerms), Type.Null()], { description: 'The terms before the change' }),
-});
+const SubscriptionChange = Type.Object(
+  {
+    account_id: Type.Integer(),
+    ...SubscriptionTerms,
+    previous: Type.Union([Type.Object(SubscriptionTerms), Type.Null()], { description: 'The terms before the change' }),
+  },
+  { $id: 'SubscriptionChange' },
+);
 
 /**
  * Every event an endpoint can receive, described for /openapi.json: keyed by the event list, so an
@@ -35,23 +42,23 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
   'reading.completed': { summary: 'A submission was read', data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }) },
   'reading.failed': {
     summary: 'A submission could not be read',
-    data: Type.Object({ reference_id: ReferenceId, error: FailureError, needs_review: NeedsReview }),
+    data: Type.Object({ reference_id: ReferenceId, error: ref(FailureError), needs_review: NeedsReview }),
   },
   'reading.corrected': {
     summary:
       'A person corrected or confirmed a reading (API or dashboard): the submission as GET shows it, the machine’s reading (or `error`) with the person’s `correction` beside it (equal to `reading`: a confirmation)',
-    data: MeterResult,
+    data: ref(MeterResult),
   },
   'usage.threshold_reached': {
     summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`,
-    data: UsageMilestone,
+    data: ref(UsageMilestone),
   },
-  'usage.limit_reached': { summary: 'The month’s submissions reached the plan’s limit (once a month)', data: UsageMilestone },
-  'subscription.created': { summary: 'The account got its first subscription', data: SubscriptionChange },
-  'subscription.renewed': { summary: 'The subscription was extended on the same plan', data: SubscriptionChange },
-  'subscription.updated': { summary: 'The subscription changed plan or period', data: SubscriptionChange },
-  'subscription.cancelled': { summary: 'The subscription was cancelled', data: SubscriptionChange },
-  'subscription.expired': { summary: 'The subscription’s period ended (once per period end)', data: SubscriptionChange },
+  'usage.limit_reached': { summary: 'The month’s submissions reached the plan’s limit (once a month)', data: ref(UsageMilestone) },
+  'subscription.created': { summary: 'The account got its first subscription', data: ref(SubscriptionChange) },
+  'subscription.renewed': { summary: 'The subscription was extended on the same plan', data: ref(SubscriptionChange) },
+  'subscription.updated': { summary: 'The subscription changed plan or period', data: ref(SubscriptionChange) },
+  'subscription.cancelled': { summary: 'The subscription was cancelled', data: ref(SubscriptionChange) },
+  'subscription.expired': { summary: 'The subscription’s period ended (once per period end)', data: ref(SubscriptionChange) },
   'webhook_endpoint.disabled': {
     summary: 'Another endpoint of the account was disabled: it answered 410 Gone, or every attempt to it failed for a day',
     data: Type.Object({
@@ -68,9 +75,24 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
   },
 };
 
-/** Each event as it is POSTed: its name, when it was sent, its data. */
+/**
+ * Each event as it is POSTed: its name, when it was sent, its data; named for a generated client as
+ * the event is (`reading.completed`: ReadingCompletedEvent), and received by the operation
+ * `receiveReadingCompleted`.
+ */
 export const WEBHOOK_PAYLOADS = Object.entries(WEBHOOK_EVENT_DATA).map(([event, { summary, data }]) => ({
   event,
   summary,
-  payload: Type.Object({ event: Type.Literal(event), timestamp: Type.String({ format: 'date-time' }), data }),
+  operationId: `receive${pascalCase(event)}`,
+  payload: Type.Object({ event: Type.Literal(event), timestamp: Type.String({ format: 'date-time' }), data }, { $id: `${pascalCase(event)}Event` }),
 }));
+
+/** `webhook_endpoint.disabled` → `WebhookEndpointDisabled`. */
+function pascalCase(event: string): string {
+  return event
+    .split(/[._]/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('');
+}
+
+named(UsageMilestone, SubscriptionChange, ...WEBHOOK_PAYLOADS.map(({ payload }) => payload));

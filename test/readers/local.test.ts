@@ -146,6 +146,11 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     }
   });
 
+  t.test("reads the README's first photo (examples/meter.jpg) as its counter shows it", async (t) => {
+    const result = await reader.read(await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg')), signal());
+    t.equal(result.reading, '02347');
+  });
+
   t.test('within a plausibility window: ok inside it; implausible, capped and explained, far from it', async (t) => {
     const { image } = await drawMeter('00758', '407');
     const free = await reader.read(image, signal());

@@ -45,9 +45,15 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   ]);
   t.same(Object.keys(document.webhooks).sort(), [...TEST_EVENT_KINDS].sort(), 'every event an endpoint can receive');
   t.match(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
-  t.match(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, {
+  t.same(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, { $ref: '#/components/schemas/PhotoUpload' });
+  t.match(document.components.schemas.PhotoUpload, {
     required: ['image'],
-    properties: { image: { format: 'binary' }, meter_id: {}, previous_reading: {}, previous_read_at: {} },
+    properties: {
+      image: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream' },
+      meter_id: {},
+      previous_reading: {},
+      previous_read_at: {},
+    },
   });
   t.match(
     document.paths['/api/meter-reading/{reference_id}/correction'].post.requestBody.content['application/json'].schema,
@@ -60,7 +66,8 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     document.paths['/api/meters/{meter_id}/readings'].get.parameters,
     [
       { in: 'query', name: 'limit', schema: { type: 'integer', maximum: 100 } },
-      { in: 'query', name: 'cursor' },
+      { in: 'query', name: 'starting_after' },
+      { in: 'query', name: 'cursor', schema: { deprecated: true } },
       { in: 'path', name: 'meter_id', schema: { pattern: String } },
     ],
     'so are a query and a path parameter the route checks itself',
@@ -163,9 +170,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     .execute();
   await call('POST', '/api/meter-reading/{reference_id}/correction', `/api/meter-reading/${referenceOf(accepted)}/correction`, json({ reading: '1' }));
   const firstPage = await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1`, { headers: auth });
-  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${(firstPage.body as { next_cursor: string }).next_cursor}`, {
-    headers: auth,
-  });
+  const { next_cursor: cursor } = firstPage.body as { next_cursor: string };
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1&starting_after=${cursor}`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1&cursor=${cursor}`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${cursor}&starting_after=${cursor}`, { headers: auth });
   await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=0`, { headers: auth });
   await call('GET', '/api/meters/{meter_id}/readings', '/api/meters/unknown/readings', { headers: auth });
   await call('GET', '/api/meters', '/api/meters?meter_id_prefix=SN&limit=1', { headers: auth });
@@ -260,6 +268,69 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     const validate = ajv.getSchema(`openapi.json#/${pointer('webhooks', delivery.event_type, 'post', 'requestBody', 'content', 'application/json', 'schema')}`);
     t.ok(validate?.(delivery.payload), `the ${delivery.event_type} webhook payload validates`, { errors: validate?.errors });
   }
+});
+
+t.test('every operation has its stable operationId; schemas are named once and referenced', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const document: any = await (await fetch(`${service.url}/openapi.json`)).json();
+  const operations = [
+    ...Object.entries(document.paths).flatMap(([path, item]: [string, any]) =>
+      Object.entries(item).map(([method, operation]: [string, any]) => ({ name: `${method} ${path}`, operation })),
+    ),
+    ...Object.entries(document.webhooks).map(([event, item]: [string, any]) => ({ name: `webhook ${event}`, operation: item.post })),
+  ];
+  const ids = Object.fromEntries(operations.map(({ name, operation }) => [name, operation.operationId]));
+  // A generated client names its functions by these: renaming one breaks every client built on it.
+  t.same(ids, {
+    'get /healthz': 'checkLiveness',
+    'get /readyz': 'checkReadiness',
+    'post /api/meter-reading': 'submitMeterReading',
+    'post /api/meter-reading/sync': 'submitMeterReadingSync',
+    'get /api/meters': 'listMeters',
+    'get /api/meters/{meter_id}/readings': 'listMeterHistory',
+    'post /api/meters/{meter_id}/readings': 'addManualReading',
+    'patch /api/meters/{meter_id}': 'updateMeterSettings',
+    'post /api/meter-reading/{reference_id}/correction': 'correctMeterReading',
+    'post /api/meter-reading/{reference_id}/confirmation': 'confirmMeterReading',
+    'get /api/meter-reading/{reference_id}': 'getMeterReading',
+    'get /api/meter-readings': 'listMeterReadings',
+    ...Object.fromEntries(
+      TEST_EVENT_KINDS.map((event) => [`webhook ${event}`, `receive${event.replace(/(?:^|[._])(\w)/g, (_match, letter) => letter.toUpperCase())}`]),
+    ),
+  });
+  t.equal(new Set(Object.values(ids)).size, operations.length, 'each its own');
+  for (const { name, operation } of operations) {
+    t.match(operation.operationId, /^[a-z][A-Za-z]+$/, `${name}: camelCase`);
+    if (name.startsWith('get /healthz') || name.startsWith('get /readyz') || name.startsWith('webhook')) t.same(operation.security, [], `${name} needs no key`);
+    else t.same(operation.security, [{ bearerAuth: [] }], `${name} needs a key`);
+  }
+
+  // Every response of the API and every webhook payload is one of the named schemas.
+  for (const { name, operation } of operations) {
+    const bodies = [name.startsWith('webhook') ? operation.requestBody : undefined, ...Object.values(operation.responses)].flatMap((body: any) =>
+      Object.entries(body?.content ?? {}).filter(([type]) => type !== 'text/csv'),
+    );
+    if (name.startsWith('get /healthz') || name.startsWith('get /readyz')) continue;
+    for (const [type, { schema }] of bodies as Array<[string, any]>) {
+      t.match(schema, { $ref: /^#\/components\/schemas\/\w+$/ }, `${name}: ${type} is a named schema`);
+      t.ok(document.components.schemas[schema.$ref.split('/').pop()], `${name}: ${schema.$ref} is in the document`);
+    }
+  }
+  const envelopes = JSON.stringify(document).match(/"errors":\{"description"/g) ?? [];
+  t.equal(envelopes.length, 1, 'the error envelope is written once');
+
+  const { Submission, CompletedSubmission, FailedSubmission, UnfinishedSubmission } = document.components.schemas;
+  t.same(
+    Submission.anyOf.map((member: { $ref: string }) => member.$ref),
+    ['#/components/schemas/UnfinishedSubmission', '#/components/schemas/CompletedSubmission', '#/components/schemas/FailedSubmission'],
+  );
+  t.match(Submission.discriminator, { propertyName: 'status', mapping: { completed: '#/components/schemas/CompletedSubmission' } });
+  t.match(UnfinishedSubmission.properties.status, { anyOf: [{ enum: ['pending'] }, { enum: ['processing'] }] });
+  for (const field of ['reading', 'value', 'confidence', 'escalated', 'model', 'reading_id', 'meter_id', 'needs_review', 'finished_at', 'correction']) {
+    t.ok(CompletedSubmission.required.includes(field), `a completed submission always has ${field}`);
+  }
+  for (const field of ['error', 'needs_review', 'finished_at', 'correction']) t.ok(FailedSubmission.required.includes(field), `a failed one, ${field}`);
+  t.notOk('reading' in FailedSubmission.properties || 'reading' in UnfinishedSubmission.properties, 'the others have no reading');
 });
 
 t.test('a route without a schema does not break the document; only /api routes are in it', async (t) => {

@@ -3,7 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { API_KEY_FORMAT } from '../../accounts/api-key-format.ts';
-import { errorEnvelope } from '../../schemas/meter-reading.ts';
+import { ERROR_ENVELOPE_POINTER } from '../../schemas/meter-reading.ts';
+import { componentPointer, namedSchemas } from '../../schemas/named.ts';
 import { WEBHOOK_PAYLOADS } from '../../schemas/webhook-events.ts';
 import { REQUEST_ID_HEADER } from '../app/request-id.ts';
 
@@ -22,7 +23,12 @@ const DESCRIPTION = `Meterlens reads water meters from photos. Upload a photo an
 later by its \`reference_id\`.
 
 Every error has the envelope \`{"errors":{"<field>":["<message>"]}}\`. Every response carries
-\`X-Request-Id\`: the client's own (1–128 characters of \`A-Za-z0-9._:-\`) or a generated UUID; the logs carry it too.`;
+\`X-Request-Id\`: the client's own (1–128 characters of \`A-Za-z0-9._:-\`) or a generated UUID; the logs carry it too.
+
+Lists come a page at a time, newest or in meter_id order as each says: \`limit\` items, \`has_more\`, and
+\`next_cursor\` (null on the last page), which the next request passes back as \`starting_after\`, with the
+same filters. A cursor is opaque: pass it back as it came. A meter's history also takes \`cursor\`, the
+old name of \`starting_after\`.`;
 
 const WEBHOOK_HEADERS = [
   { name: 'webhook-id', description: 'The event’s id, the same on every retry of it' },
@@ -31,12 +37,15 @@ const WEBHOOK_HEADERS = [
 ].map(({ name, description }) => ({ name, in: 'header', required: true, description, schema: { type: 'string' as const } }));
 
 /** An event as it is POSTed to the client's endpoints (OpenAPI 3.1 `webhooks`). */
-function webhook(summary: string, payload: object) {
+function webhook({ summary, operationId, payload }: (typeof WEBHOOK_PAYLOADS)[number]) {
   return {
     post: {
+      operationId,
       summary,
+      // Signed (the headers above), not authenticated by a key.
+      security: [],
       parameters: WEBHOOK_HEADERS,
-      requestBody: { required: true, content: { 'application/json': { schema: payload } } },
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: componentPointer(payload) } } } },
       responses: { '2XX': { description: 'Delivered. Anything else is retried (5 s, 30 s, 2 min, … over about 3 days); 410 disables the endpoint' } },
     },
   };
@@ -45,23 +54,28 @@ function webhook(summary: string, payload: object) {
 /**
  * GET /openapi.json, generated from the TypeBox schemas of the API routes registered after this
  * plugin, and GET /docs, a reference page whose assets come from the npm package (no CDN).
- * The dashboard stays out of the document.
+ * The dashboard stays out of the document. The named schemas (schemas/named.ts) are shared with
+ * every route, which Fastify resolves them for, and are the document's components.schemas.
  */
 export default fp(async (app: FastifyInstance) => {
+  for (const schema of namedSchemas()) app.addSchema(schema);
   await app.register(swagger, {
+    refResolver: { buildLocalReference: (schema: { $id?: string }, _baseUri: unknown, _fragment: string, i: number) => schema.$id ?? `def-${i}` },
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Meterlens API', version: '1', description: DESCRIPTION },
+      info: { title: 'Meterlens API', version: '1', description: DESCRIPTION, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
+      // Where this document is served: every deployment has its own address.
+      servers: [{ url: '/' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: API_KEY_FORMAT },
         },
       },
-      webhooks: Object.fromEntries(WEBHOOK_PAYLOADS.map(({ event, summary, payload }) => [event, webhook(summary, payload)])),
+      webhooks: Object.fromEntries(WEBHOOK_PAYLOADS.map((event) => [event.event, webhook(event)])),
     },
     transform: ({ schema = {}, url }) => {
       const { documentation, ...validated } = schema;
-      if (url === '/healthz' || url === '/readyz') return { schema: validated, url };
+      if (url === '/healthz' || url === '/readyz') return { schema: { ...validated, security: [] }, url };
       if (!url.startsWith('/api/')) return { schema: { ...validated, hide: true }, url };
       return { schema: { ...validated, ...documentation, security: [{ bearerAuth: [] }] }, url };
     },
@@ -120,7 +134,7 @@ function withRefusalsAroundRoutes<T extends { paths?: object }>(document: T): T 
         const own = responses[status];
         responses[status] = own
           ? { ...own, description: `${own.description}. Also ${description}` }
-          : { description, content: { 'application/json': { schema: errorEnvelope(description) } } };
+          : { description, content: { 'application/json': { schema: ERROR_ENVELOPE_POINTER } } };
       }
     }
   }

@@ -19,6 +19,7 @@ import {
   PlausibilityStatus,
   SERVER_ERROR,
 } from '../../schemas/meter-reading.ts';
+import { ref } from '../../schemas/named.ts';
 import { checkedQuery } from './query.ts';
 
 declare module 'fastify' {
@@ -44,11 +45,12 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/meter-reading/:reference_id',
     {
       schema: {
+        operationId: 'getMeterReading',
         summary: 'A submission’s status and result',
         tags: ['Readings'],
         params: MeterReferenceParams,
         response: {
-          200: MeterResult,
+          200: ref(MeterResult, { description: 'The submission' }),
           404: errorEnvelope('`reference_id`: no submission of this account has this reference (or it is not a UUID)'),
           422: errorEnvelope(INPUT_ERROR),
           500: errorEnvelope(SERVER_ERROR),
@@ -62,13 +64,14 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/meter-readings',
     checkedQuery(
       {
+        operationId: 'listMeterReadings',
         summary: 'The account’s submissions, newest first; as CSV, the billing export',
         tags: ['Readings'],
         querystring: MeterListQuery,
         response: {
           200: {
             description: 'A page of submissions; with `Accept: text/csv` or `format=csv`, every matching submission as CSV, streamed',
-            content: { 'application/json': { schema: MeterResultList }, 'text/csv': { schema: MeterReadingsCsv } },
+            content: { 'application/json': { schema: ref(MeterResultList) }, 'text/csv': { schema: MeterReadingsCsv } },
           },
           422: errorEnvelope(
             '`authorization`: bad or inactive key; or a query parameter, named, that is malformed or unknown (`starting_after`: not a reference of this account)',

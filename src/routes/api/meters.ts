@@ -34,7 +34,7 @@ import { checkedQuery } from './query.ts';
 /** Of a meter's history and of the meters list. */
 const DEFAULT_HISTORY_LIMIT = 20;
 
-const CURSOR_RULE = 'cursor must be a next_cursor this API returned';
+const CURSOR_RULE = (field: string) => `${field} must be a next_cursor this API returned`;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -71,13 +71,13 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   app.get<HistoryRequest>('/meters/:meter_id/readings', checkedQuery(MeterHistory, HISTORY_QUERY_RULES), async (request) => {
     const meterId = meterIdField(request.params.meter_id);
     const limit = request.query.limit ?? DEFAULT_HISTORY_LIMIT;
-    const before = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
-    if (request.query.cursor !== undefined && !before) throw new DomainError('invalid', 'cursor', CURSOR_RULE);
+    const before = historyStart(request.query);
     const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
     if (!history) throw new DomainError('not_found', 'meter_id', `No meter "${meterId}" in your account`);
     return {
       meter_id: meterId,
       readings: history.records.map(submissionJson),
+      has_more: history.nextBefore !== null,
       next_cursor: history.nextBefore ? encodeCursor(history.nextBefore) : null,
     };
   });
@@ -147,7 +147,8 @@ const METERS_QUERY_RULES = {
 /** What each parameter of GET /api/meters/{meter_id}/readings must be. */
 const HISTORY_QUERY_RULES = {
   limit: `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`,
-  cursor: CURSOR_RULE,
+  starting_after: CURSOR_RULE('starting_after'),
+  cursor: CURSOR_RULE('cursor'),
 };
 
 function meterSummaryJson(meter: MeterSummary) {
@@ -216,6 +217,18 @@ function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | 
 
 function layoutJson(layout: Pick<MeterLayout, 'whole' | 'fraction'>) {
   return { whole_wheels: layout.whole, fractional_wheels: layout.fraction, unit: LAYOUT_UNIT };
+}
+
+/** Where the page starts: `starting_after`, or `cursor`, its deprecated name; a `next_cursor` either way. */
+function historyStart(query: HistoryRequest['Querystring']): string | undefined {
+  if (query.starting_after !== undefined && query.cursor !== undefined) {
+    throw new DomainError('invalid', 'cursor', 'cursor is the old name of starting_after: give only starting_after');
+  }
+  const [field, value] = query.cursor === undefined ? ['starting_after', query.starting_after] : ['cursor', query.cursor];
+  if (value === undefined) return undefined;
+  const before = decodeCursor(value);
+  if (!before) throw new DomainError('invalid', field, CURSOR_RULE(field));
+  return before;
 }
 
 function apiKey(request: FastifyRequest): AuthenticatedKey {

@@ -229,26 +229,32 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
     }
   });
 
-  t.test("history: newest first, cursor-paginated, only the account's own meters", async (t) => {
+  t.test("history: newest first, paged by starting_after (or cursor, its old name), only the account's own meters", async (t) => {
     const customer = await createCustomer(service.db);
     const stranger = await createCustomer(service.db);
     const references: string[] = [];
     for (let i = 0; i < 5; i++) references.push((await submit(customer.key, { meter_id: 'H/1' })).body.reference_id);
     await submit(customer.key, { meter_id: 'H2' });
-    const seen: string[] = [];
-    let cursor: string | null = null;
-    let pages = 0;
-    do {
-      const query: string = `?limit=2${cursor ? `&cursor=${cursor}` : ''}`;
-      const page = await api(customer.key, 'GET', `/meters/${encodeURIComponent('H/1')}/readings${query}`);
-      t.equal(page.status, 200);
-      t.ok(page.body.readings.length <= 2);
-      seen.push(...page.body.readings.map((reading: { reference_id: string }) => reading.reference_id));
-      cursor = page.body.next_cursor;
-      pages += 1;
-    } while (cursor);
-    t.same(seen, [...references].reverse(), 'every submission of the meter once, newest first');
-    t.equal(pages, 3);
+    const readAll = async (parameter: string) => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const query: string = `?limit=2${cursor ? `&${parameter}=${cursor}` : ''}`;
+        const page = await api(customer.key, 'GET', `/meters/${encodeURIComponent('H/1')}/readings${query}`);
+        t.equal(page.status, 200);
+        t.ok(page.body.readings.length <= 2);
+        seen.push(...page.body.readings.map((reading: { reference_id: string }) => reading.reference_id));
+        t.equal(page.body.has_more, page.body.next_cursor !== null, 'has_more when there is a next page');
+        cursor = page.body.next_cursor;
+        pages += 1;
+      } while (cursor);
+      return { seen, pages };
+    };
+    const paged = await readAll('starting_after');
+    t.same(paged.seen, [...references].reverse(), 'every submission of the meter once, newest first');
+    t.equal(paged.pages, 3);
+    t.same(await readAll('cursor'), paged, 'cursor, the old name of starting_after, pages the same');
     const full = await api(customer.key, 'GET', '/meters/H%2F1/readings');
     t.match(full.body.readings[0], {
       meter_id: 'H/1',
@@ -270,6 +276,13 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       t.match(await api(customer.key, 'GET', `/meters/H2/readings?limit=${limit}`), { status: 422, body: { errors: { limit: [String] } } }, limit);
     }
     t.match(await api(customer.key, 'GET', '/meters/H2/readings?cursor=nonsense'), { status: 422, body: { errors: { cursor: [String] } } });
+    t.match(await api(customer.key, 'GET', '/meters/H2/readings?starting_after=nonsense'), { status: 422, body: { errors: { starting_after: [String] } } });
+    const first = await api(customer.key, 'GET', '/meters/H%2F1/readings?limit=1');
+    t.match(
+      await api(customer.key, 'GET', `/meters/H%2F1/readings?starting_after=${first.body.next_cursor}&cursor=${first.body.next_cursor}`),
+      { status: 422, body: { errors: { cursor: [String] } } },
+      'not both names at once',
+    );
     t.match(await api(customer.key, 'GET', '/meters/H2/readings?limit=100'), { status: 200, body: { next_cursor: null } });
   });
 
