@@ -66,8 +66,12 @@ const SHAPE = {
   accountSubmissions: positive('account-submissions'),
   accountMeters: positive('account-meters'),
 };
-if (SHAPE.accountSubmissions > SHAPE.submissions || SHAPE.accountMeters > SHAPE.meters || SHAPE.accountMeters > 9999) {
-  throw new Error('the measured account is part of the totals, with at most 9 999 meters (SN-0001…SN-9999)');
+if (
+  SHAPE.accountSubmissions > SHAPE.submissions ||
+  SHAPE.accountMeters > SHAPE.meters ||
+  Math.max(SHAPE.accountMeters, ...otherAccounts().map(([, meters]) => meters)) > 9999
+) {
+  throw new Error('the measured account is part of the totals, and an account has at most 9 999 meters (SN-0001…SN-9999)');
 }
 
 function positive(name: keyof typeof options): number {
