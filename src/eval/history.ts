@@ -107,13 +107,15 @@ export function grownPast(photo: LabelledPhoto, kind: PastKind): MeterFacts {
 }
 
 /**
- * The layout the photo's dial has: its label's when the label keeps its leading zeros, else the trained layout
- * (spec.json: the validation datasets' counters) with the label's fractional wheels, else the label as written.
+ * The layout the photo's dial has: its label's when the label keeps its leading zeros, else the first trained layout
+ * (spec.json: the validation datasets' counters) that holds the label with the zeros it dropped, leading and
+ * trailing (Toloka writes `00070.940` as `70.94`), else the label as written.
  */
 function dialLayout(label: string): Pick<MeterLayout, 'whole' | 'fraction'> {
-  const fraction = label.split('.')[1]?.length ?? 0;
-  const shown = layoutShownBy(label) ?? LAYOUTS.map((trained) => layoutShownBy(trained.replaceAll('d', '0'))!).find((trained) => trained.fraction === fraction);
-  return shown ?? { whole: label.split('.')[0]!.length, fraction };
+  const [whole = '', fraction = ''] = label.split('.');
+  const holds = (trained: MeterLayout) => trained.whole >= whole.length && trained.fraction >= fraction.length;
+  const shown = layoutShownBy(label) ?? LAYOUTS.map((trained) => layoutShownBy(trained.replaceAll('d', '0'))!).find(holds);
+  return shown ?? { whole: whole.length, fraction: fraction.length };
 }
 
 /** `value` m³ as a dial of `layout` shows it: down to its last wheel, with leading zeros. */

@@ -1,5 +1,6 @@
 /** Scoring of meter readings against labels, as `meterlens eval` reports it. */
 import { ENVIRONMENT } from '../config.ts';
+import { DEFAULT_REVIEW_BELOW, needsReview } from '../meters/review.ts';
 import type { Plausibility } from '../readers/reader.ts';
 
 export interface ScoredCase {
@@ -18,8 +19,8 @@ export interface ScoredCase {
   unconstrained?: string;
   /** What the reader said of its reading beside it (the local reader: its confidence evidence). */
   raw?: unknown;
-  /** With a grown past (`eval --previous dated|manual`): the reference the reading bills from, and whether it needs review. */
-  past?: { reference: string; needsReview: boolean };
+  /** With a grown past (`eval --previous dated|manual`): the reference the reading bills from. */
+  past?: { reference: string };
 }
 
 export const CONFIDENCE_THRESHOLDS = [50, 80, 90, 95];
@@ -69,18 +70,30 @@ export interface EvalSummary {
   worst: ScoredCase[];
 }
 
-/** What a client billing on needs_review would bill (docs/readings.md, "needs_review"), over photos read with a grown past. */
-export interface ReviewSummary {
-  /** Share of the photos whose reading needs review (a photo with no reading does)… */
+/** What a client billing on needs_review would bill (docs/readings.md, "needs_review") at the review threshold `reviewBelow`. */
+export interface ReviewAt {
+  reviewBelow: number;
+  /** Share of the photos whose reading needs review (a photo with no reading does). */
   needsReview: number;
-  /** …and of them, the shares of the photos for each reason: no reading, flagged so, or below the review threshold. */
-  reasons: { noReading: number; implausible: number; suspicious: number; lessConfident: number };
   /** Readings not needing review: how many, and the share of them right in whole units. */
   billable: number;
   wholeUnitsRightBillable: number | null;
   /** The readings not needing review that bill a consumption far off (isBillingError). */
   billingErrors: BillingError[];
 }
+
+/** needs_review over the photos read with a grown past: at the account default threshold, why, and at other thresholds. */
+export interface ReviewSummary extends ReviewAt {
+  /** Of the photos needing review, the shares of all photos for each reason: no reading, flagged so, or below the threshold… */
+  reasons: { noReading: number; implausible: number; suspicious: number; lessConfident: number };
+  /** …and for each reason with a reading, the share of all photos whose reading is right in whole units all the same. */
+  rightInWholeUnits: { implausible: number; suspicious: number; lessConfident: number };
+  /** The same judged at each of REVIEW_THRESHOLDS: what choosing an account's threshold trades. */
+  byThreshold: Array<Omit<ReviewAt, 'billingErrors'> & { billingErrors: number }>;
+}
+
+/** The review thresholds the review summary is also judged at. */
+export const REVIEW_THRESHOLDS = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95];
 
 export interface BillingError {
   file: string;
@@ -202,21 +215,54 @@ export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: num
   };
 }
 
-/** needs_review over the photos read with a grown past, and what the readings that do not need it would bill. */
+/**
+ * needs_review over the photos read with a grown past, as the service judges it at the account default threshold
+ * (and at each of REVIEW_THRESHOLDS), and what the readings that do not need it would bill.
+ */
 export function summariseReview(cases: ScoredCase[]): ReviewSummary {
-  const billable = cases.filter((c) => c.predicted !== undefined && c.past && !c.past.needsReview);
+  const { billable, ...atDefault } = reviewAt(cases, DEFAULT_REVIEW_BELOW);
   const needing = cases.filter((c) => !billable.includes(c));
   const share = (test: (c: ScoredCase) => boolean) => ratio(needing.filter(test).length, cases.length);
   const flagged = (c: ScoredCase) => c.plausibility === 'implausible' || c.plausibility === 'suspicious';
+  const reasons = {
+    implausible: (c: ScoredCase) => c.predicted !== undefined && c.plausibility === 'implausible',
+    suspicious: (c: ScoredCase) => c.predicted !== undefined && c.plausibility === 'suspicious',
+    lessConfident: (c: ScoredCase) => c.predicted !== undefined && !flagged(c),
+  };
+  const rightAnyway = (reason: (c: ScoredCase) => boolean) => share((c) => reason(c) && isWholeUnitExact(c));
   return {
-    needsReview: ratio(needing.length, cases.length),
+    ...atDefault,
+    billable: billable.length,
     reasons: {
       noReading: share((c) => c.predicted === undefined),
-      implausible: share((c) => c.predicted !== undefined && c.plausibility === 'implausible'),
-      suspicious: share((c) => c.predicted !== undefined && c.plausibility === 'suspicious'),
-      lessConfident: share((c) => c.predicted !== undefined && !flagged(c)),
+      implausible: share(reasons.implausible),
+      suspicious: share(reasons.suspicious),
+      lessConfident: share(reasons.lessConfident),
     },
-    billable: billable.length,
+    rightInWholeUnits: {
+      implausible: rightAnyway(reasons.implausible),
+      suspicious: rightAnyway(reasons.suspicious),
+      lessConfident: rightAnyway(reasons.lessConfident),
+    },
+    byThreshold: REVIEW_THRESHOLDS.map((reviewBelow) => {
+      const at = reviewAt(cases, reviewBelow);
+      return { ...at, billable: at.billable.length, billingErrors: at.billingErrors.length };
+    }),
+  };
+}
+
+/** needs_review of each photo at the threshold `reviewBelow` (the service's rule), and what the readings that do not need it bill. */
+function reviewAt(cases: ScoredCase[], reviewBelow: number): Omit<ReviewAt, 'billable'> & { billable: ScoredCase[] } {
+  const billable = cases.filter(
+    (c) =>
+      c.predicted !== undefined &&
+      c.past &&
+      !needsReview({ status: 'completed', plausibility: c.plausibility ?? null, confidence: c.confidence, reviewBelow, byPerson: false }),
+  );
+  return {
+    reviewBelow,
+    needsReview: ratio(cases.length - billable.length, cases.length),
+    billable,
     wholeUnitsRightBillable: billable.length ? ratio(billable.filter(isWholeUnitExact).length, billable.length) : null,
     billingErrors: billable.map(billingError).filter((error) => error !== undefined),
   };

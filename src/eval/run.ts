@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ImageError, normaliseImage } from '../images.ts';
-import { DEFAULT_REVIEW_BELOW, needsReview } from '../meters/review.ts';
 import type { MeterExpectation } from '../pipeline/plausibility.ts';
 import { judgeReading, judgeUsual } from '../readers/plausibility.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
@@ -15,7 +14,7 @@ const PER_PHOTO_TIMEOUT_MS = 60_000;
  * service normalises an upload (EXIF rotation, long side, JPEG), so the reader sees what it sees in production;
  * latency is the reader's own, normalisation not included. With `expectationFor`, each photo is read within what the
  * service would expect of it (its plausibility window and layout) and judged as the service judges it (the chain,
- * then the usual consumption); with a reference, whether it needs review at the account's default threshold too.
+ * then the usual consumption), with the reference its reading bills from.
  */
 export async function readPhotos(
   reader: MeterReader,
@@ -37,17 +36,10 @@ export async function readPhotos(
     }
     const started = performance.now();
     const { window, layout, usual, reference } = expectationFor?.(photo) ?? {};
-    const past = (review: boolean) => (reference ? { past: { reference: reference.reading, needsReview: review } } : {});
+    const past = reference ? { past: { reference: reference.reading } } : {};
     try {
       const read = await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS), window, layout);
       const reading = judgeUsual(judgeReading(read, window, layout), usual);
-      const review = needsReview({
-        status: 'completed',
-        plausibility: reading.plausibility,
-        confidence: reading.confidence,
-        reviewBelow: DEFAULT_REVIEW_BELOW,
-        byPerson: false,
-      });
       cases.push({
         file: photo.file,
         accepted: photo.accepted,
@@ -57,7 +49,7 @@ export async function readPhotos(
         plausibility: reading.plausibility,
         unconstrained: reading.unconstrainedReading,
         raw: reading.raw,
-        ...past(review),
+        ...past,
       });
     } catch (error) {
       if (!(error instanceof ReaderError)) throw error;
@@ -67,7 +59,7 @@ export async function readPhotos(
         confidence: 0,
         latencyMs: performance.now() - started,
         error: `${error.kind}: ${error.message}`,
-        ...past(true),
+        ...past,
       });
     }
   }
@@ -140,14 +132,26 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
   );
   if (summary.review) {
-    const { needsReview, reasons, billable, wholeUnitsRightBillable, billingErrors } = summary.review;
-    const why = `no reading ${percent(reasons.noReading).trim()}, implausible ${percent(reasons.implausible).trim()}, suspicious ${percent(reasons.suspicious).trim()}`;
+    const { reviewBelow, needsReview, reasons, rightInWholeUnits: right, billable, wholeUnitsRightBillable, billingErrors, byThreshold } = summary.review;
+    const reason = (name: string, share: number, rightShare: number) => `${name} ${percent(share).trim()} (${percent(rightShare).trim()} right)`;
+    const why = [
+      `no reading ${percent(reasons.noReading).trim()}`,
+      reason('implausible', reasons.implausible, right.implausible),
+      reason('suspicious', reasons.suspicious, right.suspicious),
+      reason('less confident', reasons.lessConfident, right.lessConfident),
+    ].join(', ');
     lines.push(
-      `  as billed on needs_review (review below confidence ${DEFAULT_REVIEW_BELOW}, the account default)`,
-      `    needs review              ${percent(needsReview)}  (${why}, less confident ${percent(reasons.lessConfident).trim()})`,
+      `  as billed on needs_review (review below confidence ${reviewBelow}, the account default)`,
+      `    needs review              ${percent(needsReview)}  (${why}; right: in whole units all the same)`,
       `    not needing review: ${billable}; whole units right ${percent(wholeUnitsRightBillable).trim()}; ` +
         `billing errors ${billingErrors.length} (off the true consumption by more than ${BILLING_ERROR_M3} m³ and ${100 * BILLING_ERROR_SHARE}% of it)`,
       ...billingErrors.map((e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`),
+      '    at other review thresholds (needs review; not needing review, whole units right among them, billing errors)',
+      ...byThreshold.map(
+        (at) =>
+          `      below ${String(at.reviewBelow).padStart(3)}         ${percent(at.needsReview)}  ${String(at.billable).padStart(4)}  ` +
+          `${percent(at.wholeUnitsRightBillable)}  ${String(at.billingErrors).padStart(3)}`,
+      ),
     );
   }
   if (summary.worst.length) {

@@ -46,8 +46,16 @@ export const METER_POINTS_PER_ACCOUNT = 100_000;
 export const WHOLE_WHEELS_LIMIT = 10;
 export const FRACTIONAL_WHEELS_LIMIT = 6;
 
-export function isWheelCount(value: unknown, least: number, most: number): value is number {
+function isWheelCount(value: unknown, least: number, most: number): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= least && value <= most;
+}
+
+/**
+ * Whether a layout setting (the API's, the dashboard's) may name these wheels: 1–WHOLE_WHEELS_LIMIT whole-unit
+ * ones and 0–FRACTIONAL_WHEELS_LIMIT fractional ones.
+ */
+export function isLayoutSetting(layout: { whole: unknown; fraction: unknown }): layout is Pick<MeterLayout, 'whole' | 'fraction'> {
+  return isWheelCount(layout.whole, 1, WHOLE_WHEELS_LIMIT) && isWheelCount(layout.fraction, 0, FRACTIONAL_WHEELS_LIMIT);
 }
 
 /** A change of a meter's settings: each one given is set (null: cleared, the account's or the readings' again). */

@@ -117,8 +117,11 @@ export interface ReviewSettings {
   usualM3PerDay: number;
 }
 
-/** A new account's settings (sql/023's column defaults): a household's usual consumption, and a look below 90. */
-export const DEFAULT_REVIEW_BELOW = 90;
+/**
+ * A new account's settings (the column defaults, sql/023 and sql/030): a household's usual consumption, and a look
+ * below 80, chosen on photos no network had learned so that the readings billed unseen stay right in whole units.
+ */
+export const DEFAULT_REVIEW_BELOW = 80;
 export const DEFAULT_USUAL_M3_PER_DAY = 1.5;
 
 /** The most usual consumption a setting may name, m³ a day: far beyond any household, so a typo is caught. */

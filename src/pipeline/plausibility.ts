@@ -108,10 +108,11 @@ export function meterExpectation(facts: MeterFacts): MeterExpectation {
   if (!reference) return { layout };
   const points = facts.history.filter((point) => point.readAt !== null).map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
   const usual = usualConsumption(points, facts.usualPerDay);
+  const usualMax = roundVolume(Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, facts.takenAt) / 24));
   return {
     reference,
-    window: plausibilityWindow(reference, facts.takenAt, facts.maxFlow),
-    usual: { ...usual, max: roundVolume(Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, facts.takenAt) / 24)) },
+    window: { ...plausibilityWindow(reference, facts.takenAt, facts.maxFlow), usualMax },
+    usual: { ...usual, max: usualMax },
     layout,
   };
 }

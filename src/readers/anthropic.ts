@@ -1,7 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Config } from '../config.ts';
-import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
-import type { MeterReader, MeterReading } from './reader.ts';
+import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, meterPrompt, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
+import type { MeterLayout } from './layout.ts';
+import type { MeterReader, MeterReading, PlausibilityWindow } from './reader.ts';
 
 const NAME = 'anthropic';
 const ANSWER_TOOL = 'record_meter_reading';
@@ -20,7 +21,7 @@ export function createAnthropicReader(config: Config): MeterReader {
   return {
     name: NAME,
     hosted: true,
-    async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
+    async read(image: Buffer, signal: AbortSignal, _window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading> {
       const message = await askModel(NAME, isAnthropicError, () =>
         client.messages.create(
           {
@@ -39,7 +40,7 @@ export function createAnthropicReader(config: Config): MeterReader {
                 role: 'user',
                 content: [
                   { type: 'image', source: { type: 'base64', media_type: JPEG_MEDIA_TYPE, data: image.toString('base64') } },
-                  { type: 'text', text: METER_PROMPT },
+                  { type: 'text', text: meterPrompt(layout) },
                 ],
               },
             ],

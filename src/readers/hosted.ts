@@ -4,6 +4,7 @@
  * turning SDK failures into ReaderErrors. Each reader keeps only its own wire format.
  */
 import type { Config } from '../config.ts';
+import type { MeterLayout } from './layout.ts';
 import { clampConfidence, parseReading, ReaderError, type MeterReading } from './reader.ts';
 
 export const METER_PROMPT = `You read mechanical water meters from photos. Report the number shown in the counter window.
@@ -20,6 +21,24 @@ Answer with:
 - reading: the counter as described above, or "" if you cannot read it.
 - confidence: an integer from 0 to 100 saying how sure you are that every digit is right.
 - unobstructed: true if the whole counter is visible and sharp enough to read. If it is hidden, covered, fogged, too blurred, too dark, or there is no water meter counter in the photo, answer false with a low confidence and do not guess.`;
+
+/**
+ * The prompt for a photo of a meter whose layout is known (README "Plausibility"): METER_PROMPT and how many wheels
+ * of each kind its counter has, so that the model writes every wheel (an answer in another layout is flagged). Not the
+ * plausibility window: a model told where the reading should lie may write a value there rather than what the dial
+ * shows, and the chain judges every answer against the window anyway.
+ */
+export function meterPrompt(layout?: Pick<MeterLayout, 'whole' | 'fraction'>): string {
+  if (!layout) return METER_PROMPT;
+  const { whole, fraction } = layout;
+  const wheels = `${counted(whole, 'black whole-unit wheel')} and ${fraction ? counted(fraction, 'red wheel') : 'no red wheels'}`;
+  const write = fraction ? `${counted(whole, 'digit')}, ".", then ${counted(fraction, 'digit')}` : `${counted(whole, 'digit')} and no "."`;
+  return `${METER_PROMPT}\n\nThis meter's counter has ${wheels}: write ${write}.`;
+}
+
+function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
 
 export interface MeterAnswer {
   reading: string;

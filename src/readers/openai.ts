@@ -1,7 +1,8 @@
 import OpenAI from 'openai';
 import type { Config } from '../config.ts';
-import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, METER_PROMPT, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
-import { ReaderError, type MeterReader, type MeterReading } from './reader.ts';
+import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, meterPrompt, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
+import type { MeterLayout } from './layout.ts';
+import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
 
 const NAME = 'openai';
 
@@ -17,7 +18,7 @@ export function createOpenAIReader(config: Config): MeterReader {
   return {
     name: NAME,
     hosted: true,
-    async read(image: Buffer, signal: AbortSignal): Promise<MeterReading> {
+    async read(image: Buffer, signal: AbortSignal, _window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading> {
       const completion = await askModel(NAME, isOpenAIError, () =>
         client.chat.completions.create(
           {
@@ -27,7 +28,7 @@ export function createOpenAIReader(config: Config): MeterReader {
                 role: 'user',
                 content: [
                   { type: 'image_url', image_url: { url: `data:${JPEG_MEDIA_TYPE};base64,${image.toString('base64')}`, detail: 'high' } },
-                  { type: 'text', text: METER_PROMPT },
+                  { type: 'text', text: meterPrompt(layout) },
                 ],
               },
             ],

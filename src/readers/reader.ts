@@ -36,6 +36,11 @@ export interface PlausibilityWindow {
   reference: string;
   min: number;
   max: number;
+  /**
+   * The most the meter usually runs to since the reference (its usual consumption, when the service knows one): a
+   * reading above it is `suspicious`, so the local reader counts no reading above it as a rival (pipeline.ts).
+   */
+  usualMax?: number;
 }
 
 /**

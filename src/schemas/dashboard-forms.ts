@@ -30,6 +30,10 @@ export type TestEventForm = Static<typeof TestEventForm>;
 export const ReadingCorrectionForm = Type.Object({ reading: Type.Optional(Type.String()) });
 export type ReadingCorrectionForm = Static<typeof ReadingCorrectionForm>;
 
+/** A meter's counter layout (the meter page): the wheel counts as typed, checked by the domain's rule. */
+export const MeterLayoutForm = Type.Object({ whole_wheels: text(), fractional_wheels: text() });
+export type MeterLayoutForm = Static<typeof MeterLayoutForm>;
+
 /** The review queue's forms carry the pass's cursor on, so that the next item comes after it. */
 export const ReviewConfirmationForm = Type.Object({ after: Type.Optional(Type.String()) });
 export type ReviewConfirmationForm = Static<typeof ReviewConfirmationForm>;

@@ -147,7 +147,7 @@ t.test("meters review: the account's review threshold and default usual consumpt
     return (await response.json()) as { confidence: number; needs_review: boolean; plausibility: { status: string; window: { usual_max: number } } };
   };
   const tenDaysAgo = { previous_reading: '2380', previous_read_at: new Date(Date.now() - 10 * 86_400_000).toISOString() };
-  t.match(await submit(tenDaysAgo), { confidence: 97, needs_review: false, plausibility: { status: 'ok' } }, 'defaults: 90, and 1.5 m³ a day');
+  t.match(await submit(tenDaysAgo), { confidence: 97, needs_review: false, plausibility: { status: 'ok' } }, 'defaults: 80, and 1.5 m³ a day');
 
   t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '98', '--usual-m3-per-day', '0.2']), {
     code: 0,

@@ -223,3 +223,75 @@ t.test('dashboard: the readings list pages past 100 under its filters; the meter
   );
   t.notMatch((await client.get('/dashboard/meters/SN-8')).text, /id="meter-review"/, 'and says nothing when nothing waits');
 });
+
+t.test("dashboard: a meter's counter layout, seen and set on its page by the rules of the API's layout", async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const client = new DashboardClient(service.url);
+  const email = `layout.${process.pid}@example.com`;
+  t.equal((await client.signUp(email)).status, 303);
+  const user = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const apiKey = await createApiKey(service.db, { accountId: user.account_id, projectName: 'field app' });
+  await seedReadings(service.db, { accountId: user.account_id, keyId: apiKey.id }, [
+    { meterId: 'SN/42', createdAt: new Date(Date.UTC(2026, 5, 1)), reading: '00100.500', plausibility: 'ok' },
+    { meterId: 'SN-7', createdAt: new Date(Date.UTC(2026, 5, 1)), reading: '100.5', plausibility: 'ok' },
+  ]);
+  const unknownLayout = (await client.get('/dashboard/meters/SN-7')).text;
+  t.match(unknownLayout, /<p id="meter-layout">Not known yet: a reading written as the dial shows it/, 'a reading without its zeros shows none');
+  t.match(unknownLayout, /name="whole_wheels"[^>]*value=""/);
+  const page = '/dashboard/meters/SN%2F42';
+  const layoutText = async () => /<p id="meter-layout">([^<]*(?:<code>[^<]*<\/code>[^<]*)?)<\/p>/.exec((await client.get(page)).text)?.[1];
+  const setting = () =>
+    service.db.selectFrom('meter_points').select(['whole_wheels', 'fractional_wheels']).where('external_id', '=', 'SN/42').executeTakeFirstOrThrow();
+
+  t.equal(await layoutText(), '5 black whole-unit wheels and 3 red fractional wheels, as 00100.500 shows.', 'the layout its reading shows');
+  const form = (await client.get(page)).text;
+  t.match(form, /<form method="post" action="\/dashboard\/meters\/SN%2F42\/layout"/);
+  t.match(form, /name="whole_wheels"[^>]*min="1" max="10"[^>]*value="5"/, 'the form starts from the layout the service judges in');
+  t.match(form, /name="fractional_wheels"[^>]*min="0" max="6"[^>]*value="3"/);
+  t.notMatch(form, /layout\/unset/, 'nothing set, nothing to unset');
+  t.notMatch(form, /style=|<script>/, 'nothing the strict CSP would block');
+
+  const saved = await client.post(`${page}/layout`, { whole_wheels: '6', fractional_wheels: '1' });
+  t.equal(saved.status, 303);
+  t.equal(saved.location, page);
+  t.equal(await layoutText(), '6 black whole-unit wheels and 1 red fractional wheel, set for this meter.');
+  t.same(await setting(), { whole_wheels: 6, fractional_wheels: 1 }, 'stored where PATCH /api/meters/{meter_id} stores it');
+  await client.post(`${page}/layout`, { whole_wheels: ' 5 ', fractional_wheels: '0' });
+  t.equal(await layoutText(), '5 black whole-unit wheels and no red fractional wheels, set for this meter.');
+
+  for (const [whole, fraction] of [
+    ['0', '3'],
+    ['11', '3'],
+    ['5', '7'],
+    ['5', '-1'],
+    ['5.0', '3'],
+    ['five', '3'],
+    ['', '3'],
+    ['5', ''],
+    ['1e1', '3'],
+  ]) {
+    const refused = await client.post(`${page}/layout`, { whole_wheels: whole!, fractional_wheels: fraction! });
+    t.equal(refused.status, 400, `${whole} and ${fraction}`);
+    t.match(refused.text, 'A counter has 1–10 black whole-unit wheels and 0–6 red fractional wheels');
+  }
+  t.equal((await client.post(`${page}/layout`, { whole_wheels: '5' })).status, 400, 'a field left out');
+  t.same(await setting(), { whole_wheels: 5, fractional_wheels: 0 }, 'no refused form changed it');
+  t.equal((await client.post(`${page}/layout`, { whole_wheels: '5', fractional_wheels: '3', _csrf: 'forged' })).status, 403, 'CSRF checked');
+  t.equal((await client.post(`${page}/layout/unset`, { _csrf: 'forged' })).status, 403);
+
+  const unknown = await client.post('/dashboard/meters/SN-99/layout', { whole_wheels: '5', fractional_wheels: '3' });
+  t.equal(unknown.status, 404, 'a meter the account has not got');
+  t.equal((await client.post('/dashboard/meters/bad%20id/layout', { whole_wheels: '5', fractional_wheels: '3' })).status, 404);
+  t.equal((await client.post('/dashboard/meters/bad%20id/layout/unset', {})).status, 404);
+  const stranger = new DashboardClient(service.url);
+  await stranger.signUp(`layout-stranger.${process.pid}@example.com`);
+  await stranger.get('/dashboard/usage');
+  t.equal((await stranger.post(`${page}/layout`, { whole_wheels: '4', fractional_wheels: '2' })).status, 404, "another account's meter");
+  t.equal((await stranger.post(`${page}/layout/unset`, {})).status, 404);
+  t.equal((await service.db.selectFrom('meter_points').select('external_id').execute()).length, 2, 'the dashboard names no new meter');
+
+  t.match((await client.get(page)).text, /action="\/dashboard\/meters\/SN%2F42\/layout\/unset"/, 'a set layout can be unset');
+  t.equal((await client.post(`${page}/layout/unset`, {})).status, 303);
+  t.same(await setting(), { whole_wheels: null, fractional_wheels: null });
+  t.equal(await layoutText(), '5 black whole-unit wheels and 3 red fractional wheels, as 00100.500 shows.', 'its reading shows it again');
+});

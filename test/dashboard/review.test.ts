@@ -82,7 +82,7 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
 
   const third = await client.get(given.location!);
   t.match(third.text, `action="/dashboard/review/${c}/confirmation"`);
-  t.match(third.text, /Confidence 50, below the account's review threshold of 90\./);
+  t.match(third.text, /Confidence 50, below the account's review threshold of 80\./);
   t.match(third.text, /The submission names no meter|<tr class="review-item">/, 'SN-2 has no trusted reading yet: the item alone');
   t.match(third.text, /id="review-count">2</, 'the count follows');
   const confirmed = await client.post(`/dashboard/review/${c}/confirmation`, { after: a });

@@ -280,13 +280,18 @@ t.test('--previous dated|manual: each photo read with a grown past as the servic
   const reference = seen[PHOTO_WIDTHS.a]!.window!.reference;
   t.match(reference, /^00[67]\d\d$/, `a's reference ${reference} is written as its five-wheel dial shows it`);
   t.same(seen[PHOTO_WIDTHS.a]!.layout, { whole: 5, fraction: 0, shownBy: reference }, 'and is the layout it is read in');
-  t.equal(seen[PHOTO_WIDTHS.b]!.layout, undefined, "b's label drops its zeros, no trained layout has one red wheel: its reference shows none");
+  t.match(seen[PHOTO_WIDTHS.b]!.layout, { whole: 5, fraction: 3 }, "b's label 454.0 drops its zeros: its reference has them, in the trained 5 + 3");
+  t.match(seen[PHOTO_WIDTHS.b]!.window!.reference, /^00[34]\d\d\.\d{3}$/);
   const review = report.datasets[0].summary.review;
   t.match(review, { needsReview: 1 / 3, billable: 2, wholeUnitsRightBillable: 0.5 });
   t.match(review.billingErrors, [{ file: 'a.jpg', reading: '00735', reference, billed: 735 - Number(reference), truly: 721 - Number(reference) }]);
 
   const text = await captureLog(() => evalReader(['--dataset', dir, '--previous', 'dated'], 'table', async () => misreading));
-  t.match(text.output, /needs review\s+33\.3%  \(no reading 33\.3%, implausible 0\.0%, suspicious 0\.0%, less confident 0\.0%\)/);
+  t.match(
+    text.output,
+    /needs review\s+33\.3%  \(no reading 33\.3%, implausible 0\.0% \(0\.0% right\), suspicious 0\.0% \(0\.0% right\), less confident 0\.0% \(0\.0% right\); right: in whole units all the same\)/,
+  );
+  t.match(text.output, /below {2}90\s+33\.3%\s+2\s+50\.0%\s+1\n/, 'and at other review thresholds');
   t.match(text.output, /not needing review: 2; whole units right 50\.0%; billing errors 1 \(off the true consumption by more than 1 m³ and 10% of it\)/);
   t.match(text.output, new RegExp(`a\\.jpg: read 00735 against ${reference}, bills ${735 - Number(reference)} m³, truly ${721 - Number(reference)} m³`));
 

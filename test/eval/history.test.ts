@@ -28,9 +28,19 @@ t.test('a label too low for the drawn rate: the past starts at zero, a new meter
     const photo = { file: `low-${label}.jpg`, accepted: [label] };
     const dated = grownPast(photo, 'dated').previous!.reading;
     t.ok(Number(dated) >= 0 && Number(dated) <= Number(label), `${label}: ${dated}`);
-    t.match(dated, label.includes('.') ? /^\d\.\d$/ : /^\d{5}$/, 'in the dial layout: a trained one, else the label as written');
+    t.match(dated, label.includes('.') ? /^\d{5}\.\d{3}$/ : /^\d{5}$/, 'in the trained layout that holds the label');
     for (const value of grownPast(photo, 'manual').history) t.ok(Number(value.reading) >= 0);
   }
+});
+
+t.test("a label that dropped its zeros (Toloka's 70.94 is 00070.940): the past in the trained layout that holds it", async (t) => {
+  for (const label of ['70.94', '454.0', '3.7', '12345.6']) {
+    const photo = { file: `dropped-${label}.jpg`, accepted: [label] };
+    t.match(grownPast(photo, 'dated').previous!.reading, /^\d{5}\.\d{3}$/, `${label}: five whole and three red wheels`);
+    for (const value of grownPast(photo, 'manual').history) t.match(value.reading, /^\d{5}\.\d{3}$/);
+    if (Number(label) < 10_000) t.match(meterExpectation(grownPast(photo, 'manual')).layout, { whole: 5, fraction: 3 }, 'its leading zeros show it');
+  }
+  t.match(grownPast({ file: 'wide.jpg', accepted: ['123456.78'] }, 'dated').previous!.reading, /^\d{6}\.\d{2}$/, 'a label no trained layout holds: as written');
 });
 
 t.test('manual: readings a person entered about monthly, the last 20–40 days earlier; the usual consumption is their own', async (t) => {

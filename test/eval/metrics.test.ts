@@ -11,6 +11,8 @@ import {
   summariseReview,
   type ScoredCase,
 } from '../../src/eval/metrics.ts';
+import { DEFAULT_REVIEW_BELOW } from '../../src/meters/review.ts';
+import type { Plausibility } from '../../src/readers/reader.ts';
 
 const scored = (accepted: string[], predicted: string | undefined, confidence = 90, latencyMs = 10): ScoredCase => ({
   file: `${accepted[0]}-${predicted}.jpg`,
@@ -121,9 +123,10 @@ t.test('nearest-rank percentiles', async (t) => {
 });
 
 t.test('billing errors: a consumption off by more than 1 m³ and 10% of the true one, among readings not needing review', async (t) => {
-  const billed = (accepted: string[], predicted: string | undefined, reference: string, needsReview = false): ScoredCase => ({
-    ...scored(accepted, predicted),
-    past: { reference, needsReview },
+  const billed = (accepted: string[], predicted: string | undefined, reference: string, confidence = 100, plausibility: Plausibility = 'ok'): ScoredCase => ({
+    ...scored(accepted, predicted, confidence),
+    plausibility,
+    past: { reference },
   });
   t.same(billingError(billed(['37.902'], '00379', '00024.807')), {
     file: '37.902-00379.jpg',
@@ -141,17 +144,24 @@ t.test('billing errors: a consumption off by more than 1 m³ and 10% of the true
   const review = summariseReview([
     billed(['37.902'], '00379', '00024.807'),
     billed(['37.902'], '00037.902', '00024.807'),
-    billed(['37.902'], '00037.000', '00024.807'),
-    billed(['37.902'], '00379', '00024.807', true),
-    billed(['37.902'], undefined, '00024.807', true),
+    billed(['37.902'], '00037.000', '00024.807', 50),
+    billed(['37.902'], '00037.902', '00024.807', 20, 'implausible'),
+    billed(['37.902'], '00379', '00024.807', 5),
+    billed(['37.902'], undefined, '00024.807', 0),
   ]);
-  t.same(review, {
-    needsReview: 2 / 5,
-    reasons: { noReading: 1 / 5, implausible: 0, suspicious: 0, lessConfident: 1 / 5 },
-    billable: 3,
-    wholeUnitsRightBillable: 2 / 3,
+  t.match(review, {
+    reviewBelow: DEFAULT_REVIEW_BELOW,
+    needsReview: 4 / 6,
+    reasons: { noReading: 1 / 6, implausible: 1 / 6, suspicious: 0, lessConfident: 2 / 6 },
+    rightInWholeUnits: { implausible: 1 / 6, suspicious: 0, lessConfident: 1 / 6 },
+    billable: 2,
+    wholeUnitsRightBillable: 1 / 2,
     billingErrors: [{ file: '37.902-00379.jpg', reading: '00379', reference: '00024.807', billed: 354.193, truly: 13.095 }],
   });
+  const at = (reviewBelow: number) => review.byThreshold.find((judged) => judged.reviewBelow === reviewBelow);
+  t.same(at(0), { reviewBelow: 0, needsReview: 2 / 6, billable: 4, wholeUnitsRightBillable: 2 / 4, billingErrors: 2 }, 'below 0: only no reading and flagged');
+  t.same(at(10), { reviewBelow: 10, needsReview: 3 / 6, billable: 3, wholeUnitsRightBillable: 2 / 3, billingErrors: 1 });
+  t.same(at(95), { reviewBelow: 95, needsReview: 4 / 6, billable: 2, wholeUnitsRightBillable: 1 / 2, billingErrors: 1 });
   t.notOk(summarise([scored(['1'], '1')]).review, 'no grown past: no review summary');
   t.ok(summarise([billed(['1'], '1', '0')]).review);
 });

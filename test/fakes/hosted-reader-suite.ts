@@ -4,6 +4,7 @@
  */
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { METER_PROMPT } from '../../src/readers/hosted.ts';
 import type { MeterReader } from '../../src/readers/reader.ts';
 import { DEFAULT_ANSWER, type FakeBehaviour, type FakeServer, type RecordedRequest } from './http-fake.ts';
 import { renderMeterPhoto } from './meter-photo.ts';
@@ -17,6 +18,8 @@ export interface HostedReaderUnderTest {
   keyVariable: string;
   /** The base64 JPEG the request carried, checked for its media type. */
   imageSent(request: RecordedRequest): string | undefined;
+  /** The text the request asked the model with. */
+  promptSent(request: RecordedRequest): string | undefined;
 }
 
 export const TEST_MODEL = 'meter-model-test';
@@ -60,6 +63,21 @@ export function testHostedReader(t: Test, under: HostedReaderUnderTest): void {
     t.equal(fake.requests.length, 1);
     t.equal(fake.requests[0].body.model, TEST_MODEL);
     t.equal(under.imageSent(fake.requests[0]), image.toString('base64'));
+  });
+
+  t.test("is told the meter's layout when one is known, and only then", async (t) => {
+    const { fake, image, reader } = await harness(t, under);
+    const window = { reference: '00100.000', min: 99.999, max: 200 };
+    await reader().read(image, noAbort(), window);
+    await reader().read(image, noAbort(), window, { whole: 5, fraction: 3, shownBy: '00100.000' });
+    await reader().read(image, noAbort(), undefined, { whole: 6, fraction: 0 });
+    await reader().read(image, noAbort(), undefined, { whole: 4, fraction: 1 });
+    const [unknown, fivePlusThree, six, fourPlusOne] = fake.requests.map((request) => under.promptSent(request));
+    t.equal(unknown, METER_PROMPT, 'no layout known: the prompt alone, and no window in it');
+    t.equal(fivePlusThree, `${METER_PROMPT}\n\nThis meter's counter has 5 black whole-unit wheels and 3 red wheels: write 5 digits, ".", then 3 digits.`);
+    t.equal(six, `${METER_PROMPT}\n\nThis meter's counter has 6 black whole-unit wheels and no red wheels: write 6 digits and no ".".`);
+    t.match(fourPlusOne, /has 4 black whole-unit wheels and 1 red wheel: write 4 digits, "\.", then 1 digit\.$/);
+    for (const prompt of [unknown, fivePlusThree]) t.notMatch(prompt, /00100|99\.999|200/, 'the window is not told');
   });
 
   t.test('needs no API key for a self-hosted server', async (t) => {

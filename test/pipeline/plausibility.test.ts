@@ -54,6 +54,8 @@ t.test("the issue's misread against the meter's layout: the reference's three re
   const previous: MeterReference = { reading: '00024.807', source: 'previous_reading', readAt: hoursLater(-30 * 24), meterRowId: null, referenceId: null };
   const expected = meterExpectation({ previous, history: [], takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 });
   t.same(expected.layout, { whole: 5, fraction: 3, shownBy: '00024.807' });
+  t.equal(expected.window!.usualMax, expected.usual!.max, 'the readers are given the usual window with the physical one (their rivals above it are none)');
+  t.equal(expected.usual!.max, 24.807 + 3 * 1.5 * 30 + 1);
   const misread = judgeReading({ reading: '00379', value: 379, confidence: 100, model: 'm', raw: null }, expected.window, expected.layout);
   t.match(misread, { plausibility: 'implausible', confidence: 20, plausibilityReason: /00379 has 5 whole and 0 fractional wheels; the meter has 5 and 3/ });
   t.equal(judgeReading({ reading: '00037.902', value: 37.902, confidence: 100, model: 'm', raw: null }, expected.window, expected.layout).plausibility, 'ok');

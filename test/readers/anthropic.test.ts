@@ -15,6 +15,9 @@ const anthropic: HostedReaderUnderTest = {
     const source = userContent(request).find((block) => block.type === 'image')?.source;
     return source?.type === 'base64' && source.media_type === 'image/jpeg' ? source.data : undefined;
   },
+  promptSent(request: RecordedRequest) {
+    return userContent(request).find((block) => block.type === 'text')?.text;
+  },
 };
 
 function userContent(request: RecordedRequest): any[] {

@@ -308,6 +308,12 @@ t.test("rivals inside the window: the window's own readers that read other whole
     [],
     'readings outside the window, and a wheel reader that read other wheels, are no rivals',
   );
+  const usual = { ...window, usualMax: 250 };
+  t.same(
+    rivalsInsideWindow(chosen(['00238.245', '00288.245', '00236.245']), usual),
+    ['00236.245'],
+    "a reading above the meter's usual consumption (it would be suspicious) is no rival; one within it is",
+  );
 });
 
 t.test('a counter read in both layouts: the surer reading, or the 5 + 3 one reading the same whole units, its confidence its share', async (t) => {

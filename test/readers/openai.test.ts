@@ -17,6 +17,9 @@ const openai: HostedReaderUnderTest = {
     const url: unknown = userContent(request).find((part: any) => part.type === 'image_url')?.image_url?.url;
     return typeof url === 'string' && url.startsWith(DATA_URL_PREFIX) ? url.slice(DATA_URL_PREFIX.length) : undefined;
   },
+  promptSent(request: RecordedRequest) {
+    return userContent(request).find((part: any) => part.type === 'text')?.text;
+  },
 };
 
 function userContent(request: RecordedRequest): any[] {

@@ -356,10 +356,12 @@ export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' 
 
 /**
  * The chosen window's own readings (each strip reader's, and the wheel reader's where it reads every wheel) that lie
- * inside the plausibility window but differ from the chosen reading in whole units. The window leaves each of them as
- * possible as the reading, so none of them is probable: on the held-back training photos and on the validation split
- * such a disagreement came with most of the misreads inside the window (ml/EXPERIMENTS.md, "Readers that disagree
- * inside the window").
+ * inside the plausibility window, and not above the meter's usual consumption where it is known (`usualMax`: a
+ * reading there would be `suspicious` itself), but differ from the chosen reading in whole units. The window leaves
+ * each of them as possible as the reading, so none of them is probable: on the held-back training photos and on the
+ * validation split such a disagreement came with most of the misreads inside the window (ml/EXPERIMENTS.md,
+ * "Readers that disagree inside the window", chosen with a window of 60 m³; a month's physical window is some
+ * 1 800 m³, the usual one about a household's month).
  */
 export function rivalsInsideWindow(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>, window: PlausibilityWindow): string[] {
   const { reading, value } = chosen.formatted;
@@ -368,7 +370,8 @@ export function rivalsInsideWindow(chosen: Pick<FormattedWindowReading, 'formatt
   const rivals = new Set<string>();
   for (const text of wheelReaderReads ? [...readerTexts, inLayout(reading, wheelReaderText)] : readerTexts) {
     const rival = parseReading(text);
-    if (rival && !outsideWindowReason(rival, window) && Math.trunc(rival.value) !== Math.trunc(value)) rivals.add(text);
+    const usual = rival && (window.usualMax === undefined || rival.value <= window.usualMax);
+    if (rival && usual && !outsideWindowReason(rival, window) && Math.trunc(rival.value) !== Math.trunc(value)) rivals.add(text);
   }
   return [...rivals];
 }

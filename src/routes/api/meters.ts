@@ -8,7 +8,7 @@ import { METER_LIST_MAX_LIMIT, meterList, type MeterSummary } from '../../meters
 import {
   FRACTIONAL_WHEELS_LIMIT,
   isMaxFlow,
-  isWheelCount,
+  isLayoutSetting,
   MAX_FLOW_LIMIT,
   setMeterSettings,
   WHOLE_WHEELS_LIMIT,
@@ -198,7 +198,8 @@ const LAYOUT_UNIT = 'm3';
 function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | null {
   if (value === null) return null;
   const { whole_wheels: whole, fractional_wheels: fraction, unit } = (typeof value === 'object' ? value : {}) as Record<string, unknown>;
-  if (!isWheelCount(whole, 1, WHOLE_WHEELS_LIMIT) || !isWheelCount(fraction, 0, FRACTIONAL_WHEELS_LIMIT)) {
+  const layout = { whole, fraction };
+  if (!isLayoutSetting(layout)) {
     throw new DomainError(
       'invalid',
       'layout',
@@ -212,7 +213,7 @@ function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | 
       `layout.unit must be "${LAYOUT_UNIT}": the whole-unit wheels count m³ (windows, usual consumption and exports are in m³)`,
     );
   }
-  return { whole, fraction };
+  return layout;
 }
 
 function layoutJson(layout: Pick<MeterLayout, 'whole' | 'fraction'>) {
