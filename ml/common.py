@@ -38,6 +38,9 @@ TOLOKA_WHEELS = TOLOKA_WHOLE_WHEELS + TOLOKA_FRACTIONAL_WHEELS
 VALIDATION_PERCENT = 15
 # A fine-tune (--init) starts from weights that already read: its peak learning rate is this share of the recipe's.
 FINE_TUNE_RATE_SHARE = 0.25
+FINE_TUNE_WARMUP = 0.1
+# A progress line every 100 steps, or after this long without one (a slow machine, a fine-tune of few steps).
+PROGRESS_SECONDS = 30
 
 
 # The folders of labelled photos under DATASETS that the localisers and strip readers learn from: Toloka and
@@ -106,10 +109,11 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     """The loop every training script runs, then its checkpoint and export. Each step: the learning rate (linear
     warm-up over `warmup_steps`, then a cosine decay to zero over the run), `batch_loss(model)` of a batch the
     script draws itself (so the random draws stay the script's own, in its order), AdamW with gradients clipped to
-    `max_grad_norm` if given. Progress every 100 steps; `validate(model)`, a line of text, every `validate_every`
-    steps and at the end. With --init the model starts from that checkpoint, at a lower learning rate unless
-    --learning-rate names one. The weights go to --checkpoint (CACHE/<output's stem>.pt) and the exported model to
-    --output."""
+    `max_grad_norm` if given. Progress every 100 steps (or PROGRESS_SECONDS); `validate(model)`, a line of text,
+    every `validate_every` steps and at the end. With --init the model starts from that checkpoint (validated
+    first), at a lower learning rate unless --learning-rate names one, warmed up over the first FINE_TUNE_WARMUP of
+    the run instead (a fine-tune bounded in minutes may take fewer steps than `warmup_steps`). The weights go to
+    --checkpoint (CACHE/<output's stem>.pt) and the exported model to --output."""
     if args.init:
         start_from(model, args.init)
         learning_rate *= FINE_TUNE_RATE_SHARE
@@ -117,11 +121,17 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
         learning_rate = args.learning_rate
     print(f'{sum(p.numel() for p in model.parameters())} parameters, on {DEVICE}', flush=True)
     model.to(DEVICE)
+    if args.init:
+        print(f'validation before: {validate(model)}', flush=True)
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     started = time.time()
     step = 0
+    shown = started
     for progress in training_progress(args, started):
-        warmup = min(1.0, step / warmup_steps) if warmup_steps else 1.0
+        if args.init:
+            warmup = min(1.0, progress / FINE_TUNE_WARMUP)
+        else:
+            warmup = min(1.0, step / warmup_steps) if warmup_steps else 1.0
         for group in optimiser.param_groups:
             group['lr'] = learning_rate * warmup * 0.5 * (1 + math.cos(math.pi * progress))
         loss = batch_loss(model)
@@ -131,8 +141,9 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
             nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimiser.step()
         step += 1
-        if step % 100 == 0:
-            rate = step * args.batch / (time.time() - started)
+        if step % 100 == 0 or time.time() - shown > PROGRESS_SECONDS:
+            shown = time.time()
+            rate = step * args.batch / (shown - started)
             print(f'step {step} loss {loss.item():.3f} {rate:.1f} {unit}/s lr {optimiser.param_groups[0]["lr"]:.5f}', flush=True)
         if step % validate_every == 0:
             print(f'  validation after {step} steps: {validate(model)}', flush=True)

@@ -39,7 +39,7 @@ export const modelCommands: Command[] = [
       }
       const accountId = account && requireId(account, '--account');
       const work = path.resolve(optionalOption(args, 'out') ?? path.join(config.dataDir, 'training', new Date().toISOString().replace(/[:.]/g, '-')));
-      if (existsSync(work) && (await readdir(work)).length > 0) throw new UsageError(`--out ${work} is not empty: name a new folder`);
+      if (existsSync(work) && (await readdir(work).catch(() => [work])).length > 0) throw new UsageError(`--out ${work} is no empty folder: name a new one`);
       const photos = given === undefined ? path.join(work, 'photos') : path.resolve(given);
       const log = (line: string) => process.stderr.write(`${line}\n`);
       const gather = async () => {

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
-import { TRAINING_FILE } from '../../src/fleet/weights.ts';
+import { DEFAULT_PYTHON } from '../../src/fleet/fine-tune.ts';
+import { checkpointOf, FINE_TUNES, TRAINING_FILE } from '../../src/fleet/weights.ts';
 import { startCli } from '../helpers/cli.ts';
 import { linkShippedSet, writeDrawnPhotos } from '../helpers/fleet.ts';
 
@@ -15,7 +16,8 @@ t.test('meterlens train: bad arguments, and a base set without checkpoints, stop
   await usage(['--minutes', '0'], /--minutes must be a number above 0 and at most 1440, got "0"/);
   await usage(['--photos', photos, '--account', '1'], /--photos trains on the photos of that folder, not on the database/);
   await usage(['--photos', cli.scratch], /has no labels.csv/);
-  await usage(['--out', cli.scratch], /is not empty: name a new folder/);
+  await usage(['--out', cli.scratch], /is no empty folder: name a new one/);
+  await usage(['--out', path.join(photos, 'labels.csv')], /is no empty folder/);
 
   const shipped = await cli.meterlens(['train', '--photos', photos, '--base', SHIPPED_MODEL_DIR, '--out', path.join(cli.scratch, 'run')]);
   t.equal(shipped.code, 1);
@@ -26,6 +28,23 @@ t.test('meterlens train: bad arguments, and a base set without checkpoints, stop
   t.equal(shipped.stderr.trim().split('\n').length, 1, 'in one line');
   t.notOk(existsSync(path.join(cli.scratch, 'run', 'candidate')), 'nothing written');
 });
+
+t.test(
+  'meterlens train on the database: the labelled photos exported, too few stop it',
+  { skip: !existsSync(DEFAULT_PYTHON) && `no ${DEFAULT_PYTHON}` },
+  async (t) => {
+    const cli = await startCli(t);
+    const { id } = await cli.json(['accounts', 'create', '--name', 'Waterworks']);
+    const base = path.join(cli.scratch, 'base');
+    await mkdir(base);
+    for (const { file } of FINE_TUNES) await writeFile(path.join(base, checkpointOf(file)), '');
+    const run = await cli.meterlens(['train', '--account', String(id), '--base', base, '--out', path.join(cli.scratch, 'run')]);
+    if (/cannot import|no digits-clean crops/.test(run.stderr)) return t.skip(`the fine-tune cannot run here: ${run.stderr.trim()}`);
+    t.equal(run.code, 1, run.stderr);
+    t.match(run.stderr, /^exported 0 photos to \S+: 0 corrected, 0 confirmed, 0 read by a hosted reader$/m);
+    t.match(run.stderr, /meterlens: 0 labelled photos with a counter box in \S+, 0 of them held back: too few to learn from/);
+  },
+);
 
 t.test('meterlens models promote and rollback, as an operator runs them', async (t) => {
   const cli = await startCli(t);

@@ -97,10 +97,12 @@ for n, sequence in ((1, 'gru'), (2, 'gru'), (3, 'conv')): torch.save(StripReader
     );
     t.ok(existsSync(path.join(result.candidate, checkpointOf(file))), `${file}'s checkpoint is in the candidate, for the next fine-tune`);
   }
-  t.ok(
-    lines.some((line) => /^reader-3\.onnx: final validation after \d+ steps: fleet exact\/orientation/.test(line)),
-    'each judged on the held-back photos',
-  );
+  for (const judged of [/^reader-3\.onnx: validation before: fleet exact\/orientation/, /^reader-3\.onnx: final validation after \d+ steps: fleet exact/]) {
+    t.ok(
+      lines.some((line) => judged.test(line)),
+      `judged on the held-back photos: ${judged.source}`,
+    );
+  }
 
   const training = JSON.parse(await readFile(path.join(result.candidate, TRAINING_FILE), 'utf8')) as Training;
   t.match(training, { base, photos, heldBack: [chosen[0]], trainedOn: 3 });
