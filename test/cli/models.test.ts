@@ -3,10 +3,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
-import { DEFAULT_PYTHON } from '../../src/fleet/fine-tune.ts';
 import { checkpointOf, FINE_TUNES, TRAINING_FILE } from '../../src/fleet/weights.ts';
 import { startCli } from '../helpers/cli.ts';
-import { linkShippedSet, writeDrawnPhotos } from '../helpers/fleet.ts';
+import { cannotFineTune, linkShippedSet, writeDrawnPhotos } from '../helpers/fleet.ts';
 
 t.test('meterlens train: bad arguments, and a base set without checkpoints, stop before any work', async (t) => {
   const cli = await startCli(t);
@@ -29,22 +28,17 @@ t.test('meterlens train: bad arguments, and a base set without checkpoints, stop
   t.notOk(existsSync(path.join(cli.scratch, 'run', 'candidate')), 'nothing written');
 });
 
-t.test(
-  'meterlens train on the database: the labelled photos exported, too few stop it',
-  { skip: !existsSync(DEFAULT_PYTHON) && `no ${DEFAULT_PYTHON}` },
-  async (t) => {
-    const cli = await startCli(t);
-    const { id } = await cli.json(['accounts', 'create', '--name', 'Waterworks']);
-    const base = path.join(cli.scratch, 'base');
-    await mkdir(base);
-    for (const { file } of FINE_TUNES) await writeFile(path.join(base, checkpointOf(file)), '');
-    const run = await cli.meterlens(['train', '--account', String(id), '--base', base, '--out', path.join(cli.scratch, 'run')]);
-    if (/cannot import|no digits-clean crops/.test(run.stderr)) return t.skip(`the fine-tune cannot run here: ${run.stderr.trim()}`);
-    t.equal(run.code, 1, run.stderr);
-    t.match(run.stderr, /^exported 0 photos to \S+: 0 corrected, 0 confirmed, 0 read by a hosted reader$/m);
-    t.match(run.stderr, /meterlens: 0 labelled photos with a counter box in \S+, 0 of them held back: too few to learn from/);
-  },
-);
+t.test('meterlens train on the database: the labelled photos exported, too few stop it', { skip: cannotFineTune() }, async (t) => {
+  const cli = await startCli(t);
+  const { id } = await cli.json(['accounts', 'create', '--name', 'Waterworks']);
+  const base = path.join(cli.scratch, 'base');
+  await mkdir(base);
+  for (const { file } of FINE_TUNES) await writeFile(path.join(base, checkpointOf(file)), '');
+  const run = await cli.meterlens(['train', '--account', String(id), '--base', base, '--out', path.join(cli.scratch, 'run')]);
+  t.equal(run.code, 1, run.stderr);
+  t.match(run.stderr, /^exported 0 photos to \S+: 0 corrected, 0 confirmed, 0 read by a hosted reader$/m);
+  t.match(run.stderr, /meterlens: 0 labelled photos with a counter box in \S+, 0 of them held back: too few to learn from/);
+});
 
 t.test('meterlens models promote and rollback, as an operator runs them', async (t) => {
   const cli = await startCli(t);

@@ -9,19 +9,12 @@ import { DEFAULT_PYTHON, fineTune } from '../../src/fleet/fine-tune.ts';
 import { checkpointOf, FINE_TUNES, OWN_PHOTOS, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
 import { licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
-import { heldBackByName, writeDrawnPhotos } from '../helpers/fleet.ts';
+import { cannotFineTune, heldBackByName, writeDrawnPhotos } from '../helpers/fleet.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 const scratch = await mkdtemp(path.join(tmpdir(), 'meterlens-fine-tune-'));
 t.teardown(() => rm(scratch, { recursive: true, force: true }));
 const config = loadConfig({});
-
-/** Where the fine-tune cannot run (CI has no torch), the reason, as ml/can_fine_tune.py gives it. */
-function cannotFineTune(): string | false {
-  if (!existsSync(DEFAULT_PYTHON)) return `no ${DEFAULT_PYTHON}`;
-  const check = spawnSync(DEFAULT_PYTHON, ['can_fine_tune.py'], { cwd: path.join(REPO_ROOT, 'ml'), encoding: 'utf8' });
-  return check.status === 0 ? false : `the fine-tune is not run here: ${check.stderr.trim().split('\n').at(-1)}`;
-}
 
 /** A base set that carries checkpoints: empty files, enough for the checks that run before Python. */
 async function placeholderBase(): Promise<string> {

@@ -1,7 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
+import { DEFAULT_PYTHON } from '../../src/fleet/fine-tune.ts';
 import { TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { drawMeter } from '../fakes/meter-photo.ts';
 
@@ -39,4 +42,11 @@ export async function linkShippedSet(dir: string, swaps: Record<string, string> 
     await writeFile(path.join(dir, TRAINING_FILE), JSON.stringify(written));
   }
   return dir;
+}
+
+/** Where the fine-tune cannot run (CI has no torch), the reason, as ml/can_fine_tune.py gives it. */
+export function cannotFineTune(): string | false {
+  if (!existsSync(DEFAULT_PYTHON)) return `no ${DEFAULT_PYTHON}`;
+  const check = spawnSync(DEFAULT_PYTHON, ['can_fine_tune.py'], { cwd: path.join(import.meta.dirname, '..', '..', 'ml'), encoding: 'utf8' });
+  return check.status === 0 ? false : `the fine-tune is not run here: ${check.stderr.trim().split('\n').at(-1)}`;
 }
