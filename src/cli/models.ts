@@ -2,10 +2,12 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError, requireId } from '../errors.ts';
+import type { Config } from '../config.ts';
+import { DEFAULT_PYTHON, fineTune, type FineTuneOptions } from '../fleet/fine-tune.ts';
 import { exportDataset } from '../meters/dataset-export.ts';
 import { PhotoStore } from '../photos/store.ts';
 import { dateOption, optionalOption, singlePositional, UsageError, type CommandArgs } from './args.ts';
-import type { Command } from './context.ts';
+import type { Command, CommandContext } from './context.ts';
 
 /** A whole day: a budget beyond it is a typo, not a fine-tune. */
 const MAX_MINUTES = 24 * 60;
@@ -26,40 +28,12 @@ export const modelCommands: Command[] = [
       out: { type: 'string' },
       python: { type: 'string' },
     },
-    async run({ config, database, output }, args) {
-      const minutes = minutesOption(args);
-      const given = optionalOption(args, 'photos');
-      const account = optionalOption(args, 'account');
-      const since = optionalOption(args, 'since') === undefined ? undefined : dateOption(args, 'since');
-      if (given !== undefined && (account !== undefined || since !== undefined)) {
-        throw new UsageError('--photos trains on the photos of that folder, not on the database: no --account or --since with it');
-      }
-      if (given !== undefined && !existsSync(path.join(given, 'labels.csv'))) {
-        throw new UsageError(`--photos ${given} has no labels.csv (meterlens dataset export writes one: file,reading,quad)`);
-      }
-      const accountId = account && requireId(account, '--account');
-      const work = path.resolve(optionalOption(args, 'out') ?? path.join(config.dataDir, 'training', new Date().toISOString().replace(/[:.]/g, '-')));
-      if (existsSync(work) && (await readdir(work).catch(() => [work])).length > 0) throw new UsageError(`--out ${work} is no empty folder: name a new one`);
-      const photos = given === undefined ? path.join(work, 'photos') : path.resolve(given);
+    async run(context, args) {
+      const { options, from } = await trainingOptions(context.config, args);
       const log = (line: string) => process.stderr.write(`${line}\n`);
-      const gather = async () => {
-        if (given !== undefined) return;
-        const exported = await exportDataset({ db: await database(), photos: new PhotoStore(config.photoStore) }, photos, {
-          accountId,
-          since,
-          withHosted: true,
-        });
-        const count = (label: string) => exported.filter((photo) => photo.label === label).length;
-        log(
-          `exported ${exported.length} photos to ${photos}: ${count('corrected')} corrected, ${count('confirmed')} confirmed, ${count('hosted')} read by a hosted reader`,
-        );
-      };
-      const base = path.resolve(optionalOption(args, 'base') ?? config.localModelDir);
-      // The model runtime (to find counter boxes) loads only here, not for every other command.
-      const { DEFAULT_PYTHON, fineTune } = await import('../fleet/fine-tune.ts');
-      const result = await fineTune(config, { base, photos, work, minutes, python: optionalOption(args, 'python') ?? DEFAULT_PYTHON }, log, gather);
-      output.print({ ...result, base, photos }, [
-        `candidate set in ${result.candidate}: the weights of ${base} fine-tuned on ${result.trainedOn} photos in ${result.minutes} minutes, ` +
+      const result = await fineTune(options, log, from && (() => exportPhotos(context, options, from, log)));
+      context.output.print({ ...result, base: options.base, photos: options.photos }, [
+        `candidate set in ${result.candidate}: the weights of ${options.base} fine-tuned on ${result.trainedOn} photos in ${result.minutes} minutes, ` +
           `${result.heldBack} held back to judge it by`,
         `meterlens models promote ${result.candidate} reads those with it and with the weights in use, and switches only to better ones`,
       ]);
@@ -116,6 +90,54 @@ export const modelCommands: Command[] = [
     },
   },
 ];
+
+/** What `meterlens train` was asked for; `from`: the database's photos to export, unless --photos names a folder. */
+async function trainingOptions(config: Config, args: CommandArgs): Promise<{ options: FineTuneOptions; from?: { accountId?: string; since?: Date } }> {
+  const minutes = minutesOption(args);
+  const given = optionalOption(args, 'photos');
+  const account = optionalOption(args, 'account');
+  const since = optionalOption(args, 'since') === undefined ? undefined : dateOption(args, 'since');
+  if (given !== undefined && (account !== undefined || since !== undefined)) {
+    throw new UsageError('--photos trains on the photos of that folder, not on the database: no --account or --since with it');
+  }
+  if (given !== undefined && !existsSync(path.join(given, 'labels.csv'))) {
+    throw new UsageError(`--photos ${given} has no labels.csv (meterlens dataset export writes one: file,reading,quad)`);
+  }
+  const accountId = account && requireId(account, '--account');
+  const work = path.resolve(optionalOption(args, 'out') ?? path.join(config.dataDir, 'training', new Date().toISOString().replace(/[:.]/g, '-')));
+  if (existsSync(work) && (await readdir(work).catch(() => [work])).length > 0) throw new UsageError(`--out ${work} is no empty folder: name a new one`);
+  const options = {
+    base: path.resolve(optionalOption(args, 'base') ?? config.localModelDir),
+    photos: given === undefined ? path.join(work, 'photos') : path.resolve(given),
+    work,
+    minutes,
+    python: optionalOption(args, 'python') ?? DEFAULT_PYTHON,
+  };
+  return { options, ...(given === undefined ? { from: { accountId, since } } : {}) };
+}
+
+/**
+ * The labelled photos of the database (and the hosted readings accounts allow) into the training's photos folder,
+ * those without a counter box given the one the base weights read their label in.
+ */
+async function exportPhotos(
+  { config, database }: CommandContext,
+  options: FineTuneOptions,
+  from: { accountId?: string; since?: Date },
+  log: (line: string) => void,
+): Promise<void> {
+  const exported = await exportDataset({ db: await database(), photos: new PhotoStore(config.photoStore) }, options.photos, { ...from, withHosted: true });
+  const count = (label: string) => exported.filter((photo) => photo.label === label).length;
+  log(
+    `exported ${exported.length} photos to ${options.photos}: ${count('corrected')} corrected, ${count('confirmed')} confirmed, ${count('hosted')} read by a hosted reader`,
+  );
+  // The model runtime loads only here, not for every other command.
+  const { fillCounterBoxes } = await import('../fleet/boxes.ts');
+  const boxes = await fillCounterBoxes(config, options.base, options.photos);
+  if (boxes.found + boxes.without > 0) {
+    log(`${boxes.found} photos without a counter box got the one the base weights read their label in; ${boxes.without} stay without and are not learned from`);
+  }
+}
 
 function minutesOption(args: CommandArgs): number {
   const text = optionalOption(args, 'minutes');

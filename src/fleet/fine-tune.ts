@@ -4,12 +4,10 @@ import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Config } from '../config.ts';
 import { DomainError } from '../errors.ts';
 import { SHARED_DATASETS, loadFileList } from '../eval/dataset.ts';
 import { PROVENANCE_FILE } from '../readers/local/provenance.ts';
 import { WHEEL_READER_FILE } from '../readers/local/spec.ts';
-import { fillCounterBoxes } from './boxes.ts';
 import { FINE_TUNES, TRAINING_FILE, candidateProvenance, checkpointOf, requireCheckpoints, writeJson, type Training } from './weights.ts';
 
 const ML_DIR = path.resolve(import.meta.dirname, '..', '..', 'ml');
@@ -38,29 +36,17 @@ export interface FineTuneResult {
 
 /**
  * Checks the base set's checkpoints and the Python, then has `gather` write the photos' folder (the database's
- * export, say) and gives the photos without a counter box the one the base set's reader finds (fillCounterBoxes),
- * then fine-tunes every network of the base set (FINE_TUNES) on them, one after another through Python, each
+ * export, say), then fine-tunes every network of the base set (FINE_TUNES) on them, one after another through Python, each
  * for its share of what is left of the budget, its progress lines passed to `log`; writes the candidate set
  * (`<work>/candidate`): the networks' ONNX files and checkpoints, the wheel reader copied unchanged when the base
  * has one, provenance.json and training.json. The base's calibration is left behind: it was fitted to the
  * base's networks, so the candidate's confidence is the readers' product.
  */
-export async function fineTune(
-  config: Config,
-  options: FineTuneOptions,
-  log: (line: string) => void,
-  gather: () => Promise<void> = async () => {},
-): Promise<FineTuneResult> {
+export async function fineTune(options: FineTuneOptions, log: (line: string) => void, gather: () => Promise<void> = async () => {}): Promise<FineTuneResult> {
   requireCheckpoints(options.base);
   const env = trainingEnvironment(options);
   await checkPython(options.python, env);
   await gather();
-  const boxes = await fillCounterBoxes(config, options.base, options.photos);
-  if (boxes.found + boxes.without > 0) {
-    log(
-      `${boxes.found} photos without a counter box (a hosted reader's) got the one the base weights read their label in; ${boxes.without} stay without and are not learned from`,
-    );
-  }
   await runPython(options.python, ['make_split.py'], env, (line) => log(`split: ${line}`));
   const { training, heldBack } = await splitPhotos(options.photos, env.METERLENS_SPLITS!);
   if (training.length === 0 || heldBack.length === 0) {

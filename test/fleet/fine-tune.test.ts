@@ -24,7 +24,7 @@ async function placeholderBase(): Promise<string> {
 }
 
 const run = (python: string, base: string, photos = path.join(scratch, 'none')) =>
-  fineTune(config, { base, photos, work: path.join(scratch, `work-${path.basename(base)}`), minutes: 0.05, python }, () => {});
+  fineTune({ base, photos, work: path.join(scratch, `work-${path.basename(base)}`), minutes: 0.05, python }, () => {});
 
 t.test('no Python there: a clear stop', async (t) => {
   await t.rejects(run('/nonexistent/python3', await placeholderBase()), {
@@ -81,7 +81,7 @@ for n, sequence in ((1, 'gru'), (2, 'gru'), (3, 'conv')): torch.save(StripReader
 
   const lines: string[] = [];
   const work = path.join(scratch, 'work');
-  const result = await fineTune(config, { base, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) => lines.push(line));
+  const result = await fineTune({ base, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) => lines.push(line));
   t.match(result, { candidate: path.join(work, 'candidate'), trainedOn: 3, heldBack: 1 });
   for (const { file } of FINE_TUNES) {
     t.ok(
