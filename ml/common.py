@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import random
 import time
 from pathlib import Path
@@ -17,7 +18,9 @@ import torch.nn as nn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATASETS = Path(os.environ.get('METERLENS_DATASETS', REPO_ROOT.parent / 'shared' / 'datasets'))
-SPLITS = REPO_ROOT / 'ml' / 'splits'
+# The validation lists: the committed ones of the shipped datasets, or (METERLENS_SPLITS) a folder of one's own, where
+# `meterlens train` keeps an operator's list apart from the installed ml/splits.
+SPLITS = Path(os.environ.get('METERLENS_SPLITS', REPO_ROOT / 'ml' / 'splits'))
 CACHE = Path(os.environ.get('METERLENS_CACHE', '/tmp/ml-cache'))
 # The photos render_meters.py draws: the dataset `rendered`, the only meter photos the default weights learn from.
 RENDERED = Path(os.environ.get('METERLENS_RENDERED', CACHE / 'rendered'))
@@ -33,6 +36,11 @@ ALPHABET = SPEC['alphabet']
 TOLOKA_WHOLE_WHEELS, TOLOKA_FRACTIONAL_WHEELS = (len(wheels) for wheels in SPEC['layouts']['toloka'].split('.'))
 TOLOKA_WHEELS = TOLOKA_WHOLE_WHEELS + TOLOKA_FRACTIONAL_WHEELS
 VALIDATION_PERCENT = 15
+# A fine-tune (--init) starts from weights that already read: its peak learning rate is this share of the recipe's.
+FINE_TUNE_RATE_SHARE = 0.25
+FINE_TUNE_WARMUP = 0.1
+# A progress line every 100 steps, or after this long without one (a slow machine, a fine-tune of few steps).
+PROGRESS_SECONDS = 30
 
 
 # The folders of labelled photos under DATASETS that the localisers and strip readers learn from: Toloka and
@@ -75,6 +83,11 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
     parser.add_argument('--output', default=str(output))
     parser.add_argument('--workers', type=int, default=0,
                         help='processes that draw the batches (0: this one, in the order of the shipped runs)')
+    parser.add_argument('--init', metavar='CHECKPOINT',
+                        help='start from these weights (the .pt state dict a run saves) instead of random ones: a fine-tune')
+    parser.add_argument('--learning-rate', type=float,
+                        help=f"the peak learning rate (default: the script's own; {FINE_TUNE_RATE_SHARE} of it with --init)")
+    parser.add_argument('--checkpoint', help="where the trained weights go as a PyTorch state dict (default: CACHE/<output's stem>.pt)")
     args = parser.parse_args()
     require_datasets()
     configure_threads()
@@ -96,15 +109,29 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     """The loop every training script runs, then its checkpoint and export. Each step: the learning rate (linear
     warm-up over `warmup_steps`, then a cosine decay to zero over the run), `batch_loss(model)` of a batch the
     script draws itself (so the random draws stay the script's own, in its order), AdamW with gradients clipped to
-    `max_grad_norm` if given. Progress every 100 steps; `validate(model)`, a line of text, every `validate_every`
-    steps and at the end. The weights go to CACHE/<output's stem>.pt and the exported model to --output."""
+    `max_grad_norm` if given. Progress every 100 steps (or PROGRESS_SECONDS); `validate(model)`, a line of text,
+    every `validate_every` steps and at the end. With --init the model starts from that checkpoint (validated
+    first), at a lower learning rate unless --learning-rate names one, warmed up over the first FINE_TUNE_WARMUP of
+    the run instead (a fine-tune bounded in minutes may take fewer steps than `warmup_steps`). The weights go to
+    --checkpoint (CACHE/<output's stem>.pt) and the exported model to --output."""
+    if args.init:
+        start_from(model, args.init)
+        learning_rate *= FINE_TUNE_RATE_SHARE
+    if args.learning_rate is not None:
+        learning_rate = args.learning_rate
     print(f'{sum(p.numel() for p in model.parameters())} parameters, on {DEVICE}', flush=True)
     model.to(DEVICE)
+    if args.init:
+        print(f'validation before: {validate(model)}', flush=True)
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     started = time.time()
     step = 0
+    shown = started
     for progress in training_progress(args, started):
-        warmup = min(1.0, step / warmup_steps) if warmup_steps else 1.0
+        if args.init:
+            warmup = min(1.0, progress / FINE_TUNE_WARMUP)
+        else:
+            warmup = min(1.0, step / warmup_steps) if warmup_steps else 1.0
         for group in optimiser.param_groups:
             group['lr'] = learning_rate * warmup * 0.5 * (1 + math.cos(math.pi * progress))
         loss = batch_loss(model)
@@ -114,18 +141,36 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
             nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimiser.step()
         step += 1
-        if step % 100 == 0:
-            rate = step * args.batch / (time.time() - started)
+        if step % 100 == 0 or time.time() - shown > PROGRESS_SECONDS:
+            shown = time.time()
+            rate = step * args.batch / (shown - started)
             print(f'step {step} loss {loss.item():.3f} {rate:.1f} {unit}/s lr {optimiser.param_groups[0]["lr"]:.5f}', flush=True)
         if step % validate_every == 0:
             print(f'  validation after {step} steps: {validate(model)}', flush=True)
     print(f'final validation after {step} steps: {validate(model)}', flush=True)
 
     model.cpu().eval()
-    CACHE.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), CACHE / f'{Path(args.output).stem}.pt')
+    checkpoint = Path(args.checkpoint) if args.checkpoint else CACHE / f'{Path(args.output).stem}.pt'
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), checkpoint)
     export_onnx(model, export, args.output)
     print('exported', args.output)
+
+
+def start_from(model, checkpoint):
+    """The weights of `checkpoint` (a state dict train_and_export saved) in `model`, or a clear stop when they are
+    another network's: a strip reader's --sequence, say, must be the one it was trained with."""
+    try:
+        state = torch.load(checkpoint, map_location='cpu')
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
+        raise SystemExit(f'--init {checkpoint}: not a checkpoint this script can read ({error})')
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        reason = ' '.join(str(error).split('\n', 2)[1:2]).strip()
+        raise SystemExit(f'--init {checkpoint} is the weights of another network ({reason}): '
+                         'the options that shape it (a reader\'s --sequence) must be those it was trained with')
+    print(f'started from {checkpoint}', flush=True)
 
 
 def export_onnx(model, export, output):

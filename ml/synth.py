@@ -5,6 +5,7 @@ import random
 import re
 import tarfile
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -38,6 +39,10 @@ CROP_SIZE = (20, 32)
 CLEAN_NAME = re.compile(r'^(\d)(?:\.(\d))?_')
 CLEAN_ARCHIVES = ('collected.tar', 'jomjol-mit-2021.tar')
 NOT_WHEELS = re.compile(r'/(lcd\d*|NaN|not-trained[^/]*)/')
+# digits-clean's archives: under METERLENS_DATASETS, or (METERLENS_DIGITS_CLEAN) a folder of their own, for a run whose
+# METERLENS_DATASETS holds only an operator's photos (`meterlens train`).
+DIGITS_CLEAN = Path(os.environ.get('METERLENS_DIGITS_CLEAN', DATASETS / 'digits-clean'))
+CLEAN_EXTRACTED = CACHE / 'digits-clean'
 
 
 def load_digit_crops():
@@ -57,10 +62,19 @@ def clean_crop_label(member):
     return (int(sorted_into), 0) if sorted_into.isdigit() and len(sorted_into) == 1 else None
 
 
-def load_clean_digit_crops(root=DATASETS / 'digits-clean', extracted=CACHE / 'digits-clean'):
+def clean_digit_crops_at_hand():
+    """Whether load_clean_digit_crops finds its crops: packed already, or the archives to pack."""
+    return packed_crops(CLEAN_EXTRACTED).exists() or all((DIGITS_CLEAN / name).exists() for name in CLEAN_ARCHIVES)
+
+
+def packed_crops(extracted):
+    return extracted.with_name(f'digits-clean-{CROP_SIZE[0]}x{CROP_SIZE[1]}.npz')
+
+
+def load_clean_digit_crops(root=DIGITS_CLEAN, extracted=CLEAN_EXTRACTED):
     """{(digit, tenths): [HxWx3 uint8 arrays]} of digits-clean's wheel crops at CROP_SIZE, extracted once to `extracted`
     and kept there as one array file (the crops of every label, ready to load, and to carry to another machine)."""
-    packed = extracted.with_name(f'digits-clean-{CROP_SIZE[0]}x{CROP_SIZE[1]}.npz')
+    packed = packed_crops(extracted)
     if not packed.exists():
         pack_clean_digit_crops(root, extracted, packed)
     with np.load(packed) as data:

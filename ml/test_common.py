@@ -1,8 +1,11 @@
-"""Unit tests of common.py's split: python3 -m unittest test_common.py (from ml/)."""
+"""Unit tests of common.py's split and fine-tune start: python3 -m unittest test_common.py (from ml/)."""
 import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
+
+import torch
+import torch.nn as nn
 
 import common
 
@@ -37,6 +40,31 @@ class SplitRowsTest(unittest.TestCase):
         train, validation = common.split_rows('meters', [listed, other])
         self.assertEqual(self.files(train), ['c.jpg'])
         self.assertEqual(self.files(validation), ['a.jpg'])
+
+
+class StartFromTest(unittest.TestCase):
+    def checkpoint_of(self, model):
+        path = Path(tempfile.mkdtemp()) / 'model.pt'
+        torch.save(model.state_dict(), path)
+        return path
+
+    def test_a_checkpoint_of_the_same_network_gives_its_weights(self):
+        trained = nn.Linear(3, 2)
+        fresh = nn.Linear(3, 2)
+        common.start_from(fresh, self.checkpoint_of(trained))
+        self.assertTrue(torch.equal(fresh.weight, trained.weight))
+
+    def test_another_networks_checkpoint_stops_with_a_message(self):
+        with self.assertRaises(SystemExit) as stopped:
+            common.start_from(nn.Linear(3, 2), self.checkpoint_of(nn.Linear(4, 2)))
+        self.assertIn('the weights of another network', str(stopped.exception.code))
+
+    def test_a_file_that_is_no_checkpoint_stops_with_a_message(self):
+        path = Path(tempfile.mkdtemp()) / 'model.pt'
+        path.write_text('not a checkpoint')
+        with self.assertRaises(SystemExit) as stopped:
+            common.start_from(nn.Linear(3, 2), path)
+        self.assertIn('not a checkpoint', str(stopped.exception.code))
 
 
 if __name__ == '__main__':

@@ -6,6 +6,7 @@ import { withCommandContext, type Command } from './cli/context.ts';
 import { datasetCommands } from './cli/dataset.ts';
 import { keyCommands } from './cli/keys.ts';
 import { meterCommands } from './cli/meters.ts';
+import { modelCommands } from './cli/models.ts';
 import { exitCodeOf, Output } from './cli/output.ts';
 import { photoCommands } from './cli/photos.ts';
 import { planCommands } from './cli/plans.ts';
@@ -26,6 +27,7 @@ const COMMANDS: Command[] = [
   ...userCommands,
   ...meterCommands,
   ...datasetCommands,
+  ...modelCommands,
   ...photoCommands,
   readCommand,
 ];

@@ -103,6 +103,9 @@ const unsetString = (description: string, documentedDefault = 'unset') => Type.O
 /** `database`, or an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens) with an optional key prefix. */
 const PHOTO_STORE_PATTERN = '^(database|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$';
 
+/** The weights that ship with Meterlens, where LOCAL_MODEL_DIR points by default. */
+export const SHIPPED_MODEL_DIR = path.resolve(import.meta.dirname, '..', 'models');
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The environment the service reads, each variable once: its type, range, default and description. */
@@ -345,7 +348,7 @@ export function loadConfig(env: Env = process.env): Config {
     readerTimeoutMs: environment.READER_TIMEOUT_MS,
     readerRetries: environment.READER_RETRIES,
     // The shipped weights are found from any working directory; a given path is the operator's own.
-    localModelDir: path.resolve(environment.LOCAL_MODEL_DIR ?? path.join(import.meta.dirname, '..', 'models')),
+    localModelDir: path.resolve(environment.LOCAL_MODEL_DIR ?? SHIPPED_MODEL_DIR),
     localReaderThreads: environment.LOCAL_READER_THREADS ?? Math.min(2, availableParallelism()),
     openai: { apiKey: environment.OPENAI_API_KEY, baseUrl: environment.OPENAI_BASE_URL, model: environment.OPENAI_MODEL },
     anthropic: { apiKey: environment.ANTHROPIC_API_KEY, baseUrl: environment.ANTHROPIC_BASE_URL, model: environment.ANTHROPIC_MODEL },

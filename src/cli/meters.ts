@@ -40,26 +40,34 @@ export const meterCommands: Command[] = [
   },
   {
     name: 'meters review',
-    synopsis: '--account N [--below CONFIDENCE] [--usual-m3-per-day X]',
+    synopsis: '--account N [--below CONFIDENCE] [--usual-m3-per-day X] [--train-on-hosted yes|no]',
     description:
-      "when a reading needs a person's look before it is billed (needs_review): below this confidence (default 90), or far above the usual consumption, the account's default for meters with too little history (1.5 m³ a day)",
-    options: { account: { type: 'string' }, below: { type: 'string' }, 'usual-m3-per-day': { type: 'string' } },
+      "when a reading needs a person's look before it is billed (needs_review): below this confidence (default 90), or far above the usual consumption, the account's default for meters with too little history (1.5 m³ a day); and whether meterlens train also learns from hosted readers' readings that need no look (default no)",
+    options: { account: { type: 'string' }, below: { type: 'string' }, 'usual-m3-per-day': { type: 'string' }, 'train-on-hosted': { type: 'string' } },
     async run({ database, output }, args) {
       const accountId = requireId(requiredOption(args, 'account'), '--account');
       const belowText = optionalOption(args, 'below');
       const usualText = optionalOption(args, 'usual-m3-per-day');
+      const hostedText = optionalOption(args, 'train-on-hosted');
       const reviewBelow = belowText === undefined ? undefined : Number(belowText);
       const usualM3PerDay = usualText === undefined ? undefined : Number(usualText);
-      if (reviewBelow === undefined && usualM3PerDay === undefined) throw new UsageError('give --below, --usual-m3-per-day or both');
+      if (reviewBelow === undefined && usualM3PerDay === undefined && hostedText === undefined)
+        throw new UsageError('give --below, --usual-m3-per-day, --train-on-hosted or several of them');
       if (reviewBelow !== undefined && !isReviewBelow(reviewBelow)) throw new UsageError(`--below must be an integer from 0 to 100, got "${belowText}"`);
       if (usualM3PerDay !== undefined && !isUsualM3PerDay(usualM3PerDay)) {
         throw new UsageError(`--usual-m3-per-day must be a number above 0 and at most ${USUAL_M3_PER_DAY_LIMIT}, got "${usualText}"`);
       }
-      const settings = await setReviewSettings(await database(), accountId, { reviewBelow, usualM3PerDay });
+      if (hostedText !== undefined && hostedText !== 'yes' && hostedText !== 'no')
+        throw new UsageError(`--train-on-hosted must be yes or no, got "${hostedText}"`);
+      const trainOnHosted = hostedText === undefined ? undefined : hostedText === 'yes';
+      const settings = await setReviewSettings(await database(), accountId, { reviewBelow, usualM3PerDay, trainOnHosted });
       if (!settings) throw new DomainError('not_found', '--account', `no account ${accountId}`);
       output.print(
-        { account: Number(accountId), reviewBelow: settings.reviewBelow, usualM3PerDayDefault: settings.usualM3PerDay },
-        `account ${accountId}: readings below confidence ${settings.reviewBelow} need review; a meter with too little history usually uses ${settings.usualM3PerDay} m³ a day`,
+        { account: Number(accountId), reviewBelow: settings.reviewBelow, usualM3PerDayDefault: settings.usualM3PerDay, trainOnHosted: settings.trainOnHosted },
+        [
+          `account ${accountId}: readings below confidence ${settings.reviewBelow} need review; a meter with too little history usually uses ${settings.usualM3PerDay} m³ a day`,
+          `meterlens train learns from photos people confirmed or corrected${settings.trainOnHosted ? ", and from hosted readers' readings that need no review" : ' only'}`,
+        ],
       );
     },
   },

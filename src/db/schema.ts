@@ -55,6 +55,8 @@ export interface AccountsTable {
   review_below: ColumnType<number, number | undefined, number>;
   /** A meter's usual consumption, m³ a day, while its own history is too short (numeric: a string). */
   usual_m3_per_day: ColumnType<string, number | string | undefined, number | string>;
+  /** `meterlens train` also learns from hosted readers' confident, plausible readings of this account. */
+  train_on_hosted: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: CreatedAt;
   /** The plan a self-signed-up account starts on once its user's email is verified. */
   trial_plan_code: ColumnType<string | null, string | undefined, string | null>;

@@ -111,10 +111,14 @@ export async function meterWaitingForReview(db: Db, meterPointId: string): Promi
   return row.waiting;
 }
 
-/** An account's review settings: its review threshold and the usual consumption of a meter with too little history. */
+/**
+ * An account's review settings: its review threshold, the usual consumption of a meter with too little history, and
+ * whether `meterlens train` may learn from the readings of hosted readers that need no review (exportDataset).
+ */
 export interface ReviewSettings {
   reviewBelow: number;
   usualM3PerDay: number;
+  trainOnHosted: boolean;
 }
 
 /**
@@ -147,11 +151,12 @@ export async function setReviewSettings(db: Db, accountId: string, change: Parti
       .set({
         ...(change.reviewBelow === undefined ? {} : { review_below: change.reviewBelow }),
         ...(change.usualM3PerDay === undefined ? {} : { usual_m3_per_day: change.usualM3PerDay }),
+        ...(change.trainOnHosted === undefined ? {} : { train_on_hosted: change.trainOnHosted }),
       })
       .where('id', '=', accountId)
-      .returning(['review_below', 'usual_m3_per_day'])
+      .returning(['review_below', 'usual_m3_per_day', 'train_on_hosted'])
       .executeTakeFirst();
     if (row && change.reviewBelow !== undefined) await refreshNeedsReview(tx, { accountId });
-    return row && { reviewBelow: row.review_below, usualM3PerDay: Number(row.usual_m3_per_day) };
+    return row && { reviewBelow: row.review_below, usualM3PerDay: Number(row.usual_m3_per_day), trainOnHosted: row.train_on_hosted };
   });
 }

@@ -151,7 +151,7 @@ t.test("meters review: the account's review threshold and default usual consumpt
 
   t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '98', '--usual-m3-per-day', '0.2']), {
     code: 0,
-    result: { account: Number(customer.accountId), reviewBelow: 98, usualM3PerDayDefault: 0.2 },
+    result: { account: Number(customer.accountId), reviewBelow: 98, usualM3PerDayDefault: 0.2, trainOnHosted: false },
   });
   const after = await submit(tenDaysAgo);
   t.match(after, { needs_review: true, plausibility: { status: 'suspicious' } }, '10.276 m³ in ten days is far above 0.2 m³ a day; 97 is below 98');
@@ -159,5 +159,16 @@ t.test("meters review: the account's review threshold and default usual consumpt
   t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '101']), { code: 2, stderr: /--below must be an integer/ });
   t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--usual-m3-per-day', '0']), { code: 2, stderr: /above 0/ });
   t.match(await meterlens(service, ['meters', 'review', '--account', '999999', '--below', '80']), { code: 1, stderr: /no account/ });
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId]), { code: 2, stderr: /give --below, --usual-m3-per-day or both/ });
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId]), {
+    code: 2,
+    stderr: /give --below, --usual-m3-per-day, --train-on-hosted or several of them/,
+  });
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--train-on-hosted', 'true']), {
+    code: 2,
+    stderr: /--train-on-hosted must be yes or no, got "true"/,
+  });
+  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--train-on-hosted', 'yes']), {
+    code: 0,
+    result: { reviewBelow: 98, usualM3PerDayDefault: 0.2, trainOnHosted: true },
+  });
 });

@@ -41,6 +41,9 @@ t.test('help lists every command', async (t) => {
       'users reset-link',
       'read',
       'eval',
+      'train',
+      'models promote',
+      'models rollback',
     ]) {
       t.match(run.stdout, `meterlens ${command}`, command);
     }
@@ -48,7 +51,7 @@ t.test('help lists every command', async (t) => {
 });
 
 t.test('GROUP --help lists the commands of that group, and only those', async (t) => {
-  const groups = ['plans', 'accounts', 'subscriptions', 'keys', 'webhooks', 'users', 'meters', 'dataset'];
+  const groups = ['plans', 'accounts', 'subscriptions', 'keys', 'webhooks', 'users', 'meters', 'dataset', 'models'];
   const help = new Map<string, string>();
   for (const [index, group] of groups.entries()) {
     const flag = index === 0 ? '-h' : '--help';

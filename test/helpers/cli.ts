@@ -16,7 +16,7 @@ export interface Run {
 
 export interface Cli {
   db: Db;
-  /** A scratch folder, also the CLI's DATA_DIR and (empty) LOCAL_MODEL_DIR. */
+  /** A scratch folder, also the CLI's DATA_DIR and (empty, unless `env` names another) LOCAL_MODEL_DIR. */
   scratch: string;
   /** Runs bin/meterlens.js as an operator would, against the test database, with no reader configured. */
   meterlens(args: string[], env?: Record<string, string>): Promise<Run>;
@@ -36,10 +36,9 @@ export async function startCli(t: Test): Promise<Cli> {
   });
 
   async function meterlens(args: string[], env: Record<string, string> = {}): Promise<Run> {
-    const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, DATA_DIR: scratch, ...env };
-    for (const name of ['READER_CHAIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']) delete childEnv[name];
     // An empty model directory: the local reader has no weights, so the chain is empty.
-    childEnv.LOCAL_MODEL_DIR = scratch;
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, DATA_DIR: scratch, LOCAL_MODEL_DIR: scratch, ...env };
+    for (const name of ['READER_CHAIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']) delete childEnv[name];
     const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args], { env: childEnv, cwd: root });
     let stdout = '';
     let stderr = '';

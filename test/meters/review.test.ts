@@ -108,7 +108,8 @@ t.test('a new threshold waits for the submissions being stored, so that none kee
   await storing;
   await change;
   t.equal(changed, true, 'and goes ahead once the submission is stored');
-  t.same(await setReviewSettings(service.db, customer.accountId, { usualM3PerDay: 2 }), { reviewBelow: 95, usualM3PerDay: 2 });
+  t.same(await setReviewSettings(service.db, customer.accountId, { usualM3PerDay: 2 }), { reviewBelow: 95, usualM3PerDay: 2, trainOnHosted: false });
+  t.same(await setReviewSettings(service.db, customer.accountId, { trainOnHosted: true }), { reviewBelow: 95, usualM3PerDay: 2, trainOnHosted: true });
 });
 
 t.test("a new account's review settings and max flow are the defaults `meterlens eval --previous` judges with", async (t) => {
@@ -116,11 +117,12 @@ t.test("a new account's review settings and max flow are the defaults `meterlens
   const { accountId } = await createCustomer(service.db);
   const account = await service.db
     .selectFrom('accounts')
-    .select(['review_below', 'usual_m3_per_day', 'max_flow_m3_per_hour'])
+    .select(['review_below', 'usual_m3_per_day', 'max_flow_m3_per_hour', 'train_on_hosted'])
     .where('id', '=', accountId)
     .executeTakeFirstOrThrow();
   t.same(
     { reviewBelow: account.review_below, usual: Number(account.usual_m3_per_day), maxFlow: Number(account.max_flow_m3_per_hour) },
     { reviewBelow: DEFAULT_REVIEW_BELOW, usual: DEFAULT_USUAL_M3_PER_DAY, maxFlow: DEFAULT_MAX_FLOW },
   );
+  t.equal(account.train_on_hosted, false, 'meterlens train learns from people-labelled photos only until the account says otherwise');
 });
