@@ -71,12 +71,15 @@ if (
   SHAPE.accountMeters > SHAPE.meters ||
   Math.max(SHAPE.accountMeters, ...otherAccounts().map(([, meters]) => meters)) > 9999
 ) {
-  throw new Error('the measured account is part of the totals, and an account has at most 9 999 meters (SN-0001…SN-9999)');
+  throw new Error(
+    'the measured account is part of the totals, and an account has at most 9 999 meters (SN-0001…SN-9999)',
+  );
 }
 
 function positive(name: keyof typeof options): number {
   const value = Number(options[name]);
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name} must be a positive whole number, not ${options[name]}`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new Error(`--${name} must be a positive whole number, not ${options[name]}`);
   return value;
 }
 
@@ -133,7 +136,9 @@ async function seed(submissions: number, meters: number): Promise<Customer> {
   );
   // What the usage check counts: the account's accepted submissions of each month.
   await sql`INSERT INTO api_usage (account_id, month, request_count)
-    SELECT account_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, count(*) FROM meters WHERE account_id = ${account} GROUP BY 1, 2`.execute(db);
+    SELECT account_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, count(*) FROM meters WHERE account_id = ${account} GROUP BY 1, 2`.execute(
+    db,
+  );
   return customer;
 }
 
@@ -173,7 +178,9 @@ async function measure<T>(name: string, run: () => Promise<T>, on: Db = db): Pro
 }
 
 async function explain(query: CompiledQuery, on: Db = db): Promise<void> {
-  const plan = await on.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, [...query.parameters]));
+  const plan = await on.executeQuery<{ 'QUERY PLAN': string }>(
+    CompiledQuery.raw(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, [...query.parameters]),
+  );
   console.log(`--- ${query.sql.replace(/\s+/g, ' ').slice(0, 160)}…`);
   for (const row of plan.rows) console.log(row['QUERY PLAN']);
 }
@@ -189,7 +196,9 @@ try {
   const { rows: seeded } = await sql<{
     submissions: number;
     meters: number;
-  }>`SELECT (SELECT count(*) FROM meters)::int AS submissions, (SELECT count(*) FROM meter_points)::int AS meters`.execute(db);
+  }>`SELECT (SELECT count(*) FROM meters)::int AS submissions, (SELECT count(*) FROM meter_points)::int AS meters`.execute(
+    db,
+  );
   console.log(
     `seeded ${count(seeded[0]!.submissions)} submissions over ${count(seeded[0]!.meters)} meters and ${SHAPE.accounts} accounts in ${((performance.now() - started) / 1000).toFixed(1)} s`,
   );
@@ -200,10 +209,15 @@ try {
   );
   for (const other of others) await refreshNeedsReview(db, { accountId: other });
   await sql`VACUUM ANALYZE`.execute(db);
-  const { rows } = await sql<{ waiting: number; flagged: number }>`SELECT count(*) FILTER (WHERE needs_review)::int AS waiting,
+  const { rows } = await sql<{
+    waiting: number;
+    flagged: number;
+  }>`SELECT count(*) FILTER (WHERE needs_review)::int AS waiting,
     count(*) FILTER (WHERE status = 'failed' OR EXISTS (SELECT 1 FROM readings r WHERE r.meter_id = meters.id AND (r.plausibility = 'implausible' OR r.confidence < 90)))::int AS flagged
     FROM meters WHERE account_id = ${account}`.execute(db);
-  console.log(`the measured account: ${count(SHAPE.accountSubmissions)} submissions, ${rows[0]!.flagged} ever needed review, ${rows[0]!.waiting} wait now`);
+  console.log(
+    `the measured account: ${count(SHAPE.accountSubmissions)} submissions, ${rows[0]!.flagged} ever needed review, ${rows[0]!.waiting} wait now`,
+  );
 
   const middle = Math.floor(SHAPE.accountSubmissions / 2);
   const deep = await db
@@ -216,22 +230,33 @@ try {
     .limit(1)
     .executeTakeFirstOrThrow();
   await measure('readings list, first page (100 rows and the total)', () => readingsPage(db, account, {}, undefined));
-  await measure(`readings list, the page after the ${count(middle)}th`, () => readingsPage(db, account, {}, deep.reference_id));
-  await measure('readings list, needs review, first page', () => readingsPage(db, account, { needsReview: true }, undefined));
-  await measure('readings list, one meter, first page', () => readingsPage(db, account, { meterId: 'SN-0500' }, undefined));
+  await measure(`readings list, the page after the ${count(middle)}th`, () =>
+    readingsPage(db, account, {}, deep.reference_id),
+  );
+  await measure('readings list, needs review, first page', () =>
+    readingsPage(db, account, { needsReview: true }, undefined),
+  );
+  await measure('readings list, one meter, first page', () =>
+    readingsPage(db, account, { meterId: 'SN-0500' }, undefined),
+  );
 
   const history = await measure('a meter’s history (GET /api/meters/{meter_id}/readings), first page of 100', () =>
     meterHistory(db, account, 'SN-0500', { limit: 100 }),
   );
   if (history?.nextBefore) {
     const before = history.nextBefore;
-    await measure('a meter’s history, the next page of 100', () => meterHistory(db, account, 'SN-0500', { limit: 100, before }));
+    await measure('a meter’s history, the next page of 100', () =>
+      meterHistory(db, account, 'SN-0500', { limit: 100, before }),
+    );
   }
 
   // The usage check of every submission: the statement that loads this month's count with the key
   // (steps 1–3), then the count that decides, in the transaction that accepts the submission.
   const authorization = `Bearer ${customer.key}`;
-  const key = await measure('usage check: key, subscription, plan and this month’s usage (authenticate, every request)', () => authenticate(db, authorization));
+  const key = await measure(
+    'usage check: key, subscription, plan and this month’s usage (authenticate, every request)',
+    () => authenticate(db, authorization),
+  );
   const plan = checkSubscription(key.subscription);
   const boss = createBoss(database.url, loadConfig({}), { supervise: false });
   await boss.start();
@@ -245,13 +270,21 @@ try {
 
   const first = await measure('review queue, next item from the oldest', () => nextForReview(db, account, undefined));
   await measure('review queue, next item after a skip', () => nextForReview(db, account, first!.referenceId));
-  const user = await createUser(db, { accountId: account, email: 'bench@example.com', password: 'correct horse battery' });
+  const user = await createUser(db, {
+    accountId: account,
+    email: 'bench@example.com',
+    password: 'correct horse battery',
+  });
   const session = await createSession(db, user.id);
-  await measure('session with the navigation’s review count (every dashboard request)', () => findSession(db, session.token));
+  await measure('session with the navigation’s review count (every dashboard request)', () =>
+    findSession(db, session.token),
+  );
 
   console.log(`\nthe first page's meters: ${await waitingOnFirstPage(account)} readings waiting for review`);
   await measure('meters list, first page of 100', () => meterList(db, account, { limit: 100 }));
-  await measure('meters list, a page after SN-0500', () => meterList(db, account, { limit: 100, startingAfter: 'SN-0500' }));
+  await measure('meters list, a page after SN-0500', () =>
+    meterList(db, account, { limit: 100, startingAfter: 'SN-0500' }),
+  );
   await measure('meters list, prefix SN-05', () => meterList(db, account, { limit: 100, prefix: 'SN-05' }));
 
   // The export: its first and last batch explained, the whole stream timed once.
@@ -299,16 +332,24 @@ try {
   // The counts' worst case: a review threshold of 100 makes every reading no person reviewed wait.
   started = performance.now();
   await setReviewSettings(db, account, { reviewBelow: 100 });
-  console.log(`\nreview threshold 100: refreshNeedsReview of the ${count(SHAPE.accountSubmissions)} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `\nreview threshold 100: refreshNeedsReview of the ${count(SHAPE.accountSubmissions)} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   await sql`VACUUM ANALYZE meters`.execute(db);
   console.log(`the first page's meters: ${await waitingOnFirstPage(account)} readings waiting for review`);
-  await measure('meters list, first page of 100, nearly every submission waiting', () => meterList(db, account, { limit: 100 }));
+  await measure('meters list, first page of 100, nearly every submission waiting', () =>
+    meterList(db, account, { limit: 100 }),
+  );
   // And without the index of each meter's count: dropped in a transaction that is rolled back.
   await db
     .transaction()
     .execute(async (tx) => {
       await sql`DROP INDEX meters_meter_point_review`.execute(tx);
-      await measure('for comparison: the same without meters_meter_point_review', () => meterList(tx, account, { limit: 100 }), tx);
+      await measure(
+        'for comparison: the same without meters_meter_point_review',
+        () => meterList(tx, account, { limit: 100 }),
+        tx,
+      );
       throw new RolledBack();
     })
     .catch((error: unknown) => {

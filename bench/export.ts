@@ -20,7 +20,9 @@ const peakMb = () => (process.resourceUsage().maxRSS / 1024).toFixed(0);
 
 async function seed(db: Db, submissions: number): Promise<string> {
   const customer = await createCustomer(db);
-  await sql`INSERT INTO meter_points (account_id, external_id) SELECT ${customer.accountId}, 'SN-' || g FROM generate_series(1, 1000) g`.execute(db);
+  await sql`INSERT INTO meter_points (account_id, external_id) SELECT ${customer.accountId}, 'SN-' || g FROM generate_series(1, 1000) g`.execute(
+    db,
+  );
   await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at, meter_point_id)
     SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now() - g * interval '1 minute', now() - g * interval '1 minute',
       (SELECT id FROM meter_points WHERE account_id = ${customer.accountId} AND external_id = 'SN-' || (g % 1000 + 1))
@@ -30,7 +32,9 @@ async function seed(db: Db, submissions: number): Promise<string> {
       CASE WHEN id % 10 = 0 THEN 'implausible' ELSE 'ok' END
     FROM meters WHERE account_id = ${customer.accountId}`.execute(db);
   await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
-    SELECT id, '00001.000', 1, 'bench' FROM meters WHERE account_id = ${customer.accountId} AND id % 20 = 0`.execute(db);
+    SELECT id, '00001.000', 1, 'bench' FROM meters WHERE account_id = ${customer.accountId} AND id % 20 = 0`.execute(
+    db,
+  );
   await refreshNeedsReview(db, { accountId: customer.accountId });
   return customer.accountId;
 }
@@ -69,7 +73,9 @@ try {
   // Last: it raises the peak that the exports are measured by.
   const started = performance.now();
   const ids = await db.selectFrom('meters').select('reference_id').where('account_id', '=', large).execute();
-  console.log(`baseline: one query of the ${ids.length} reference_ids into memory ${(performance.now() - started).toFixed(0)} ms, peak RSS ${peakMb()} MB`);
+  console.log(
+    `baseline: one query of the ${ids.length} reference_ids into memory ${(performance.now() - started).toFixed(0)} ms, peak RSS ${peakMb()} MB`,
+  );
 } finally {
   await db.destroy();
   await database.drop();

@@ -11,7 +11,9 @@ import pg from 'pg';
 import { MAX_IMAGE_BYTES } from '../src/images.ts';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-await pool.query('CREATE TABLE IF NOT EXISTS floor_uploads (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, bytes bytea NOT NULL)');
+await pool.query(
+  'CREATE TABLE IF NOT EXISTS floor_uploads (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, bytes bytea NOT NULL)',
+);
 
 const app = Fastify();
 await app.register(multipart, { limits: { fileSize: MAX_IMAGE_BYTES, files: 1 } });
@@ -22,7 +24,9 @@ app.post('/upload', async (request, reply) => {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ id: string }>('INSERT INTO floor_uploads (bytes) VALUES ($1) RETURNING id', [bytes]);
+    const { rows } = await client.query<{ id: string }>('INSERT INTO floor_uploads (bytes) VALUES ($1) RETURNING id', [
+      bytes,
+    ]);
     await client.query('COMMIT');
     return reply.code(202).send({ id: rows[0].id });
   } catch (error) {

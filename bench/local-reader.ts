@@ -35,21 +35,33 @@ if (!existsSync(SHARED_DATASETS)) {
 }
 
 const config = loadConfig();
-const [baseline, candidate] = await Promise.all([values.baseline, values.models].map((dir) => loadMeterModel(path.resolve(dir), config.localReaderThreads)));
+const [baseline, candidate] = await Promise.all(
+  [values.baseline, values.models].map((dir) => loadMeterModel(path.resolve(dir), config.localReaderThreads)),
+);
 
 /** What a model read (or why not) at what confidence, and how long it took. */
-async function timedRead(model: MeterModel, image: Buffer): Promise<{ ms: number; reading: string; confidence: number }> {
+async function timedRead(
+  model: MeterModel,
+  image: Buffer,
+): Promise<{ ms: number; reading: string; confidence: number }> {
   const started = performance.now();
   const answer = await model.read(image).then(
     ({ reading, confidence }) => ({ reading, confidence }),
     // The message's calibrated confidences (the guess's and the floor's) are not part of the reading.
-    (error: Error) => ({ reading: `no reading (${error.message.replace(/(confidence|about) \d+/g, '$1')})`, confidence: 0 }),
+    (error: Error) => ({
+      reading: `no reading (${error.message.replace(/(confidence|about) \d+/g, '$1')})`,
+      confidence: 0,
+    }),
   );
   return { ms: performance.now() - started, ...answer };
 }
 
-console.log(`baseline ${path.resolve(values.baseline)}, this run ${path.resolve(values.models)}; ${config.localReaderThreads} threads each`);
-console.log('dataset    photos   baseline p50 / p95   this run p50 / p95   ratio p50 / p95   readings differ   confidences differ (most)');
+console.log(
+  `baseline ${path.resolve(values.baseline)}, this run ${path.resolve(values.models)}; ${config.localReaderThreads} threads each`,
+);
+console.log(
+  'dataset    photos   baseline p50 / p95   this run p50 / p95   ratio p50 / p95   readings differ   confidences differ (most)',
+);
 for (const { name, dir, only } of await validationSplit()) {
   const photos = (await loadLabelledPhotos(dir, only)).slice(0, photoCount + WARM_UP);
   const times: [number[], number[]] = [[], []];
@@ -68,10 +80,12 @@ for (const { name, dir, only } of await validationSplit()) {
     times[0].push(before.ms);
     times[1].push(after.ms);
     if (before.reading !== after.reading) readingsDiffer++;
-    else if (before.confidence !== after.confidence) confidenceChanges.push(Math.abs(before.confidence - after.confidence));
+    else if (before.confidence !== after.confidence)
+      confidenceChanges.push(Math.abs(before.confidence - after.confidence));
   }
   const [base, now] = times.map((list) => list.sort((a, b) => a - b));
-  const cell = (list: number[]) => `${percentile(list, 50).toFixed(0)} / ${percentile(list, 95).toFixed(0)} ms`.padEnd(21);
+  const cell = (list: number[]) =>
+    `${percentile(list, 50).toFixed(0)} / ${percentile(list, 95).toFixed(0)} ms`.padEnd(21);
   const ratio = (p: number) => (percentile(now!, p) / percentile(base!, p)).toFixed(2);
   console.log(
     `${name.padEnd(10)} ${String(now!.length).padStart(6)}   ${cell(base!)}${cell(now!)}${`${ratio(50)} / ${ratio(95)}`.padEnd(18)}${String(readingsDiffer).padEnd(18)}${confidenceChanges.length} (${Math.max(0, ...confidenceChanges)})`,

@@ -83,7 +83,8 @@ const options: Options = {
 
 const cleanups: Cleanup[] = [];
 const cleanUp = async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((error) => console.error(`cleanup: ${error}`));
+  for (const cleanup of cleanups.splice(0).reverse())
+    await cleanup().catch((error) => console.error(`cleanup: ${error}`));
 };
 let interrupted = false;
 process.once('SIGINT', () => {
@@ -126,7 +127,8 @@ async function benchmark(options: Options): Promise<void> {
     return;
   }
   const get = (pathname: string) => () => timed(() => send(client, 'GET', `${baseUrl}${pathname}`));
-  const post = (pathname: string, key = apiKey) => send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${key}`, ...upload });
+  const post = (pathname: string, key = apiKey) =>
+    send(client, 'POST', `${baseUrl}${pathname}`, { authorization: `Bearer ${key}`, ...upload });
   const small = Math.max(1, Math.round(options.requests / 4));
   console.log(
     `# ${os.cpus().length} CPUs, node ${process.version}, photo ${(photo.length / 1024).toFixed(0)} KB, ` +
@@ -135,7 +137,9 @@ async function benchmark(options: Options): Promise<void> {
 
   const syncRows = [];
   for (const concurrency of SYNC_CONCURRENCIES) {
-    syncRows.push(await measure(() => timed(() => post('/api/meter-reading/sync')), concurrency, small, options.warmup));
+    syncRows.push(
+      await measure(() => timed(() => post('/api/meter-reading/sync')), concurrency, small, options.warmup),
+    );
   }
   printTable(`Sync reading: time to the 200 with the reading, against the fake reader's fixed ${READER_DELAY_MS} ms`, [
     ['concurrency', 'p50 ms', 'p99 ms', 'req/s', 'p50 over reader ms', 'p99 over reader ms', 'p50 ×', 'p99 ×'],
@@ -194,7 +198,12 @@ async function benchmark(options: Options): Promise<void> {
   const asyncRows = [];
   for (const concurrency of ASYNC_CONCURRENCIES) {
     const healthz = await measure(get('/healthz'), concurrency, options.requests, options.warmup);
-    const ack = await measure(() => timed(() => post('/api/meter-reading')), concurrency, options.requests, options.warmup);
+    const ack = await measure(
+      () => timed(() => post('/api/meter-reading')),
+      concurrency,
+      options.requests,
+      options.warmup,
+    );
     asyncRows.push({ concurrency, ack, healthz });
   }
   printTable('Async submission: time to the 202 ack, against GET /healthz at the same concurrency', [
@@ -205,7 +214,13 @@ async function benchmark(options: Options): Promise<void> {
   // The web process alone, as deployed beside a worker process elsewhere: no reads on these cores.
   await service.stop();
   const web = await startChild('web', [path.join('src', 'cli.ts'), 'web'], serviceEnv(databaseUrl, openai.url));
-  const realSize = await measureAgainstFloor(client, `${web.url}/api/meter-reading`, apiKey, `${floorUrl}/upload`, options);
+  const realSize = await measureAgainstFloor(
+    client,
+    `${web.url}/api/meter-reading`,
+    apiKey,
+    `${floorUrl}/upload`,
+    options,
+  );
 
   await writeResults({
     date: new Date().toISOString(),
@@ -296,11 +311,23 @@ async function measureTenantFairness(
  * while a normal photo's ack is measured one at a time, against that ack when idle (measured
  * before and after).
  */
-async function measureCostlyImages(bench: { client: Agent; databaseUrl: string; openaiUrl: string; apiKey: string; upload: Upload }) {
-  const web = await startChild('costly-web', [path.join('src', 'cli.ts'), 'web'], serviceEnv(bench.databaseUrl, bench.openaiUrl));
+async function measureCostlyImages(bench: {
+  client: Agent;
+  databaseUrl: string;
+  openaiUrl: string;
+  apiKey: string;
+  upload: Upload;
+}) {
+  const web = await startChild(
+    'costly-web',
+    [path.join('src', 'cli.ts'), 'web'],
+    serviceEnv(bench.databaseUrl, bench.openaiUrl),
+  );
   const post = (pathname: string, upload: Upload) =>
     send(bench.client, 'POST', `${web.url}${pathname}`, { authorization: `Bearer ${bench.apiKey}`, ...upload });
-  const gif = await sharp({ create: { width: COSTLY_IMAGE_SIDE, height: COSTLY_IMAGE_SIDE, channels: 3, background: '#808080' } })
+  const gif = await sharp({
+    create: { width: COSTLY_IMAGE_SIDE, height: COSTLY_IMAGE_SIDE, channels: 3, background: '#808080' },
+  })
     .gif()
     .toBuffer();
   const costly = multipart(gif);
@@ -354,7 +381,16 @@ async function measureCostlyImages(bench: { client: Agent; databaseUrl: string; 
       ],
     ],
   );
-  return { aloneSeconds, peakAloneMb, idleBefore, idleAfter, duringMs: during, burstSeconds, peakRssMb, gifBytes: gif.length };
+  return {
+    aloneSeconds,
+    peakAloneMb,
+    idleBefore,
+    idleAfter,
+    duringMs: during,
+    burstSeconds,
+    peakRssMb,
+    gifBytes: gif.length,
+  };
 }
 
 /** Peak resident memory of a process in MB, from /proc (Linux); undefined elsewhere. */
@@ -392,7 +428,10 @@ async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string
   printTable(
     `Async ack of a 12 MP photo (${(photo.length / 1024 / 1024).toFixed(1)} MB JPEG), against the floor server ` +
       '(multipart + one INSERT of the bytes in a transaction, 202) at the same concurrency',
-    [['concurrency', ...againstColumns('ack', 'floor')], ...rows.map(({ concurrency, ack, floor }) => [concurrency, ...against(ack, floor)])],
+    [
+      ['concurrency', ...againstColumns('ack', 'floor')],
+      ...rows.map(({ concurrency, ack, floor }) => [concurrency, ...against(ack, floor)]),
+    ],
   );
   return { photoBytes: photo.length, rows };
 }
@@ -424,7 +463,12 @@ async function twelveMegapixelPhoto(): Promise<Buffer | undefined> {
  * Runs `operation` `warmup` times, then `requests` times, `concurrency` at a time; each call
  * resolves to its own latency in ms. Throughput is measured requests over the measured wall time.
  */
-async function measure(operation: () => Promise<number>, concurrency: number, requests: number, warmup: number): Promise<Stats> {
+async function measure(
+  operation: () => Promise<number>,
+  concurrency: number,
+  requests: number,
+  warmup: number,
+): Promise<Stats> {
   const run = async (count: number) => {
     const samples: number[] = [];
     let started = 0;
@@ -455,9 +499,17 @@ async function measure(operation: () => Promise<number>, concurrency: number, re
  * `measure` for several operations compared with each other, taken in turns of a few requests
  * each, so that a shared machine's changing load falls on all of them alike.
  */
-async function measureInterleaved(operations: Array<() => Promise<number>>, concurrency: number, requests: number, warmup: number): Promise<Stats[]> {
+async function measureInterleaved(
+  operations: Array<() => Promise<number>>,
+  concurrency: number,
+  requests: number,
+  warmup: number,
+): Promise<Stats[]> {
   const TURNS = 8;
-  const turns = Array.from({ length: TURNS }, (_, turn) => Math.floor((requests * (turn + 1)) / TURNS) - Math.floor((requests * turn) / TURNS));
+  const turns = Array.from(
+    { length: TURNS },
+    (_, turn) => Math.floor((requests * (turn + 1)) / TURNS) - Math.floor((requests * turn) / TURNS),
+  );
   const measured = operations.map(() => ({ samples: [] as number[], seconds: 0 }));
   for (const [turn, count] of turns.entries()) {
     for (const [index, operation] of operations.entries()) {
@@ -498,7 +550,10 @@ async function send(
   const response = await request(url, {
     method,
     dispatcher: client,
-    headers: upload && { ...(upload.authorization && { authorization: upload.authorization }), 'content-type': upload.contentType },
+    headers: upload && {
+      ...(upload.authorization && { authorization: upload.authorization }),
+      'content-type': upload.contentType,
+    },
     body: upload?.body,
   });
   const text = await response.body.text();
@@ -515,7 +570,9 @@ interface Upload {
 function multipart(photo: Buffer): Upload {
   const boundary = `meterlens-bench-${randomBytes(8).toString('hex')}`;
   const body = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="meter.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="meter.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
+    ),
     photo,
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
@@ -653,7 +710,11 @@ async function createBenchAccounts(databaseUrl: string, webhookUrl: string, name
     for (const name of names) {
       const account = await createAccount(db, { name, planCode: 'bench' });
       keys.push((await createApiKey(db, { accountId: account.id, projectName: 'bench' })).key);
-      await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), { accountId: account.id, url: webhookUrl, events: ['reading.completed'] });
+      await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), {
+        accountId: account.id,
+        url: webhookUrl,
+        events: ['reading.completed'],
+      });
     }
     return keys;
   } finally {

@@ -64,14 +64,25 @@ try {
   const keyId = (
     await db
       .insertInto('api_keys')
-      .values({ account_id: account.id, project_name: 'bench', key_sha256: '0'.repeat(64), display_prefix: 'x', display_suffix: 'x' })
+      .values({
+        account_id: account.id,
+        project_name: 'bench',
+        key_sha256: '0'.repeat(64),
+        display_prefix: 'x',
+        display_suffix: 'x',
+      })
       .returning('id')
       .executeTakeFirstOrThrow()
   ).id;
   const port = (receiver.address() as AddressInfo).port;
   await db
     .insertInto('webhook_endpoints')
-    .values({ account_id: account.id, url: `http://127.0.0.1:${port}/hook`, secret: newWebhookSecret(), disabled_reason: null })
+    .values({
+      account_id: account.id,
+      url: `http://127.0.0.1:${port}/hook`,
+      secret: newWebhookSecret(),
+      disabled_reason: null,
+    })
     .execute();
 
   const photoStore = new PhotoStore(config.photoStore);
@@ -82,8 +93,13 @@ try {
     uploadBytes += upload.length;
     // A phone's 12 MP upload is stored at NORMALISED_LONG_SIDE; the dataset's are ≤1024 px and
     // are not enlarged. Enlarged here they are smoother than a real photo: a lower bound.
-    const enlarged = await sharp(upload).resize({ width: 4032, height: 4032, fit: 'inside' }).jpeg({ quality: 90 }).toBuffer();
-    fullSizeJpegBytes += (await normaliseImage(enlarged, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide })).jpeg.length;
+    const enlarged = await sharp(upload)
+      .resize({ width: 4032, height: 4032, fit: 'inside' })
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    fullSizeJpegBytes += (
+      await normaliseImage(enlarged, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide })
+    ).jpeg.length;
     const image = await checkImageHeader(upload, { maxPixels: config.maxImagePixels });
     const plan = { planCode: 'scale', monthlyRequestLimit: 100_000 };
     const key = { keyId, accountId: account.id, subscription: undefined, monthlyUsage: 0 };
@@ -91,7 +107,12 @@ try {
     const meter = { ...accepted, accountId: account.id, mode: 'async' as const };
     try {
       const jpeg = await normaliseUpload({ db, photos: photoStore, config }, accepted.meterId, image.upload);
-      await recordReading({ db, boss, config }, meter, await readers.read(jpeg), await readContext(db, accepted.meterId));
+      await recordReading(
+        { db, boss, config },
+        meter,
+        await readers.read(jpeg),
+        await readContext(db, accepted.meterId),
+      );
     } catch {
       // An unreadable photo costs no reading row; the failure is in the meter row.
     }
@@ -118,7 +139,9 @@ try {
   console.log(`pg_column_size(meter_images.jpeg)         ${Math.round(columns[0].jpeg)} B/photo`);
   console.log(`stored JPEG of a 12 MP upload (≥)         ${Math.round(fullSizeJpegBytes / count)} B/photo`);
   for (const table of tables) {
-    console.log(`pg_total_relation_size(${table.table})`.padEnd(42) + `${Math.round(Number(table.bytes) / count)} B/photo`);
+    console.log(
+      `pg_total_relation_size(${table.table})`.padEnd(42) + `${Math.round(Number(table.bytes) / count)} B/photo`,
+    );
   }
   console.log(`pgboss.job rows (read + deliver jobs)     ${Math.round(jobs[0].bytes / count)} B/photo`);
 } finally {

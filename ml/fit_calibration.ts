@@ -34,7 +34,16 @@ import {
 import { MODEL_FILES } from '../src/readers/local/pipeline.ts';
 import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
 import { fitLogisticNonNegative, outOfFoldProbabilities, predictLogistic } from './logistic.ts';
-import { CALIBRATING_MODELS, DATASETS, SHIPPED_MODELS, confidenceReport, percent, readSplit, withConfidence, type EvidenceCase } from './read_splits.ts';
+import {
+  CALIBRATING_MODELS,
+  DATASETS,
+  SHIPPED_MODELS,
+  confidenceReport,
+  percent,
+  readSplit,
+  withConfidence,
+  type EvidenceCase,
+} from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
 const KEPT_EXACT = 0.99;
@@ -48,7 +57,12 @@ const CROSS_VALIDATION_FOLDS = 10;
 const CROSS_VALIDATION_SEEDS = [1, 2, 3, 4, 5];
 
 const { values } = parseArgs({
-  options: { models: { type: 'string' }, output: { type: 'string' }, cache: { type: 'string' }, 'judge-with': { type: 'string' } },
+  options: {
+    models: { type: 'string' },
+    output: { type: 'string' },
+    cache: { type: 'string' },
+    'judge-with': { type: 'string' },
+  },
 });
 if (!existsSync(SHARED_DATASETS)) {
   console.log(`skipped: no datasets at ${SHARED_DATASETS}`);
@@ -59,7 +73,9 @@ const models = path.resolve(values.models ?? CALIBRATING_MODELS);
 // Without its wheel reader the local reader still reads (the strip readers alone): a fit on that would be wrong.
 const missing = [...MODEL_FILES, WHEEL_READER_FILE].filter((file) => !existsSync(path.join(models, file)));
 if (missing.length > 0) {
-  console.error(`no calibration fitted: ${models} lacks ${missing.join(', ')} (sh ml/train.sh calibration trains what is missing)`);
+  console.error(
+    `no calibration fitted: ${models} lacks ${missing.join(', ')} (sh ml/train.sh calibration trains what is missing)`,
+  );
   process.exit(1);
 }
 const calibrationPhotos = await readSplit('calibration', models, values.cache);
@@ -67,27 +83,38 @@ const fitted = calibrationPhotos.filter((c) => c.evidence);
 const exact = fitted.filter(isExact).length;
 if (exact === 0 || exact === fitted.length) {
   // A logistic fit needs right and wrong readings both (weights trained with a small share of their steps read none).
-  console.error(`no calibration fitted: ${fitted.length} calibration photos read, ${exact} exactly; it needs right and wrong readings both`);
+  console.error(
+    `no calibration fitted: ${fitted.length} calibration photos read, ${exact} exactly; it needs right and wrong readings both`,
+  );
   process.exit(1);
 }
 if (fitted.some((c) => c.evidence!.layout === undefined)) {
   // Each intercept is fitted for a layout, which readings cached by an older copy of this script do not name.
-  console.error(`no calibration fitted: the readings cached in ${values.cache} name no layout; read them again into a fresh --cache`);
+  console.error(
+    `no calibration fitted: the readings cached in ${values.cache} name no layout; read them again into a fresh --cache`,
+  );
   process.exit(1);
 }
 const outcomes = fitted.map((c) => (isExact(c) ? 1 : 0));
 // Each layout its own intercept: the commonest layout's is the fit's bias, every other one's an indicator added to it.
 const [commonestLayout, ...otherLayouts] = commonestFirst(fitted.map((c) => c.evidence!.layout));
-const withLayouts = (row: number[], evidence: ConfidenceEvidence) => [...row, ...otherLayouts.map((layout) => (evidence.layout === layout ? 1 : 0))];
+const withLayouts = (row: number[], evidence: ConfidenceEvidence) => [
+  ...row,
+  ...otherLayouts.map((layout) => (evidence.layout === layout ? 1 : 0)),
+];
 // A reading's product or weakest digit never makes it less sure the higher it is (parseCalibration refuses that); a
 // layout may be read less or more surely than another.
-const fitWithLayouts = (rows: number[][], rowOutcomes: number[]) => fitLogisticNonNegative(rows, rowOutcomes, L2_PENALTY, otherLayouts.length);
+const fitWithLayouts = (rows: number[][], rowOutcomes: number[]) =>
+  fitLogisticNonNegative(rows, rowOutcomes, L2_PENALTY, otherLayouts.length);
 const features = fitted.map((c) => withLayouts(calibrationFeatures(c.evidence!), c.evidence!));
 const {
   weights: [slope, weakestDigitSlope, ...layoutWeights],
   bias,
 } = fitWithLayouts(features, outcomes);
-const layoutIntercepts = Object.fromEntries([[commonestLayout!, bias], ...otherLayouts.map((layout, i) => [layout, bias + layoutWeights[i]!] as const)]);
+const layoutIntercepts = Object.fromEntries([
+  [commonestLayout!, bias],
+  ...otherLayouts.map((layout, i) => [layout, bias + layoutWeights[i]!] as const),
+]);
 const calibration: Calibration = {
   slope: slope!,
   weakestDigitSlope: weakestDigitSlope!,
@@ -114,7 +141,12 @@ console.log(
   `compared, with agreement: product logit ${withAgreement.weights[0]!.toFixed(3)}, weakest digit logit ${withAgreement.weights[1]!.toFixed(3)}, ` +
     AGREEMENTS.map((name, i) => `log ${name} ${withAgreement.weights[i + 2]!.toFixed(3)}`).join(', ') +
     `, intercept ${withAgreement.bias.toFixed(3)}` +
-    otherLayouts.map((layout, i) => ` (${layout} ${(withAgreement.bias + withAgreement.weights.at(i - otherLayouts.length)!).toFixed(3)})`).join(''),
+    otherLayouts
+      .map(
+        (layout, i) =>
+          ` (${layout} ${(withAgreement.bias + withAgreement.weights.at(i - otherLayouts.length)!).toFixed(3)})`,
+      )
+      .join(''),
 );
 
 /** The confidences judged, each a calibration of the evidence; the first is the one written. */
@@ -135,7 +167,9 @@ for (const dataset of DATASETS)
   );
 const toloka = calibrationPhotos.filter((c) => c.dataset === 'toloka');
 for (const { name, confidence } of judged) {
-  console.log(`ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(withConfidence(toloka, confidence)))}`);
+  console.log(
+    `ESCALATE_BELOW, ${name}: ${escalationRule(lowestConfidenceKeptExact(withConfidence(toloka, confidence)))}`,
+  );
 }
 console.log(crossValidatedRules());
 // ... and how the validation split, read by the shipped weights, bears it out.
@@ -160,7 +194,13 @@ function judgedWith(file: string): (typeof judged)[number] {
 
 /** The compared calibration's features: the calibration's own and each agreement share's floored logarithm, then the layouts'. */
 function agreementFeatures(evidence: ConfidenceEvidence): number[] {
-  return withLayouts([...calibrationFeatures(evidence), ...AGREEMENTS.map((name) => Math.log(Math.max(AGREEMENT_FLOOR, evidence[name])))], evidence);
+  return withLayouts(
+    [
+      ...calibrationFeatures(evidence),
+      ...AGREEMENTS.map((name) => Math.log(Math.max(AGREEMENT_FLOOR, evidence[name]))),
+    ],
+    evidence,
+  );
 }
 
 /** The distinct values, the commonest first (the first seen on a tie). */
@@ -209,14 +249,23 @@ function crossValidatedRules(): string {
   );
 }
 
-function crossValidated(rowFeatures: number[][], fit: (rows: number[][], rowOutcomes: number[]) => { weights: number[]; bias: number }): string {
+function crossValidated(
+  rowFeatures: number[][],
+  fit: (rows: number[][], rowOutcomes: number[]) => { weights: number[]; bias: number },
+): string {
   const rules = CROSS_VALIDATION_SEEDS.map((seed) => {
     const probabilities = outOfFoldProbabilities(rowFeatures, outcomes, fit, CROSS_VALIDATION_FOLDS, seed);
     const calibrated = fitted.map((c, i) => ({ ...c, confidence: Math.round(100 * probabilities[i]!) }));
-    const chanceOfOutcome = outcomes.map((outcome, i) => Math.min(1 - 1e-6, Math.max(1e-6, outcome ? probabilities[i]! : 1 - probabilities[i]!)));
+    const chanceOfOutcome = outcomes.map((outcome, i) =>
+      Math.min(1 - 1e-6, Math.max(1e-6, outcome ? probabilities[i]! : 1 - probabilities[i]!)),
+    );
     const logLoss = -chanceOfOutcome.reduce((sum, chance) => sum + Math.log(chance), 0) / outcomes.length;
     const threshold = (photos: ScoredCase[]) => lowestConfidenceKeptExact(photos)?.threshold ?? 'none';
-    return { toloka: threshold(calibrated.filter((c) => c.dataset === 'toloka')), both: threshold(calibrated), logLoss: logLoss.toFixed(3) };
+    return {
+      toloka: threshold(calibrated.filter((c) => c.dataset === 'toloka')),
+      both: threshold(calibrated),
+      logLoss: logLoss.toFixed(3),
+    };
   });
   const list = (key: keyof (typeof rules)[number]) => rules.map((rule) => rule[key]).join(', ');
   return `from ${list('toloka')} up on the toloka calibration photos, from ${list('both')} up on both datasets' together; log loss ${list('logLoss')}`;

@@ -53,11 +53,17 @@ for (const dataset of DATASETS) {
 }
 
 function penalised(evidence: ConfidenceEvidence): number {
-  return AGREEMENTS.reduce((confidence, name, i) => confidence * agreementShare(evidence, name) ** exponents[i]!, evidence.product);
+  return AGREEMENTS.reduce(
+    (confidence, name, i) => confidence * agreementShare(evidence, name) ** exponents[i]!,
+    evidence.product,
+  );
 }
 
 function logEvidence(evidence: ConfidenceEvidence): number[] {
-  return [Math.log(Math.max(evidence.product / 100, PRODUCT_FLOOR)), ...AGREEMENTS.map((name) => Math.log(agreementShare(evidence, name)))];
+  return [
+    Math.log(Math.max(evidence.product / 100, PRODUCT_FLOOR)),
+    ...AGREEMENTS.map((name) => Math.log(agreementShare(evidence, name))),
+  ];
 }
 
 function agreementShare(evidence: ConfidenceEvidence, name: (typeof AGREEMENTS)[number]): number {

@@ -22,7 +22,9 @@ const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, 
 const FIT_ANGLE_STEP = 3;
 
 const stripReaders = await loadSessions(path.join(REPO_ROOT, 'models'), READER_FILES, 1);
-const validation = new Set((await readFile(path.join(REPO_ROOT, 'ml', 'splits', 'toloka-val.txt'), 'utf8')).split('\n'));
+const validation = new Set(
+  (await readFile(path.join(REPO_ROOT, 'ml', 'splits', 'toloka-val.txt'), 'utf8')).split('\n'),
+);
 const labels = (await readFile(path.join(TOLOKA, 'labels.csv'), 'utf8')).trim().split('\n').slice(1);
 console.log('file,corners');
 for (const line of labels) {
@@ -32,11 +34,20 @@ for (const line of labels) {
   if (validation.has(file!) || Math.max(width, height) >= LOOSE_BOX_ASPECT * Math.min(width, height)) continue;
   const { photo, toNormalised } = await decodePhoto(await readFile(path.join(TOLOKA, file!)));
   let best: { window: Window; confidence: number } | undefined;
-  const inPhoto = { left: x1 / toNormalised, top: y1 / toNormalised, width: width / toNormalised, height: height / toNormalised };
+  const inPhoto = {
+    left: x1 / toNormalised,
+    top: y1 / toNormalised,
+    width: width / toNormalised,
+    height: height / toNormalised,
+  };
   for (const window of windowsInscribedIn(inPhoto, LOOSE_BOX_ASPECT, FIT_ANGLE_STEP)) {
     // The window as it was read: turned round when the readers found it upside down, and whole (a localiser learns
     // the counter's window, not the span of its wheels).
-    const { formatted, window: read } = await readWindow({ stripReaders }, photo, await orientWindow(stripReaders, photo, window));
+    const { formatted, window: read } = await readWindow(
+      { stripReaders },
+      photo,
+      await orientWindow(stripReaders, photo, window),
+    );
     if (formatted && formatted.value === Number(label) && formatted.confidence > (best?.confidence ?? -1)) {
       best = { window: read, confidence: formatted.confidence };
     }

@@ -4,7 +4,11 @@
  * Logistic regression by Newton's method (a few features, a few hundred photos: exact and fast). `l2Penalty` on the
  * weights (not the bias) keeps a handful of misreads from driving a weight to infinity.
  */
-export function fitLogistic(features: number[][], outcomes: number[], l2Penalty = 0): { weights: number[]; bias: number } {
+export function fitLogistic(
+  features: number[][],
+  outcomes: number[],
+  l2Penalty = 0,
+): { weights: number[]; bias: number } {
   const size = features[0]!.length + 1;
   const rows = features.map((row) => [...row, 1]);
   let coefficients = new Array<number>(size).fill(0);
@@ -34,7 +38,12 @@ export function fitLogistic(features: number[][], outcomes: number[], l2Penalty 
  * fitted below 0 is zeroed in every row and the fit run again (with `l2Penalty` its weight then comes out 0). The last
  * `eitherSign` features (a layout's indicator, say) may weigh either way.
  */
-export function fitLogisticNonNegative(features: number[][], outcomes: number[], l2Penalty: number, eitherSign = 0): { weights: number[]; bias: number } {
+export function fitLogisticNonNegative(
+  features: number[][],
+  outcomes: number[],
+  l2Penalty: number,
+  eitherSign = 0,
+): { weights: number[]; bias: number } {
   const signed = (features[0]?.length ?? 0) - eitherSign;
   const zeroed = new Set<number>();
   for (;;) {

@@ -35,10 +35,21 @@ export async function readSplit(split: Split, modelDir: string, cacheDir?: strin
   const all: EvidenceCase[] = [];
   for (const dataset of DATASETS) {
     const dir = path.join(SHARED_DATASETS, dataset);
-    const listed = await loadFileList(path.join(REPO_ROOT, 'ml', 'splits', `${dataset}-${split === 'training' ? 'val' : split}.txt`));
+    const listed = await loadFileList(
+      path.join(REPO_ROOT, 'ml', 'splits', `${dataset}-${split === 'training' ? 'val' : split}.txt`),
+    );
     const photos = (await loadLabelledPhotos(dir)).filter((photo) => listed.has(photo.file) === (split !== 'training'));
-    const scored = await readPhotos(reader, dir, photos, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
-    all.push(...scored.map(({ raw, ...c }) => ({ ...c, dataset, evidence: (raw as { evidence?: ConfidenceEvidence } | undefined)?.evidence })));
+    const scored = await readPhotos(reader, dir, photos, {
+      maxPixels: config.maxImagePixels,
+      longSide: config.normalisedLongSide,
+    });
+    all.push(
+      ...scored.map(({ raw, ...c }) => ({
+        ...c,
+        dataset,
+        evidence: (raw as { evidence?: ConfidenceEvidence } | undefined)?.evidence,
+      })),
+    );
   }
   if (cacheFile) {
     await mkdir(cacheDir, { recursive: true });
@@ -53,12 +64,17 @@ export async function readSplit(split: Split, modelDir: string, cacheDir?: strin
  */
 export function confidenceReport(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): string {
   const summary = summarise(withConfidence(photos, confidence));
-  const selective = summary.selective.map((s) => `≥ ${s.threshold}: ${percent(s.accuracy)} of ${percent(s.coverage)}`).join(', ');
+  const selective = summary.selective
+    .map((s) => `≥ ${s.threshold}: ${percent(s.accuracy)} of ${percent(s.coverage)}`)
+    .join(', ');
   return `${formatCalibration(summary.calibration)}; ${selective}\n${formatReliability(summary.reliability)}`;
 }
 
 /** The photos with the confidence `confidence` gives their evidence, rounded as the reader reports it (0 without a reading). */
-export function withConfidence(photos: EvidenceCase[], confidence: (evidence: ConfidenceEvidence) => number): EvidenceCase[] {
+export function withConfidence(
+  photos: EvidenceCase[],
+  confidence: (evidence: ConfidenceEvidence) => number,
+): EvidenceCase[] {
   return photos.map((c) => ({ ...c, confidence: c.evidence ? Math.round(confidence(c.evidence)) : 0 }));
 }
 

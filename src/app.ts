@@ -1,7 +1,11 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { ServiceDeps } from './deps.ts';
-import errorEnvelope, { clientErrorEnvelope, expectationEnvelope, frameworkErrorEnvelope } from './plugins/app/error-envelope.ts';
+import errorEnvelope, {
+  clientErrorEnvelope,
+  expectationEnvelope,
+  frameworkErrorEnvelope,
+} from './plugins/app/error-envelope.ts';
 import expectContinue from './plugins/app/expect-continue.ts';
 import gracefulClose from './plugins/app/graceful-close.ts';
 import metrics from './plugins/app/metrics.ts';
@@ -50,7 +54,9 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
   app.decorate('deps', deps);
   app.server.maxConnections = deps.config.maxConnections;
   app.server.on('checkExpectation', (_request, response) => expectationEnvelope(app, response));
-  app.server.on('drop', () => app.log.warn(`connection closed unanswered: MAX_CONNECTIONS (${deps.config.maxConnections}) are open`));
+  app.server.on('drop', () =>
+    app.log.warn(`connection closed unanswered: MAX_CONNECTIONS (${deps.config.maxConnections}) are open`),
+  );
   // Only JSON is read as a body besides the multipart upload and the dashboard's forms: text/plain is the documented 415.
   app.removeContentTypeParser('text/plain');
   await app.register(requestIdHeader);

@@ -33,7 +33,11 @@ const COMMANDS: Command[] = [
 ];
 
 /** eval parses its own arguments, so it is listed here but dispatched separately. */
-const EVAL_USAGE = { name: 'eval', synopsis: '…', description: 'measure the readers on labelled photos (meterlens eval --help)' };
+const EVAL_USAGE = {
+  name: 'eval',
+  synopsis: '…',
+  description: 'measure the readers on labelled photos (meterlens eval --help)',
+};
 
 const COMMON_OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
 
@@ -50,7 +54,9 @@ async function main(argv: string[]): Promise<number | undefined> {
     process.stdout.write(`usage: meterlens ${first} COMMAND [OPTIONS]\n\nCommands:\n${describe(group)}\n`);
     return 0;
   }
-  const command = COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ?? COMMANDS.find((candidate) => candidate.name === first);
+  const command =
+    COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ??
+    COMMANDS.find((candidate) => candidate.name === first);
   try {
     if (!command) throw unknownCommand(first, second, group);
     const args = parseCommandArgs(command, argv.slice(command.name.split(' ').length));
@@ -77,7 +83,8 @@ function parseCommandArgs(command: Command, args: string[]): CommandArgs {
     return { values, positionals };
   } catch (error) {
     // parseArgs reports unknown options, missing values and stray arguments as TypeErrors with an ERR_PARSE_ARGS_* code.
-    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_'))
+      throw new UsageError((error as Error).message);
     throw error;
   }
 }

@@ -36,13 +36,17 @@ function isDescribed(schema: TSchema): schema is TSchema & { description: string
 
 function variable(name: string, schema: TSchema): Variable {
   if (!isDescribed(schema)) throw new Error(`${name} has no description on one line in src/config.ts`);
-  if ('default' in schema) return { name, description: schema.description, value: String(schema.default), stated: `\`${schema.default}\`` };
-  if (typeof schema.documentedDefault !== 'string') throw new Error(`${name} has neither a default nor a documentedDefault in src/config.ts`);
+  if ('default' in schema)
+    return { name, description: schema.description, value: String(schema.default), stated: `\`${schema.default}\`` };
+  if (typeof schema.documentedDefault !== 'string')
+    throw new Error(`${name} has neither a default nor a documentedDefault in src/config.ts`);
   return { name, description: schema.description, value: undefined, stated: schema.documentedDefault };
 }
 
 function configurationPage(variables: Variable[]): string {
-  const rows = variables.map(({ name, stated, description }) => `| \`${name}\` | ${stated} | ${description.replaceAll('|', '\\|')} |`);
+  const rows = variables.map(
+    ({ name, stated, description }) => `| \`${name}\` | ${stated} | ${description.replaceAll('|', '\\|')} |`,
+  );
   return [
     '# Configuration',
     '',

@@ -91,14 +91,16 @@ interface Documented<Value> {
   description: string;
 }
 
-const integer = (fallback: number, options: { minimum: number; maximum?: number; description: string }) => Type.Integer({ default: fallback, ...options });
+const integer = (fallback: number, options: { minimum: number; maximum?: number; description: string }) =>
+  Type.Integer({ default: fallback, ...options });
 const port = (options: Documented<number>) => Type.Integer({ minimum: 1, maximum: 65535, ...options });
 const oneOf = <const Values extends string[]>(values: Values, options: Documented<Values[number]>) =>
   Type.Union(
     values.map((value) => Type.Literal(value)),
     options,
   ) as TUnion<{ [Index in keyof Values]: TLiteral<Values[Index]> }>;
-const unsetString = (description: string, documentedDefault = 'unset') => Type.Optional(Type.String({ description, documentedDefault }));
+const unsetString = (description: string, documentedDefault = 'unset') =>
+  Type.Optional(Type.String({ description, documentedDefault }));
 
 /** `database`, or an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens) with an optional key prefix. */
 const PHOTO_STORE_PATTERN = '^(database|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$';
@@ -118,7 +120,12 @@ export const ENVIRONMENT = Type.Object({
   }),
   EMBEDDED_PG_PORT: port({ default: 5488, description: 'Port of the embedded PostgreSQL (127.0.0.1 only).' }),
   // Read by test/run.ts (npm test); checked here with the rest.
-  TEST_EMBEDDED_PG_PORT: Type.Optional(port({ documentedDefault: 'a free port', description: "`npm test` only: port of the run's own embedded PostgreSQL." })),
+  TEST_EMBEDDED_PG_PORT: Type.Optional(
+    port({
+      documentedDefault: 'a free port',
+      description: "`npm test` only: port of the run's own embedded PostgreSQL.",
+    }),
+  ),
   PORT: port({ default: 3000, description: 'HTTP port.' }),
   HOST: Type.String({ default: '0.0.0.0', description: 'HTTP interface.' }),
   PUBLIC_URL: unsetString(
@@ -144,7 +151,10 @@ export const ENVIRONMENT = Type.Object({
     description:
       "After SIGTERM/SIGINT, how long requests and jobs in flight may finish (under Heroku's 30 s). Then open connections are cut, running jobs are failed back to the queue, the database (embedded) is stopped and the process exits.",
   }),
-  LOG_LEVEL: oneOf([...LOG_LEVELS], { default: 'info', description: 'How much is logged: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' }),
+  LOG_LEVEL: oneOf([...LOG_LEVELS], {
+    default: 'info',
+    description: 'How much is logged: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.',
+  }),
   READER_CHAIN: unsetString(
     'Comma-separated readers tried in order, e.g. `local,openai`. Every name must be usable, or the service refuses to start. Unset: `local` when its weights are in `LOCAL_MODEL_DIR`, then `openai` if `OPENAI_API_KEY` is set, then `anthropic` if `ANTHROPIC_API_KEY` is set.',
     '`local`, then each hosted reader whose key is set',
@@ -172,7 +182,10 @@ export const ENVIRONMENT = Type.Object({
     }),
   ),
   OPENAI_API_KEY: unsetString('Enables the `openai` reader in the default chain.'),
-  OPENAI_BASE_URL: unsetString('Any OpenAI-compatible server (vLLM, Ollama, …); with a base URL no key is needed.', 'OpenAI'),
+  OPENAI_BASE_URL: unsetString(
+    'Any OpenAI-compatible server (vLLM, Ollama, …); with a base URL no key is needed.',
+    'OpenAI',
+  ),
   OPENAI_MODEL: Type.String({ default: 'gpt-5.4-mini', description: 'Model for the `openai` reader.' }),
   ANTHROPIC_API_KEY: unsetString('Enables the `anthropic` reader in the default chain.'),
   ANTHROPIC_BASE_URL: unsetString('Alternative Anthropic-compatible endpoint.', 'Anthropic'),
@@ -225,7 +238,10 @@ export const ENVIRONMENT = Type.Object({
     }),
   ),
   WEBHOOK_TIMEOUT_MS: integer(10_000, { minimum: 1, description: 'Timeout of one webhook attempt.' }),
-  WEBHOOK_CONCURRENCY: integer(16, { minimum: 1, description: 'Webhook attempts one worker process runs at once (they wait on receivers, not the CPU).' }),
+  WEBHOOK_CONCURRENCY: integer(16, {
+    minimum: 1,
+    description: 'Webhook attempts one worker process runs at once (they wait on receivers, not the CPU).',
+  }),
   WEBHOOK_ENDPOINT_CONCURRENCY: integer(2, {
     minimum: 1,
     description:
@@ -263,9 +279,15 @@ export const ENVIRONMENT = Type.Object({
       'Where photos go: `database` (in `meter_images`, nothing else to run) or `s3://bucket/prefix`, an S3-compatible bucket through the AWS SDK (objects `<prefix>/<reference_id>/upload` and `…/upright.jpg`). See docs/operations.md, "Where photos live".',
   }),
   // The AWS SDK's own names, as its users set them.
-  AWS_ENDPOINT_URL_S3: unsetString('The S3 endpoint for `PHOTO_STORE=s3://…` (MinIO, Ceph, R2, …), addressed path-style; unset: AWS itself.'),
-  AWS_REGION: unsetString("The bucket's region; unset: the SDK's own configuration, or `us-east-1` when an endpoint is given."),
-  AWS_ACCESS_KEY_ID: unsetString("With `AWS_SECRET_ACCESS_KEY`, the bucket's credentials; unset: the SDK's other sources (profile, instance role)."),
+  AWS_ENDPOINT_URL_S3: unsetString(
+    'The S3 endpoint for `PHOTO_STORE=s3://…` (MinIO, Ceph, R2, …), addressed path-style; unset: AWS itself.',
+  ),
+  AWS_REGION: unsetString(
+    "The bucket's region; unset: the SDK's own configuration, or `us-east-1` when an endpoint is given.",
+  ),
+  AWS_ACCESS_KEY_ID: unsetString(
+    "With `AWS_SECRET_ACCESS_KEY`, the bucket's credentials; unset: the SDK's other sources (profile, instance role).",
+  ),
   AWS_SECRET_ACCESS_KEY: unsetString('The secret of `AWS_ACCESS_KEY_ID`.'),
   IMAGE_RETENTION_DAYS: integer(90, {
     minimum: 0,
@@ -274,11 +296,13 @@ export const ENVIRONMENT = Type.Object({
   }),
   WEBHOOK_RETENTION_DAYS: integer(30, {
     minimum: 0,
-    description: 'Delivered or failed webhook deliveries older than this are deleted with their attempts (by the job that deletes photos). `0` keeps them.',
+    description:
+      'Delivered or failed webhook deliveries older than this are deleted with their attempts (by the job that deletes photos). `0` keeps them.',
   }),
   FINISHED_JOB_RETENTION_DAYS: integer(7, {
     minimum: 0,
-    description: 'pg-boss deletes finished jobs this long after they finished (its `deleteAfterSeconds`, applied by its own maintenance). `0` keeps them.',
+    description:
+      'pg-boss deletes finished jobs this long after they finished (its `deleteAfterSeconds`, applied by its own maintenance). `0` keeps them.',
   }),
   METRICS_TOKEN: unsetString(
     '`GET /metrics` requires `Authorization: Bearer <METRICS_TOKEN>`. Unset: it answers loopback clients that connect directly, not through a proxy (403 otherwise; see "Metrics").',
@@ -286,7 +310,8 @@ export const ENVIRONMENT = Type.Object({
   METRICS_PORT: Type.Optional(
     port({
       documentedDefault: 'unset',
-      description: 'A worker-only process (`meterlens worker`) serves `/metrics` on this port (same protection). The web process serves it on `PORT`.',
+      description:
+        'A worker-only process (`meterlens worker`) serves `/metrics` on this port (same protection). The web process serves it on `PORT`.',
     }),
   ),
   // Read where the connection is made (db/connect.ts), as libpq reads it.
@@ -299,11 +324,13 @@ export const ENVIRONMENT = Type.Object({
   ),
   SIGNUP: oneOf(['open', 'closed'], {
     default: 'open',
-    description: "`closed` removes the dashboard's sign-up page; the operator then creates users with `meterlens users create`.",
+    description:
+      "`closed` removes the dashboard's sign-up page; the operator then creates users with `meterlens users create`.",
   }),
   DEFAULT_PLAN: Type.String({
     default: 'trial',
-    description: 'Plan code a self-signed-up account gets for its first month (with `SMTP_URL`, from when its email is verified).',
+    description:
+      'Plan code a self-signed-up account gets for its first month (with `SMTP_URL`, from when its email is verified).',
   }),
   SMTP_URL: unsetString(
     'Mail server the service sends through: `smtp://user:password@host:587` (STARTTLS when offered) or `smtps://…:465` (TLS from the start); percent-encode special characters of the user and password. Set: a self-signed-up account gets its trial only once its user follows the link mailed to them; "Forgot password" mails a reset link; invitations are mailed. Needs `MAIL_FROM` and `PUBLIC_URL`. Unset: no mail is sent, sign-up gives the trial at once, invitation links are only shown to pass on, and reset links come from `meterlens users reset-link` (Dashboard).',
@@ -324,8 +351,12 @@ export function loadConfig(env: Env = process.env): Config {
   const environment = withDefaults(env);
   const trustProxy = trustedProxies(environment.TRUST_PROXY);
   const smtp = smtpConfig(environment);
-  const problems = [...schemaProblems(environment, env), ...[trustProxy, smtp].filter((setting) => typeof setting === 'string')];
-  if (problems.length > 0 || typeof trustProxy === 'string' || typeof smtp === 'string') throw new ConfigError(problems);
+  const problems = [
+    ...schemaProblems(environment, env),
+    ...[trustProxy, smtp].filter((setting) => typeof setting === 'string'),
+  ];
+  if (problems.length > 0 || typeof trustProxy === 'string' || typeof smtp === 'string')
+    throw new ConfigError(problems);
   return {
     databaseUrl: environment.DATABASE_URL,
     dataDir: path.resolve(environment.DATA_DIR),
@@ -350,8 +381,16 @@ export function loadConfig(env: Env = process.env): Config {
     // The shipped weights are found from any working directory; a given path is the operator's own.
     localModelDir: path.resolve(environment.LOCAL_MODEL_DIR ?? SHIPPED_MODEL_DIR),
     localReaderThreads: environment.LOCAL_READER_THREADS ?? Math.min(2, availableParallelism()),
-    openai: { apiKey: environment.OPENAI_API_KEY, baseUrl: environment.OPENAI_BASE_URL, model: environment.OPENAI_MODEL },
-    anthropic: { apiKey: environment.ANTHROPIC_API_KEY, baseUrl: environment.ANTHROPIC_BASE_URL, model: environment.ANTHROPIC_MODEL },
+    openai: {
+      apiKey: environment.OPENAI_API_KEY,
+      baseUrl: environment.OPENAI_BASE_URL,
+      model: environment.OPENAI_MODEL,
+    },
+    anthropic: {
+      apiKey: environment.ANTHROPIC_API_KEY,
+      baseUrl: environment.ANTHROPIC_BASE_URL,
+      model: environment.ANTHROPIC_MODEL,
+    },
 
     workerConcurrency: environment.WORKER_CONCURRENCY,
     readAccountConcurrency: environment.READ_ACCOUNT_CONCURRENCY ?? Math.ceil(environment.WORKER_CONCURRENCY / 2),
@@ -413,7 +452,9 @@ function withDefaults(env: Env): Environment {
 
 /** One line per variable the schema refuses, naming it, its value and what it must be. */
 function schemaProblems(environment: Environment, env: Env): string[] {
-  const names = new Set([...Value.Errors(ENVIRONMENT, environment)].map((error) => error.path.slice(1) as keyof Environment));
+  const names = new Set(
+    [...Value.Errors(ENVIRONMENT, environment)].map((error) => error.path.slice(1) as keyof Environment),
+  );
   return [...names].map((name) => `${name}: "${env[name]}" is not ${expected(ENVIRONMENT.properties[name])}`);
 }
 
@@ -436,8 +477,11 @@ const PRIVATE_PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
 function trustedProxies(setting: string): string[] | string {
   const entries = list(setting);
   if (entries.length === 1 && entries[0] === 'none') return [];
-  const unknown = entries.find((entry) => !(entry === 'private' || PRIVATE_PROXY_RANGES.includes(entry) || ipaddr.isValid(entry) || isCidr(entry)));
-  if (unknown !== undefined) return `TRUST_PROXY: "${unknown}" is not an IP address, a CIDR range, private, none, loopback, linklocal or uniquelocal`;
+  const unknown = entries.find(
+    (entry) => !(entry === 'private' || PRIVATE_PROXY_RANGES.includes(entry) || ipaddr.isValid(entry) || isCidr(entry)),
+  );
+  if (unknown !== undefined)
+    return `TRUST_PROXY: "${unknown}" is not an IP address, a CIDR range, private, none, loopback, linklocal or uniquelocal`;
   return entries.flatMap((entry) => (entry === 'private' ? PRIVATE_PROXY_RANGES : [entry]));
 }
 
@@ -450,7 +494,8 @@ function smtpConfig(environment: Environment): SmtpConfig | undefined | string {
   if (environment.MAIL_FROM === undefined) return 'MAIL_FROM: unset, but SMTP_URL needs a sender address';
   // A mailed link built from a request's Host would let anyone who asks for a password reset point the
   // victim's link at their own host.
-  if (environment.PUBLIC_URL === undefined) return "PUBLIC_URL: unset, but SMTP_URL needs it: links in mails point at the service's own address";
+  if (environment.PUBLIC_URL === undefined)
+    return "PUBLIC_URL: unset, but SMTP_URL needs it: links in mails point at the service's own address";
   return { url, from: environment.MAIL_FROM };
 }
 

@@ -23,7 +23,12 @@ export class DomainError extends Error {
     kind: ErrorKind,
     field: string,
     message: string,
-    options: { status?: number; extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      status?: number;
+      extra?: Record<string, unknown>;
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = 'DomainError';
@@ -43,7 +48,11 @@ export function isDomainError(error: unknown, kind: ErrorKind): error is DomainE
   return error instanceof DomainError && error.kind === kind;
 }
 
-export function errorBody(field: string, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function errorBody(
+  field: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { errors: { [field]: [message] }, ...extra };
 }
 

@@ -62,7 +62,9 @@ export async function checkImageHeader(upload: Buffer, options: { maxPixels: num
   const height = metadata.pageHeight ?? metadata.height;
   if (!width || !height) throw new ImageError('The file is not an image that can be decoded: it has no dimensions');
   if (width * height > options.maxPixels) {
-    throw new ImageError(`The image has ${width}×${height} pixels (${megapixels(width * height)} MP); the limit is ${megapixels(options.maxPixels)} MP`);
+    throw new ImageError(
+      `The image has ${width}×${height} pixels (${megapixels(width * height)} MP); the limit is ${megapixels(options.maxPixels)} MP`,
+    );
   }
   return { upload, format, width, height };
 }
@@ -73,7 +75,10 @@ export async function checkImageHeader(upload: Buffer, options: { maxPixels: num
  * images queues (`imageWork`) instead of taking every core and the memory of each decoded frame at
  * the same time.
  */
-export async function normaliseImage(input: Buffer, options: { maxPixels: number; longSide: number }): Promise<NormalisedImage> {
+export async function normaliseImage(
+  input: Buffer,
+  options: { maxPixels: number; longSide: number },
+): Promise<NormalisedImage> {
   const checked = await checkImageHeader(input, options);
   return imageWork.run(checked.width * checked.height, options.maxPixels, async () => {
     try {
@@ -82,7 +87,13 @@ export async function normaliseImage(input: Buffer, options: { maxPixels: number
         .resize({ width: options.longSide, height: options.longSide, fit: 'inside', withoutEnlargement: true })
         .jpeg({ quality: 90 })
         .toBuffer({ resolveWithObject: true });
-      return { jpeg: data, width: info.width, height: info.height, originalFormat: checked.format, originalBytes: input.length };
+      return {
+        jpeg: data,
+        width: info.width,
+        height: info.height,
+        originalFormat: checked.format,
+        originalBytes: input.length,
+      };
     } catch (error) {
       throw new ImageError(`The ${checked.format} image could not be decoded: ${(error as Error).message}`);
     }

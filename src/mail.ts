@@ -34,7 +34,12 @@ export function createMailer(smtp: SmtpConfig | undefined): Mailer | undefined {
       try {
         await transport.sendMail({ from: smtp.from, to: mail.to, subject: mail.subject, text: mail.text });
       } catch (error) {
-        throw new DomainError('unavailable', 'mail', 'The mail could not be sent just now. Try again in a few minutes.', { cause: error });
+        throw new DomainError(
+          'unavailable',
+          'mail',
+          'The mail could not be sent just now. Try again in a few minutes.',
+          { cause: error },
+        );
       }
     },
   };

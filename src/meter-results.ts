@@ -30,8 +30,10 @@ export function filterConditions(accountId: string, filter: SubmissionFilter): A
   const conditions = [
     status && sql<SqlBool>`m.status = ${status}`,
     plausibility && sql<SqlBool>`r.plausibility = ${plausibility}`,
-    needsReview !== undefined && sql<SqlBool>`m.status IN ('completed', 'failed') AND ${needsReview ? storedNeedsReview : sql`NOT ${storedNeedsReview}`}`,
-    meterId && sql<SqlBool>`m.meter_point_id = (SELECT id FROM meter_points WHERE account_id = ${accountId} AND external_id = ${meterId})`,
+    needsReview !== undefined &&
+      sql<SqlBool>`m.status IN ('completed', 'failed') AND ${needsReview ? storedNeedsReview : sql`NOT ${storedNeedsReview}`}`,
+    meterId &&
+      sql<SqlBool>`m.meter_point_id = (SELECT id FROM meter_points WHERE account_id = ${accountId} AND external_id = ${meterId})`,
     createdAfter && sql<SqlBool>`m.created_at > ${createdAfter}`,
     createdBefore && sql<SqlBool>`m.created_at < ${createdBefore}`,
     createdFrom && sql<SqlBool>`m.created_at >= ${createdFrom}`,
@@ -41,7 +43,10 @@ export function filterConditions(accountId: string, filter: SubmissionFilter): A
 
 /** The account's submissions under the filter, each as submissionRecords gives it, in no order. */
 export function filteredSubmissions(db: Db, accountId: string, filter: SubmissionFilter) {
-  return filterConditions(accountId, filter).reduce((query, condition) => query.where(condition), submissionRecords(db, accountId));
+  return filterConditions(accountId, filter).reduce(
+    (query, condition) => query.where(condition),
+    submissionRecords(db, accountId),
+  );
 }
 
 /** How many of the account's submissions the filter matches (an index range, without the records' joins). */
@@ -49,7 +54,10 @@ export async function countSubmissions(db: Db, accountId: string, filter: Submis
   const { count } = await filterConditions(accountId, filter)
     .reduce(
       (query, condition) => query.where(condition),
-      db.selectFrom('meters as m').leftJoin('readings as r', 'r.meter_id', 'm.id').where('m.account_id', '=', accountId),
+      db
+        .selectFrom('meters as m')
+        .leftJoin('readings as r', 'r.meter_id', 'm.id')
+        .where('m.account_id', '=', accountId),
     )
     .select(sql<number>`count(*)::int`.as('count'))
     .executeTakeFirstOrThrow();
@@ -60,9 +68,19 @@ export async function countSubmissions(db: Db, accountId: string, filter: Submis
  * The keyset condition of the page after `startingAfter` (a reference_id), newest first on
  * (created_at, id). An unknown reference is a 422 `field`.
  */
-export async function keysetAfter(db: Db, accountId: string, referenceId: string, field: string): Promise<Expression<SqlBool>> {
+export async function keysetAfter(
+  db: Db,
+  accountId: string,
+  referenceId: string,
+  field: string,
+): Promise<Expression<SqlBool>> {
   const cursor = isReferenceId(referenceId)
-    ? await db.selectFrom('meters').select('id').where('account_id', '=', accountId).where('reference_id', '=', referenceId).executeTakeFirst()
+    ? await db
+        .selectFrom('meters')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('reference_id', '=', referenceId)
+        .executeTakeFirst()
     : undefined;
   if (!cursor) throw new DomainError('invalid', field, 'No submission of this account has this reference_id');
   // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
@@ -70,7 +88,10 @@ export async function keysetAfter(db: Db, accountId: string, referenceId: string
 }
 
 /** A page of rows fetched with `limit + 1`: the extra row only says that there are more. */
-export function pageOf<T extends { referenceId: string }>(rows: T[], limit: number): { page: T[]; nextCursor: string | null } {
+export function pageOf<T extends { referenceId: string }>(
+  rows: T[],
+  limit: number,
+): { page: T[]; nextCursor: string | null } {
   const page = rows.slice(0, limit);
   return { page, nextCursor: rows.length > limit ? page.at(-1)!.referenceId : null };
 }
@@ -78,7 +99,8 @@ export function pageOf<T extends { referenceId: string }>(rows: T[], limit: numb
 /** One of the account's submissions; a reference that is malformed or another account's is not found. */
 export async function meterResult(db: Db, accountId: string, referenceId: string): Promise<MeterResult> {
   const row = isReferenceId(referenceId) ? await submissionRecord(db, accountId, referenceId) : undefined;
-  if (!row) throw new DomainError('not_found', 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);
+  if (!row)
+    throw new DomainError('not_found', 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);
   return submissionJson(row);
 }
 

@@ -111,10 +111,15 @@ export function observeFailedReading(code: string): void {
 
 /** Every reader the chain asked about one photo, whatever came of it. */
 export function observeReaderAttempts(attempts: ReadAttempt[]): void {
-  for (const attempt of attempts) readerAttemptDuration.observe({ reader: attempt.reader, outcome: attempt.outcome }, attempt.ms / 1000);
+  for (const attempt of attempts)
+    readerAttemptDuration.observe({ reader: attempt.reader, outcome: attempt.outcome }, attempt.ms / 1000);
 }
 
-export function observeWebhookAttempt(attempt: { statusCode: number | null; error: string | null; durationMs: number }): void {
+export function observeWebhookAttempt(attempt: {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}): void {
   const outcome = attempt.error === null ? 'delivered' : attempt.statusCode === null ? 'no_answer' : 'http_error';
   webhookAttemptDuration.observe({ outcome }, attempt.durationMs / 1000);
 }

@@ -34,7 +34,11 @@ export interface DeliverWebhookJob {
 }
 
 /** Only worker processes supervise the queues (expiry, retries, cron); web processes just send. */
-export function createBoss(connectionString: string, config: Config, options: { supervise: boolean } = { supervise: true }): PgBoss {
+export function createBoss(
+  connectionString: string,
+  config: Config,
+  options: { supervise: boolean } = { supervise: true },
+): PgBoss {
   return new PgBoss({
     ...pgConnectionOptions(connectionString),
     application_name: 'meterlens-queue',
@@ -101,10 +105,21 @@ async function ensureQueue(
  * The account is the job's pg-boss group: READ_ACCOUNT_CONCURRENCY bounds its reads in flight, across
  * all workers. Jobs queued before reads were grouped have none and are read outside any share.
  */
-export async function enqueueRead(boss: PgBoss, db: IDatabase, job: ReadMeterJob, accountId: string, startAfter?: Date): Promise<void> {
+export async function enqueueRead(
+  boss: PgBoss,
+  db: IDatabase,
+  job: ReadMeterJob,
+  accountId: string,
+  startAfter?: Date,
+): Promise<void> {
   await boss.send(QUEUES.readMeter, job, { db, group: { id: accountId }, startAfter });
 }
 
-export async function enqueueDelivery(boss: PgBoss, db: IDatabase, job: DeliverWebhookJob, startAfter?: Date): Promise<void> {
+export async function enqueueDelivery(
+  boss: PgBoss,
+  db: IDatabase,
+  job: DeliverWebhookJob,
+  startAfter?: Date,
+): Promise<void> {
   await boss.send(QUEUES.deliverWebhook, job, { db, startAfter, group: { id: job.endpointId } });
 }

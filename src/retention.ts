@@ -60,7 +60,12 @@ async function deleteDeliveryBatch(db: Db, cutoff: Date): Promise<number> {
   const result = await db
     .deleteFrom('webhook_deliveries')
     .where('id', 'in', (eb) =>
-      eb.selectFrom('webhook_deliveries').select('id').where('status', '<>', 'pending').where('created_at', '<', cutoff).limit(PURGE_BATCH_SIZE),
+      eb
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '<>', 'pending')
+        .where('created_at', '<', cutoff)
+        .limit(PURGE_BATCH_SIZE),
     )
     .executeTakeFirst();
   return Number(result.numDeletedRows);

@@ -10,7 +10,14 @@ import { sweepOrphanPhotos } from './photos/sweep.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { readPhoto } from './pipeline/read.ts';
 import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
-import { enqueueDelivery, enqueueRead, QUEUES, READ_RETRY_LIMIT, type DeliverWebhookJob, type ReadMeterJob } from './queue.ts';
+import {
+  enqueueDelivery,
+  enqueueRead,
+  QUEUES,
+  READ_RETRY_LIMIT,
+  type DeliverWebhookJob,
+  type ReadMeterJob,
+} from './queue.ts';
 import { ReadFailure } from './readers/chain.ts';
 import { purgeOldData } from './retention.ts';
 import { deliverWebhook } from './webhooks/deliver.ts';
@@ -19,7 +26,10 @@ import { deliverWebhook } from './webhooks/deliver.ts';
 export async function startWorker(deps: ServiceDeps): Promise<void> {
   const { boss, config } = deps;
   // NOTIFY wakes workers for new jobs only; retries and scheduled webhook attempts are found by polling.
-  const polling = { pollingIntervalSeconds: config.queuePollSeconds, notifyPollingIntervalSeconds: config.queuePollSeconds };
+  const polling = {
+    pollingIntervalSeconds: config.queuePollSeconds,
+    notifyPollingIntervalSeconds: config.queuePollSeconds,
+  };
   // An account's backlog holds at most readAccountConcurrency of the read slots; other accounts' photos take the rest at once.
   const perAccount = { ...polling, groupConcurrency: config.readAccountConcurrency };
   await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, perAccount, async (job) => {
@@ -31,10 +41,17 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
   });
   // A receiver that never answers holds at most webhookEndpointConcurrency of the delivery slots.
   const perEndpoint = { ...polling, groupConcurrency: config.webhookEndpointConcurrency };
-  await workContinuously<DeliverWebhookJob>(boss, QUEUES.deliverWebhook, config.webhookConcurrency, perEndpoint, async (job) => {
-    if (await withinGroupShare(deps.db, job, config.webhookEndpointConcurrency)) await deliverWebhook(deps, job.data.deliveryId);
-    else await enqueueDelivery(boss, bossAdapter(deps.db), job.data, new Date(Date.now() + OVER_SHARE_DELAY_MS));
-  });
+  await workContinuously<DeliverWebhookJob>(
+    boss,
+    QUEUES.deliverWebhook,
+    config.webhookConcurrency,
+    perEndpoint,
+    async (job) => {
+      if (await withinGroupShare(deps.db, job, config.webhookEndpointConcurrency))
+        await deliverWebhook(deps, job.data.deliveryId);
+      else await enqueueDelivery(boss, bossAdapter(deps.db), job.data, new Date(Date.now() + OVER_SHARE_DELAY_MS));
+    },
+  );
   await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, async (jobs) => {
     for (const job of jobs) await failAbandonedMeter(deps, job);
   });
@@ -111,7 +128,13 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Prom
   } catch (error) {
     // The photo is safe in the bucket: the read waits for it, past the job's retries, until METER_DEADLINE_SECONDS.
     if (isPhotoStoreUnavailable(error)) {
-      await enqueueRead(deps.boss, bossAdapter(deps.db), job.data, meter.ref.accountId, new Date(Date.now() + deps.config.readRetryDelaySeconds * 1000));
+      await enqueueRead(
+        deps.boss,
+        bossAdapter(deps.db),
+        job.data,
+        meter.ref.accountId,
+        new Date(Date.now() + deps.config.readRetryDelaySeconds * 1000),
+      );
       return;
     }
     if (!(error instanceof ReadFailure)) throw error;
@@ -132,7 +155,11 @@ async function failAbandonedMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Pr
 }
 
 async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef } | undefined> {
-  const row = await db.selectFrom('meters').select(['id', 'account_id', 'reference_id', 'mode']).where('id', '=', meterId).executeTakeFirst();
+  const row = await db
+    .selectFrom('meters')
+    .select(['id', 'account_id', 'reference_id', 'mode'])
+    .where('id', '=', meterId)
+    .executeTakeFirst();
   if (!row) return undefined;
   return { ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode } };
 }

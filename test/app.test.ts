@@ -20,24 +20,36 @@ t.test('malformed requests: every answer is a 4xx in the envelope with X-Request
   const service = await startTestService(t, { worker: false });
   const { key } = await createCustomer(service.db);
   const auth = `Authorization: Bearer ${key}\r\n`;
-  const head = (method: string, path: string, headers = '') => `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}`;
+  const head = (method: string, path: string, headers = '') =>
+    `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}`;
   const withBody = (method: string, path: string, type: string, body: string | Buffer, headers = '') =>
     Buffer.concat([
-      Buffer.from(`${head(method, path, `${auth}Content-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}`)}\r\n`),
+      Buffer.from(
+        `${head(method, path, `${auth}Content-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}`)}\r\n`,
+      ),
       Buffer.from(body),
     ]);
-  const patch = (type: string, body: string | Buffer, headers = '') => withBody('PATCH', '/api/meters/SN-1', type, body, headers);
+  const patch = (type: string, body: string | Buffer, headers = '') =>
+    withBody('PATCH', '/api/meters/SN-1', type, body, headers);
 
   const corpus: Array<[name: string, bytes: string | Buffer, status: number]> = [
     // bodies
     ['JSON cut off', patch('application/json', '{"max_flow'), 400],
     ['JSON of the wrong shape', patch('application/json', '[1,2]'), 422],
     ['JSON with __proto__', patch('application/json', '{"__proto__":{"x":1}}'), 400],
-    ['JSON over 1 MiB', patch('application/json', JSON.stringify({ max_flow_m3_per_hour: 1, pad: 'x'.repeat(1_100_000) })), 413],
+    [
+      'JSON over 1 MiB',
+      patch('application/json', JSON.stringify({ max_flow_m3_per_hour: 1, pad: 'x'.repeat(1_100_000) })),
+      413,
+    ],
     ['text/plain where JSON is required', patch('text/plain', '{"max_flow_m3_per_hour":6}'), 415],
     ['no Content-Type', `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Length: 2\r\n`)}\r\n{}`, 415],
     ['a Content-Type that is no media type', patch(';;;', '{}'), 415],
-    ['gzip-encoded JSON, which is not decoded', patch('application/json', Buffer.from([0x1f, 0x8b, 8, 0, 0, 0]), 'Content-Encoding: gzip\r\n'), 400],
+    [
+      'gzip-encoded JSON, which is not decoded',
+      patch('application/json', Buffer.from([0x1f, 0x8b, 8, 0, 0, 0]), 'Content-Encoding: gzip\r\n'),
+      400,
+    ],
     ['multipart without a boundary', withBody('POST', '/api/meter-reading', 'multipart/form-data', 'x'), 422],
     [
       'multipart that never closes',
@@ -49,7 +61,11 @@ t.test('malformed requests: every answer is a 4xx in the envelope with X-Request
       ),
       422,
     ],
-    ['a form where a photo is expected', withBody('POST', '/api/meter-reading', 'application/x-www-form-urlencoded', 'image=1'), 422],
+    [
+      'a form where a photo is expected',
+      withBody('POST', '/api/meter-reading', 'application/x-www-form-urlencoded', 'image=1'),
+      422,
+    ],
     // framing and headers
     [
       'a bad chunk size',
@@ -61,8 +77,16 @@ t.test('malformed requests: every answer is a 4xx in the envelope with X-Request
       `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n`)}\r\n0\r\n\r\n`,
       400,
     ],
-    ['two Content-Lengths that differ', `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Length: 2\r\nContent-Length: 3\r\n`)}\r\n{}`, 400],
-    ['an expectation other than 100-continue', `${head('GET', '/api/meter-readings', `${auth}Expect: the-unexpected\r\n`)}\r\n`, 417],
+    [
+      'two Content-Lengths that differ',
+      `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Length: 2\r\nContent-Length: 3\r\n`)}\r\n{}`,
+      400,
+    ],
+    [
+      'an expectation other than 100-continue',
+      `${head('GET', '/api/meter-readings', `${auth}Expect: the-unexpected\r\n`)}\r\n`,
+      417,
+    ],
     [
       'a transfer coding other than chunked last',
       `${head('PATCH', '/api/meters/SN-1', `${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n`)}\r\n{}`,
@@ -72,7 +96,11 @@ t.test('malformed requests: every answer is a 4xx in the envelope with X-Request
     ['headers over 16 KB', `${head('GET', '/api/meter-readings', `X-Pad: ${'a'.repeat(20_000)}\r\n`)}\r\n`, 431],
     ['a header name with a space', `${head('GET', '/healthz', 'Bad Header: x\r\n')}\r\n`, 400],
     ['a NUL in a header value', `${head('GET', '/healthz', 'X-Thing: a\0b\r\n')}\r\n`, 400],
-    ['a key of 10 000 characters', `${head('GET', '/api/meter-readings', `Authorization: Bearer ${'k'.repeat(10_000)}\r\n`)}\r\n`, 422],
+    [
+      'a key of 10 000 characters',
+      `${head('GET', '/api/meter-readings', `Authorization: Bearer ${'k'.repeat(10_000)}\r\n`)}\r\n`,
+      422,
+    ],
     // paths
     ['broken percent-encoding', `${head('GET', '/api/meter-reading/%E0%A4%A', auth)}\r\n`, 400],
     ['a path part over 100 characters', `${head('GET', `/api/meter-reading/${'a'.repeat(200)}`, auth)}\r\n`, 414],
@@ -106,7 +134,9 @@ t.test('malformed requests: every answer is a 4xx in the envelope with X-Request
     t.match(response.headers['content-type'], /^application\/json/, `${name}: JSON`);
     t.match(JSON.parse(response.body), { errors: Object }, `${name}: in the envelope`);
     t.ok(
-      Object.values(JSON.parse(response.body).errors).every((messages) => Array.isArray(messages) && messages.length > 0),
+      Object.values(JSON.parse(response.body).errors).every(
+        (messages) => Array.isArray(messages) && messages.length > 0,
+      ),
       `${name}: messages`,
     );
     t.match(response.headers['x-request-id'], UUID, `${name}: X-Request-Id`);
@@ -161,7 +191,11 @@ t.test('MAX_CONNECTIONS: a connection over the cap is closed unanswered; one fre
 
   const over = await RawConnection.open(service.url);
   over.write(healthz);
-  await t.rejects(over.response(2000), /closed the connection without a complete response/, 'over the cap: closed at once');
+  await t.rejects(
+    over.response(2000),
+    /closed the connection without a complete response/,
+    'over the cap: closed at once',
+  );
 
   open[0].close();
   await sleep(200);

@@ -11,11 +11,14 @@ async function gif(side: number): Promise<Buffer> {
     .toBuffer();
 }
 
-t.test('a normalised upload leaves nothing in libvips’s cache, where its decoded frame would stay resident', async (t) => {
-  const normalised = await normaliseImage(await gif(2000), LIMITS);
-  t.equal(normalised.width, 1600);
-  t.equal(sharp.cache().items.current, 0);
-});
+t.test(
+  'a normalised upload leaves nothing in libvips’s cache, where its decoded frame would stay resident',
+  async (t) => {
+    const normalised = await normaliseImage(await gif(2000), LIMITS);
+    t.equal(normalised.width, 1600);
+    t.equal(sharp.cache().items.current, 0);
+  },
+);
 
 t.test(`a burst of uploads is decoded at most ${IMAGE_WORK_SLOTS} at a time`, async (t) => {
   const upload = await gif(3000);
@@ -54,6 +57,10 @@ t.test('the decode queue: at most its slots at once, together at most the pixel 
   t.equal((await burst(4, Array(6).fill(10 * MP))).most, 4, 'small images: as many as the slots');
   t.equal((await burst(4, Array(4).fill(20 * MP))).most, 2, 'larger ones: as many as fit in the budget');
   t.equal((await burst(4, Array(3).fill(50 * MP))).most, 1, 'images at the pixel limit: one at a time');
-  t.same(await burst(4, [10 * MP, 45 * MP, 10 * MP]), { most: 1, started: [0, 1, 2] }, 'one that does not fit yet is not passed over');
+  t.same(
+    await burst(4, [10 * MP, 45 * MP, 10 * MP]),
+    { most: 1, started: [0, 1, 2] },
+    'one that does not fit yet is not passed over',
+  );
   t.equal((await burst(4, [60 * MP, 10 * MP])).most, 1, 'one over the budget runs alone');
 });

@@ -9,7 +9,9 @@ function problem(text: string): string | undefined {
     instantField(text, 'when', FORM);
     return undefined;
   } catch (error) {
-    return error instanceof DomainError && error.kind === 'invalid' && error.field === 'when' ? error.message : String(error);
+    return error instanceof DomainError && error.kind === 'invalid' && error.field === 'when'
+      ? error.message
+      : String(error);
   }
 }
 

@@ -21,7 +21,10 @@ t.test('sends a plain-text mail to one address through a real SMTP server, signi
   t.equal(mail.from, 'noreply@example.com');
   t.same(mail.to, ['ops@example.com']);
   t.equal(mail.subject, 'Hello');
-  t.match(mail.text, 'One line.\r\nAnother with = and a long enough line to be wrapped by the quoted-printable encoding of the mail.');
+  t.match(
+    mail.text,
+    'One line.\r\nAnother with = and a long enough line to be wrapped by the quoted-printable encoding of the mail.',
+  );
 });
 
 t.test('a mail the server does not take is `unavailable`, with the cause kept', async (t) => {
@@ -37,7 +40,11 @@ t.test('a mail the server does not take is `unavailable`, with the cause kept', 
         (error: unknown) => error,
       );
     t.type(error, DomainError, url);
-    t.match(error, { kind: 'unavailable', field: 'mail', message: 'The mail could not be sent just now. Try again in a few minutes.' });
+    t.match(error, {
+      kind: 'unavailable',
+      field: 'mail',
+      message: 'The mail could not be sent just now. Try again in a few minutes.',
+    });
     t.ok((error as Error).cause, 'the SMTP error is its cause, for the log');
   }
   t.equal(smtp.received.length, 0);

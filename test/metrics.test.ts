@@ -29,11 +29,21 @@ t.test('GET /metrics: every family, with the work just done counted', async (t) 
   const customer = await createCustomer(service.db, { monthlyLimit: 1 });
   await service.db
     .insertInto('webhook_endpoints')
-    .values({ account_id: customer.accountId, url: `${receiver.url}/hook`, secret: newWebhookSecret(), events: [...WEBHOOK_EVENTS], disabled_reason: null })
+    .values({
+      account_id: customer.accountId,
+      url: `${receiver.url}/hook`,
+      secret: newWebhookSecret(),
+      events: [...WEBHOOK_EVENTS],
+      disabled_reason: null,
+    })
     .execute();
   const accepted = await submitPhoto(service, { key: customer.key, image: await renderMeterPhoto() });
   t.equal(accepted.status, 202);
-  t.equal((await submitPhoto(service, { key: customer.key, image: await renderMeterPhoto() })).status, 422, 'past the limit');
+  t.equal(
+    (await submitPhoto(service, { key: customer.key, image: await renderMeterPhoto() })).status,
+    422,
+    'past the limit',
+  );
   t.equal((await waitForMeter(service.db, accepted.body.reference_id)).status, 'completed');
   // reading.completed and usage.limit_reached
   t.equal(
@@ -69,22 +79,42 @@ t.test('GET /metrics: every family, with the work just done counted', async (t) 
   t.match(text, /^meterlens_reading_confidence_count\{reader="openai"\} [1-9]/m);
   t.match(text, /^meterlens_reader_attempt_duration_seconds_count\{reader="openai",outcome="accepted"\} [1-9]/m);
   t.match(text, /^meterlens_webhook_attempt_duration_seconds_count\{outcome="delivered"\} [1-9]/m);
-  t.match(text, /^meterlens_http_request_duration_seconds_count\{method="POST",route="\/api\/meter-reading",status="202"\} [1-9]/m, 'by route pattern');
-  t.match(text, /^meterlens_http_request_duration_seconds_bucket\{le="0\.5",method="POST",route="\/api\/meter-reading",status="422"\} /m);
-  t.equal(sample(text, 'meterlens_queue_jobs{queue="read-meter",state="completed"}'), 1, 'queue depth read from pg-boss');
-  t.equal(sample(text, 'meterlens_queue_jobs{queue="deliver-webhook",state="failed"}'), 0, 'empty states are reported as 0');
+  t.match(
+    text,
+    /^meterlens_http_request_duration_seconds_count\{method="POST",route="\/api\/meter-reading",status="202"\} [1-9]/m,
+    'by route pattern',
+  );
+  t.match(
+    text,
+    /^meterlens_http_request_duration_seconds_bucket\{le="0\.5",method="POST",route="\/api\/meter-reading",status="422"\} /m,
+  );
+  t.equal(
+    sample(text, 'meterlens_queue_jobs{queue="read-meter",state="completed"}'),
+    1,
+    'queue depth read from pg-boss',
+  );
+  t.equal(
+    sample(text, 'meterlens_queue_jobs{queue="deliver-webhook",state="failed"}'),
+    0,
+    'empty states are reported as 0',
+  );
   t.ok(sample(text, 'meterlens_queue_oldest_job_age_seconds{queue="read-meter",state="completed"}')! >= 0);
 
   const dashboard = readFileSync(path.join(import.meta.dirname, '..', 'ops', 'grafana-dashboard.json'), 'utf8');
-  const charted = new Set([...dashboard.matchAll(/meterlens_[a-z0-9_]+/g)].map(([name]) => name.replace(/_(bucket|count|sum)$/, '')));
-  for (const name of charted) t.match(text, new RegExp(`^# TYPE ${name} `, 'm'), `the Grafana dashboard's ${name} is served`);
+  const charted = new Set(
+    [...dashboard.matchAll(/meterlens_[a-z0-9_]+/g)].map(([name]) => name.replace(/_(bucket|count|sum)$/, '')),
+  );
+  for (const name of charted)
+    t.match(text, new RegExp(`^# TYPE ${name} `, 'm'), `the Grafana dashboard's ${name} is served`);
 });
 
 t.test('with METRICS_TOKEN, a scrape without the token is refused', async (t) => {
   for (const authorization of [undefined, 'Bearer wrong', `bearer ${METRICS_TOKEN}`]) {
     const response = await scrape(authorization);
     t.equal(response.status, 401, String(authorization));
-    t.same(JSON.parse(response.text), { errors: { authorization: ['Metrics need Authorization: Bearer <METRICS_TOKEN>'] } });
+    t.same(JSON.parse(response.text), {
+      errors: { authorization: ['Metrics need Authorization: Bearer <METRICS_TOKEN>'] },
+    });
   }
 });
 
@@ -97,29 +127,41 @@ t.test("the worker's metrics server: without a token, loopback clients only", as
   const remote = await server.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.1.2.3' });
   t.equal(remote.statusCode, 403);
   t.match(remote.json(), { errors: { authorization: [/loopback clients only/] } });
-  t.equal((await server.inject({ method: 'GET', url: '/', remoteAddress: '127.0.0.1' })).statusCode, 404, 'nothing else is served');
+  t.equal(
+    (await server.inject({ method: 'GET', url: '/', remoteAddress: '127.0.0.1' })).statusCode,
+    404,
+    'nothing else is served',
+  );
 });
 
-t.test('without a token, under the default TRUST_PROXY (private): the connection must be loopback, and not forwarded', async (t) => {
-  const server = await buildMetricsServer({ config: loadConfig({}), db: service.db });
-  t.teardown(() => server.close());
-  const url = `${await server.listen({ port: 0, host: '127.0.0.1' })}/metrics`;
+t.test(
+  'without a token, under the default TRUST_PROXY (private): the connection must be loopback, and not forwarded',
+  async (t) => {
+    const server = await buildMetricsServer({ config: loadConfig({}), db: service.db });
+    t.teardown(() => server.close());
+    const url = `${await server.listen({ port: 0, host: '127.0.0.1' })}/metrics`;
 
-  const direct = await fetch(url);
-  t.equal(direct.status, 200, 'a scrape straight to loopback is answered');
-  t.match(await direct.text(), /# TYPE meterlens_queue_jobs gauge/);
+    const direct = await fetch(url);
+    t.equal(direct.status, 200, 'a scrape straight to loopback is answered');
+    t.match(await direct.text(), /# TYPE meterlens_queue_jobs gauge/);
 
-  const forged = await server.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.1.2.3', headers: { 'x-forwarded-for': '127.0.0.1' } });
-  t.equal(forged.statusCode, 403, 'a private, so trusted, address claiming to forward for loopback is refused');
-  t.match(forged.json(), { errors: { authorization: [/loopback clients only, not through a proxy/] } });
+    const forged = await server.inject({
+      method: 'GET',
+      url: '/metrics',
+      remoteAddress: '10.1.2.3',
+      headers: { 'x-forwarded-for': '127.0.0.1' },
+    });
+    t.equal(forged.statusCode, 403, 'a private, so trusted, address claiming to forward for loopback is refused');
+    t.match(forged.json(), { errors: { authorization: [/loopback clients only, not through a proxy/] } });
 
-  // A reverse proxy on the same host connects from loopback: what it forwards comes from whoever reached it.
-  const forwardedHeaders: Array<Record<string, string>> = [
-    { 'x-forwarded-for': '127.0.0.1' },
-    { 'x-forwarded-for': '203.0.113.7' },
-    { forwarded: 'for=127.0.0.1' },
-  ];
-  for (const headers of forwardedHeaders) {
-    t.equal((await fetch(url, { headers })).status, 403, JSON.stringify(headers));
-  }
-});
+    // A reverse proxy on the same host connects from loopback: what it forwards comes from whoever reached it.
+    const forwardedHeaders: Array<Record<string, string>> = [
+      { 'x-forwarded-for': '127.0.0.1' },
+      { 'x-forwarded-for': '203.0.113.7' },
+      { forwarded: 'for=127.0.0.1' },
+    ];
+    for (const headers of forwardedHeaders) {
+      t.equal((await fetch(url, { headers })).status, 403, JSON.stringify(headers));
+    }
+  },
+);

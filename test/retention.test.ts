@@ -21,7 +21,12 @@ const { accountId, keyId: apiKeyId } = await createCustomer(db);
 const endpointId = (
   await db
     .insertInto('webhook_endpoints')
-    .values({ account_id: accountId, url: 'http://127.0.0.1:9/hook', secret: newWebhookSecret(), disabled_reason: null })
+    .values({
+      account_id: accountId,
+      url: 'http://127.0.0.1:9/hook',
+      secret: newWebhookSecret(),
+      disabled_reason: null,
+    })
     .returning('id')
     .executeTakeFirstOrThrow()
 ).id;
@@ -50,7 +55,15 @@ async function meterSubmitted(
     .executeTakeFirstOrThrow();
   await db
     .insertInto('meter_images')
-    .values({ meter_id: meter.id, original_format: 'jpeg', original_bytes: 3, width: 1, height: 1, jpeg: photo.bytes, jpeg_object: photo.object })
+    .values({
+      meter_id: meter.id,
+      original_format: 'jpeg',
+      original_bytes: 3,
+      width: 1,
+      height: 1,
+      jpeg: photo.bytes,
+      jpeg_object: photo.object,
+    })
     .execute();
   if (status === 'completed') {
     await db
@@ -95,12 +108,20 @@ async function deliveryCreated(daysAgo: number, status: 'delivered' | 'failed' |
     .executeTakeFirstOrThrow();
   await db
     .insertInto('webhook_attempts')
-    .values({ delivery_id: delivery.id, attempt: 1, started_at: new Date(), duration_ms: 5, status_code: 204, error: null })
+    .values({
+      delivery_id: delivery.id,
+      attempt: 1,
+      started_at: new Date(),
+      duration_ms: 5,
+      status_code: 204,
+      error: null,
+    })
     .execute();
   return delivery.id;
 }
 
-const hasImage = async (meterId: string) => Boolean(await db.selectFrom('meter_images').select('meter_id').where('meter_id', '=', meterId).executeTakeFirst());
+const hasImage = async (meterId: string) =>
+  Boolean(await db.selectFrom('meter_images').select('meter_id').where('meter_id', '=', meterId).executeTakeFirst());
 
 t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and readings stay', async (t) => {
   const old = [];
@@ -114,36 +135,69 @@ t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and read
   t.notOk(await hasImage(old[449]));
   t.ok(await hasImage(young), 'a younger photo stays');
   t.ok(await hasImage(stillPending), 'an unfinished meter keeps its photo');
-  const meter = await db.selectFrom('meters').select(['status', 'image_removed_at']).where('id', '=', old[0]).executeTakeFirstOrThrow();
+  const meter = await db
+    .selectFrom('meters')
+    .select(['status', 'image_removed_at'])
+    .where('id', '=', old[0])
+    .executeTakeFirstOrThrow();
   t.equal(meter.status, 'completed');
   t.ok(meter.image_removed_at instanceof Date, 'the meter says when its photo went');
-  t.ok(await db.selectFrom('readings').select('id').where('meter_id', '=', old[0]).executeTakeFirst(), 'the reading stays');
+  t.ok(
+    await db.selectFrom('readings').select('id').where('meter_id', '=', old[0]).executeTakeFirst(),
+    'the reading stays',
+  );
 
-  t.same(await purgeOldData(photoDeps, { imageRetentionDays: 90, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, 'nothing more to do');
-  t.same(await purgeOldData(photoDeps, { imageRetentionDays: 0, webhookRetentionDays: 0 }), { images: 0, deliveries: 0 }, '0 keeps forever');
+  t.same(
+    await purgeOldData(photoDeps, { imageRetentionDays: 90, webhookRetentionDays: 0 }),
+    { images: 0, deliveries: 0 },
+    'nothing more to do',
+  );
+  t.same(
+    await purgeOldData(photoDeps, { imageRetentionDays: 0, webhookRetentionDays: 0 }),
+    { images: 0, deliveries: 0 },
+    '0 keeps forever',
+  );
   t.ok(await hasImage(young));
 });
 
-t.test('in a bucket: retention deletes the row and its object; an outage between them leaves the object to the sweep', async (t) => {
-  const bucket = await startTestBucket(t);
-  const inBucket = { db, photos: new PhotoStore(loadConfig(bucket.env).photoStore) };
-  const expired = await meterSubmitted(91, 'completed', await inBucket.photos.put('expired/upright.jpg', Buffer.from('old')));
-  const kept = await inBucket.photos.put('kept/upright.jpg', Buffer.from('young'));
-  await meterSubmitted(89, 'completed', kept);
+t.test(
+  'in a bucket: retention deletes the row and its object; an outage between them leaves the object to the sweep',
+  async (t) => {
+    const bucket = await startTestBucket(t);
+    const inBucket = { db, photos: new PhotoStore(loadConfig(bucket.env).photoStore) };
+    const expired = await meterSubmitted(
+      91,
+      'completed',
+      await inBucket.photos.put('expired/upright.jpg', Buffer.from('old')),
+    );
+    const kept = await inBucket.photos.put('kept/upright.jpg', Buffer.from('young'));
+    await meterSubmitted(89, 'completed', kept);
 
-  t.equal((await purgeOldData(inBucket, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
-  t.notOk(await hasImage(expired));
-  t.same(await bucket.objects(), [kept.object], "the expired photo's object went with its row");
+    t.equal((await purgeOldData(inBucket, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
+    t.notOk(await hasImage(expired));
+    t.same(await bucket.objects(), [kept.object], "the expired photo's object went with its row");
 
-  const failing = await meterSubmitted(91, 'completed', await inBucket.photos.put('during-outage/upright.jpg', Buffer.from('old')));
-  await bucket.stop();
-  await t.rejects(purgeOldData(inBucket, { imageRetentionDays: 90, webhookRetentionDays: 0 }), /The photo store is unavailable/);
-  t.notOk(await hasImage(failing), 'the row went first: no photo is shown whose object is gone');
-  await bucket.start();
-  t.same(await bucket.objects(), [kept.object, 's3://meterlens-photos/photos/during-outage/upright.jpg'].sort(), 'its object outlived it');
-  t.equal(await sweepOrphanPhotos(inBucket, 0), 1, 'until the sweep');
-  t.same(await bucket.objects(), [kept.object]);
-});
+    const failing = await meterSubmitted(
+      91,
+      'completed',
+      await inBucket.photos.put('during-outage/upright.jpg', Buffer.from('old')),
+    );
+    await bucket.stop();
+    await t.rejects(
+      purgeOldData(inBucket, { imageRetentionDays: 90, webhookRetentionDays: 0 }),
+      /The photo store is unavailable/,
+    );
+    t.notOk(await hasImage(failing), 'the row went first: no photo is shown whose object is gone');
+    await bucket.start();
+    t.same(
+      await bucket.objects(),
+      [kept.object, 's3://meterlens-photos/photos/during-outage/upright.jpg'].sort(),
+      'its object outlived it',
+    );
+    t.equal(await sweepOrphanPhotos(inBucket, 0), 1, 'until the sweep');
+    t.same(await bucket.objects(), [kept.object]);
+  },
+);
 
 t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their attempts', async (t) => {
   const oldDelivered = await deliveryCreated(31, 'delivered');
@@ -157,7 +211,11 @@ t.test('finished webhook deliveries past WEBHOOK_RETENTION_DAYS go with their at
     left.map((row) => row.id),
     [oldPending, recent],
   );
-  const attempts = await db.selectFrom('webhook_attempts').select('delivery_id').where('delivery_id', 'in', [oldDelivered, oldFailed]).execute();
+  const attempts = await db
+    .selectFrom('webhook_attempts')
+    .select('delivery_id')
+    .where('delivery_id', 'in', [oldDelivered, oldFailed])
+    .execute();
   t.same(attempts, [], 'their attempts are gone too');
 });
 
@@ -169,7 +227,9 @@ t.test('pg-boss keeps finished jobs FINISHED_JOB_RETENTION_DAYS, on every queue'
   await ensureQueues(boss, config);
   // pg-boss's own internal queues (__pgboss__…) keep their settings.
   const queues = await sql<{ name: string; deletion_seconds: number }>`
-    SELECT name, deletion_seconds FROM pgboss.queue WHERE NOT starts_with(name, '__pgboss__') ORDER BY name`.execute(db);
+    SELECT name, deletion_seconds FROM pgboss.queue WHERE NOT starts_with(name, '__pgboss__') ORDER BY name`.execute(
+    db,
+  );
   t.same(
     queues.rows.map((queue) => queue.name),
     Object.values(QUEUES).sort(),

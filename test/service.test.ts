@@ -29,7 +29,8 @@ async function ready(url: string, child: ChildProcess): Promise<boolean> {
   return false;
 }
 
-const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
 /**
  * `npm start` as a user runs it: no DATABASE_URL, so an embedded PostgreSQL under DATA_DIR.
@@ -66,13 +67,24 @@ t.test('the all-in-one service on its embedded database', async (t) => {
   t.match(second.output(), /reusing PostgreSQL already running/);
 
   const cli = async (...args: string[]) =>
-    JSON.parse((await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], { cwd: root, env })).stdout);
+    JSON.parse(
+      (
+        await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], {
+          cwd: root,
+          env,
+        })
+      ).stdout,
+    );
   const account = await cli('accounts', 'create', '--name', 'Embedded', '--plan', 'starter');
   const { key } = await cli('keys', 'create', '--account', String(account.id), '--project', 'smoke');
 
   const form = new FormData();
   form.append('image', new Blob([await renderMeterPhoto()]), 'meter.jpg');
-  const inFlight = fetch(`${url}/api/meter-reading/sync`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  const inFlight = fetch(`${url}/api/meter-reading/sync`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+    body: form,
+  });
   while (model.requests.length === 0) await sleep(20);
   const exitCode = exited(second.child);
   second.child.kill('SIGTERM');

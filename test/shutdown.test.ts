@@ -21,7 +21,11 @@ t.test('SIGTERM with a hung upload open: serve exits within the grace period and
     // Longer than the test: the grace period, not the request deadline, must end the upload.
     REQUEST_TIMEOUT_SECONDS: '600',
   });
-  const serve = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const serve = spawn(process.execPath, [path.join(root, 'src', 'cli.ts'), 'serve'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   serve.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => serve.once('exit', (code) => resolve(code)));
@@ -35,7 +39,14 @@ t.test('SIGTERM with a hung upload open: serve exits within the grace period and
   }
 
   const cli = async (...args: string[]) =>
-    JSON.parse((await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], { cwd: root, env })).stdout);
+    JSON.parse(
+      (
+        await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], {
+          cwd: root,
+          env,
+        })
+      ).stdout,
+    );
   const account = await cli('accounts', 'create', '--name', 'Hung upload', '--plan', 'starter');
   const { key } = await cli('keys', 'create', '--account', String(account.id), '--project', 'shutdown');
 

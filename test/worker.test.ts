@@ -11,15 +11,28 @@ import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { startWorker } from '../src/worker.ts';
 import { renderMeterPhoto } from './fakes/meter-photo.ts';
 import { startWebhookReceiver } from './fakes/webhook-receiver.ts';
-import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type TestService } from './helpers/service.ts';
+import {
+  createCustomer,
+  startTestService,
+  submitPhoto,
+  waitFor,
+  waitForMeter,
+  type TestService,
+} from './helpers/service.ts';
 
 const root = path.join(import.meta.dirname, '..');
 const photo = await renderMeterPhoto();
 
 async function readJobs(service: TestService, referenceId: string) {
-  const meter = await service.db.selectFrom('meters').select('id').where('reference_id', '=', referenceId).executeTakeFirstOrThrow();
+  const meter = await service.db
+    .selectFrom('meters')
+    .select('id')
+    .where('reference_id', '=', referenceId)
+    .executeTakeFirstOrThrow();
   const jobs = await sql<{ state: string; retry_count: number }>`
-    SELECT state, retry_count FROM pgboss.job WHERE name = ${QUEUES.readMeter} AND data->>'meterId' = ${meter.id}`.execute(service.db);
+    SELECT state, retry_count FROM pgboss.job WHERE name = ${QUEUES.readMeter} AND data->>'meterId' = ${meter.id}`.execute(
+    service.db,
+  );
   return jobs.rows;
 }
 
@@ -29,7 +42,11 @@ t.test('the meter row and its job are committed together or not at all', async (
   const accepted = await submitPhoto(service, { key: customer.key, image: photo });
   t.match(await readJobs(service, accepted.body.reference_id), [{ state: 'created' }], 'commit: row and job');
 
-  const account = await service.db.selectFrom('meters').select(['account_id', 'api_key_id']).limit(1).executeTakeFirstOrThrow();
+  const account = await service.db
+    .selectFrom('meters')
+    .select(['account_id', 'api_key_id'])
+    .limit(1)
+    .executeTakeFirstOrThrow();
   const rolledBack = service.db.transaction().execute(async (tx) => {
     const meter = await tx
       .insertInto('meters')
@@ -42,7 +59,9 @@ t.test('the meter row and its job are committed together or not at all', async (
   await t.rejects(rolledBack, /fails after its job/);
   const meters = await service.db.selectFrom('meters').select('id').execute();
   t.equal(meters.length, 1, 'rollback: no meter row');
-  const jobs = await sql<{ count: number }>`SELECT count(*)::int AS count FROM pgboss.job WHERE name = ${QUEUES.readMeter}`.execute(service.db);
+  const jobs = await sql<{
+    count: number;
+  }>`SELECT count(*)::int AS count FROM pgboss.job WHERE name = ${QUEUES.readMeter}`.execute(service.db);
   t.equal(jobs.rows[0].count, 1, 'rollback: no job');
 });
 
@@ -69,7 +88,11 @@ t.test('a worker killed mid-read: its job is retried and the meter completes', a
   const customer = await createCustomer(service.db);
   const accepted = await submitPhoto(service, { key: customer.key, image: photo });
   while (service.model.requests.length === 0) await sleep(50);
-  t.equal((await waitForMeter(service.db, accepted.body.reference_id, 0)).status, 'processing', 'the doomed worker took the job');
+  t.equal(
+    (await waitForMeter(service.db, accepted.body.reference_id, 0)).status,
+    'processing',
+    'the doomed worker took the job',
+  );
 
   doomed.kill('SIGKILL');
   service.model.setBehaviour({});
@@ -126,7 +149,10 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
   const receiver = await startWebhookReceiver();
   t.teardown(receiver.close);
   const customer = await createCustomer(service.db);
-  const endpoint = await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/meterlens` });
+  const endpoint = await addWebhookEndpoint(service.db, service.config, {
+    accountId: customer.accountId,
+    url: `${receiver.url}/meterlens`,
+  });
   const accepted = await submitPhoto(service, { key: customer.key, image: photo });
   const [webhook] = await receiver.waitFor(1);
 
@@ -150,7 +176,13 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
       reading_id: Number(reading.id),
       meter_id: null,
       needs_review: false,
-      plausibility: { status: 'unknown', reference: null, reference_source: null, reference_submission: null, window: null },
+      plausibility: {
+        status: 'unknown',
+        reference: null,
+        reference_source: null,
+        reference_submission: null,
+        window: null,
+      },
     },
   });
   t.match(webhook.headers['webhook-id'], /^msg_/);
@@ -158,7 +190,12 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
     () => service.db.selectFrom('webhook_deliveries').selectAll().executeTakeFirstOrThrow(),
     (row) => row.status !== 'pending',
   );
-  t.match(delivery, { status: 'delivered', attempt_count: 1, last_status_code: 204, event_id: webhook.headers['webhook-id'] });
+  t.match(delivery, {
+    status: 'delivered',
+    attempt_count: 1,
+    last_status_code: 204,
+    event_id: webhook.headers['webhook-id'],
+  });
 });
 
 t.test('sync submissions send no webhook', async (t) => {
@@ -173,11 +210,15 @@ t.test('sync submissions send no webhook', async (t) => {
 });
 
 t.test('a backlog is read job after job, without waiting for the next poll', async (t) => {
-  const service = await startTestService(t, { worker: false, env: { QUEUE_POLL_SECONDS: '60', WORKER_CONCURRENCY: '2' } });
+  const service = await startTestService(t, {
+    worker: false,
+    env: { QUEUE_POLL_SECONDS: '60', WORKER_CONCURRENCY: '2' },
+  });
   const customer = await createCustomer(service.db);
   for (let i = 0; i < 10; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
   await startWorker(service);
-  const countCompleted = async () => (await service.db.selectFrom('meters').select('id').where('status', '=', 'completed').execute()).length;
+  const countCompleted = async () =>
+    (await service.db.selectFrom('meters').select('id').where('status', '=', 'completed').execute()).length;
   // Two workers that paused for a 60 s poll after each job would have read 2 meters by now.
   t.equal(await waitFor(countCompleted, (completed) => completed === 10, 30_000), 10);
 });
@@ -211,7 +252,8 @@ t.test("one account's backlog does not hold another account's reading", async (t
   for (let i = 0; i < backlog; i++) statuses.push((await submitPhoto(service, { key: busy.key, image: photo })).status);
   t.same(new Set(statuses), new Set([202]), 'the backlog is accepted');
   const accepted = await submitPhoto(service, { key: quiet.key, image: photo });
-  const meterStatuses = (accountId: string) => service.db.selectFrom('meters').select('status').where('account_id', '=', accountId).execute();
+  const meterStatuses = (accountId: string) =>
+    service.db.selectFrom('meters').select('status').where('account_id', '=', accountId).execute();
   let mostBusyReading = 0;
   let sampling = true;
   const sampled = (async () => {
@@ -225,7 +267,10 @@ t.test("one account's backlog does not hold another account's reading", async (t
   await startWorker(service);
   t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'completed' });
   const busyFinished = (await meterStatuses(busy.accountId)).filter((meter) => meter.status === 'completed').length;
-  t.ok(busyFinished <= backlog / 3, `the quiet account's photo was read after ${busyFinished} of the ${backlog} queued before it`);
+  t.ok(
+    busyFinished <= backlog / 3,
+    `the quiet account's photo was read after ${busyFinished} of the ${backlog} queued before it`,
+  );
 
   const busyMeters = await waitFor(
     () => meterStatuses(busy.accountId),

@@ -18,10 +18,17 @@ export interface Account {
  * verified (accounts/email-verification.ts).
  * `db` may be a transaction (sign-up's), which the account then joins; otherwise it gets its own.
  */
-export async function createAccount(db: Db, input: { name: string; planCode?: string; trialPlanCode?: string }): Promise<Account> {
+export async function createAccount(
+  db: Db,
+  input: { name: string; planCode?: string; trialPlanCode?: string },
+): Promise<Account> {
   const name = requireText(input.name, 'account name');
   const create = async (tx: Db) => {
-    const row = await tx.insertInto('accounts').values({ name, trial_plan_code: input.trialPlanCode }).returningAll().executeTakeFirstOrThrow();
+    const row = await tx
+      .insertInto('accounts')
+      .values({ name, trial_plan_code: input.trialPlanCode })
+      .returningAll()
+      .executeTakeFirstOrThrow();
     const account: Account = { id: row.id, name: row.name, createdAt: row.created_at };
     if (input.planCode !== undefined) {
       account.subscription = await setSubscription(tx, { accountId: row.id, planCode: input.planCode, months: 1 });
@@ -52,7 +59,13 @@ export async function listAccounts(db: Db): Promise<AccountSummary[]> {
       'a.id',
       'a.name',
       'a.created_at as createdAt',
-      eb.selectFrom('users as u').select(sql<number>`count(*)::int`.as('n')).whereRef('u.account_id', '=', 'a.id').$asScalar().$notNull().as('users'),
+      eb
+        .selectFrom('users as u')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .whereRef('u.account_id', '=', 'a.id')
+        .$asScalar()
+        .$notNull()
+        .as('users'),
       's.plan_code as planCode',
       subscriptionState('s').$castTo<SubscriptionState | null>().as('state'),
       's.period_end as periodEnd',

@@ -15,7 +15,11 @@ export const API_KEY_FORMAT = `${API_KEY_PREFIX} + ${SECRET_BYTES * 2} lowercase
 /** A new key, with the parts of it that may be shown later: the prefix and first 4 hex digits, the last 4. */
 export function newApiKey(): { key: string; displayPrefix: string; displaySuffix: string } {
   const secret = randomBytes(SECRET_BYTES).toString('hex');
-  return { key: API_KEY_PREFIX + secret, displayPrefix: API_KEY_PREFIX + secret.slice(0, 4), displaySuffix: secret.slice(-4) };
+  return {
+    key: API_KEY_PREFIX + secret,
+    displayPrefix: API_KEY_PREFIX + secret.slice(0, 4),
+    displaySuffix: secret.slice(-4),
+  };
 }
 
 export function hashApiKey(key: string): string {

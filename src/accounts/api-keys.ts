@@ -45,7 +45,12 @@ export async function createApiKey(
       .where('account_id', '=', accountId)
       .where('deleted_at', 'is', null)
       .executeTakeFirstOrThrow();
-    checkBound(count, API_KEYS_PER_ACCOUNT, 'keys', `the account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`);
+    checkBound(
+      count,
+      API_KEYS_PER_ACCOUNT,
+      'keys',
+      `the account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`,
+    );
     const row = await tx
       .insertInto('api_keys')
       .values({
@@ -68,7 +73,12 @@ export async function listApiKeys(db: Db, accountId: string | number): Promise<A
 }
 
 /** `accountId` limits the change to that account's keys; the operator CLI leaves it out. */
-export async function setApiKeyStatus(db: Db, accountId: string | number | undefined, id: string | number, status: ApiKeyStatus): Promise<ApiKeySummary> {
+export async function setApiKeyStatus(
+  db: Db,
+  accountId: string | number | undefined,
+  id: string | number,
+  status: ApiKeyStatus,
+): Promise<ApiKeySummary> {
   requireStatus(status);
   const updated = await scopedKey(db, accountId, id).set({ status }).returning('id').executeTakeFirst();
   if (!updated) throw keyNotFound(id);
@@ -106,14 +116,22 @@ function scopedKey(db: Db, accountId: string | number | undefined, id: string | 
 function requireProjectName(value: string): string {
   const projectName = requireText(value, 'project name');
   if (projectName.length > PROJECT_NAME_MAX_LENGTH) {
-    throw new DomainError('invalid', 'project name', `project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`);
+    throw new DomainError(
+      'invalid',
+      'project name',
+      `project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`,
+    );
   }
   return projectName;
 }
 
 function requireStatus(status: ApiKeyStatus): ApiKeyStatus {
   if (!API_KEY_STATUSES.includes(status)) {
-    throw new DomainError('invalid', 'key status', `key status must be ${API_KEY_STATUSES.join(' or ')}, got "${status}"`);
+    throw new DomainError(
+      'invalid',
+      'key status',
+      `key status must be ${API_KEY_STATUSES.join(' or ')}, got "${status}"`,
+    );
   }
   return status;
 }

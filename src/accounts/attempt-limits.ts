@@ -13,7 +13,15 @@ export type AttemptTable = 'login_attempts' | 'password_reset_requests';
  */
 export async function reserveAttempt(
   db: Db,
-  input: { table: AttemptTable; email: string; ip: string; windowMinutes: number; maxPerEmail: number; maxPerIp: number; refused: () => DomainError },
+  input: {
+    table: AttemptTable;
+    email: string;
+    ip: string;
+    windowMinutes: number;
+    maxPerEmail: number;
+    maxPerIp: number;
+    refused: () => DomainError;
+  },
 ): Promise<void> {
   const { table, email, ip, windowMinutes } = input;
   await db.transaction().execute(async (tx) => {
@@ -22,7 +30,10 @@ export async function reserveAttempt(
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${table} ip ${ip}`}, 0))`.execute(tx);
     const recent = await tx
       .selectFrom(table)
-      .select([sql<number>`count(*) FILTER (WHERE email = ${email})::int`.as('forEmail'), sql<number>`count(*) FILTER (WHERE ip = ${ip})::int`.as('forIp')])
+      .select([
+        sql<number>`count(*) FILTER (WHERE email = ${email})::int`.as('forEmail'),
+        sql<number>`count(*) FILTER (WHERE ip = ${ip})::int`.as('forIp'),
+      ])
       .where('attempted_at', '>', sql<Date>`now() - make_interval(mins => ${windowMinutes})`)
       .where((eb) => eb.or([eb('email', '=', email), eb('ip', '=', ip)]))
       .executeTakeFirstOrThrow();

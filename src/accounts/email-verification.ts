@@ -17,10 +17,18 @@ export const MAX_VERIFICATION_MAILS_PER_HOUR = 3;
  * Refused past the hourly limit; `unavailable` when the mail cannot be handed over (the token
  * then still counts against the limit, so a failing server is not hammered).
  */
-export async function sendVerificationMail(deps: { db: Db; mailer: Mailer }, input: { userId: string; verifyUrl: URL }): Promise<void> {
+export async function sendVerificationMail(
+  deps: { db: Db; mailer: Mailer },
+  input: { userId: string; verifyUrl: URL },
+): Promise<void> {
   const token = randomToken();
   const email = await deps.db.transaction().execute(async (tx) => {
-    const user = await tx.selectFrom('users').select('email').where('id', '=', input.userId).forUpdate().executeTakeFirstOrThrow();
+    const user = await tx
+      .selectFrom('users')
+      .select('email')
+      .where('id', '=', input.userId)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
     const sent = await tx
       .selectFrom('email_verifications')
       .select(sql<number>`count(*)::int`.as('n'))
@@ -81,7 +89,12 @@ export async function verifyEmail(deps: { db: Db; boss: PgBoss }, token: string)
     await tx.updateTable('accounts').set({ trial_plan_code: null }).where('id', '=', user.account_id).execute();
     // A plan the operator set meanwhile (`subscriptions set`) is not replaced by the trial.
     if (account.subscribed !== null) return { trialStarted: false };
-    await applySubscriptionChange(tx, deps.boss, { action: 'set', accountId: user.account_id, planCode: account.trial_plan_code, months: 1 });
+    await applySubscriptionChange(tx, deps.boss, {
+      action: 'set',
+      accountId: user.account_id,
+      planCode: account.trial_plan_code,
+      months: 1,
+    });
     return { trialStarted: true };
   });
 }

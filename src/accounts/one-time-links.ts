@@ -33,7 +33,13 @@ export function linkWithToken(page: URL, token: string): string {
  * for one used or expired. Inside a transaction, `lock` keeps the row locked until it ends, so a
  * link followed twice at once works once.
  */
-export async function openLink(db: Db | Tx, table: LinkTable, token: string, refusals: LinkRefusals, lock = false): Promise<string> {
+export async function openLink(
+  db: Db | Tx,
+  table: LinkTable,
+  token: string,
+  refusals: LinkRefusals,
+  lock = false,
+): Promise<string> {
   const link = await db
     .selectFrom(table)
     .select(['id', 'used_at', sql<boolean>`expires_at <= now()`.as('expired')])

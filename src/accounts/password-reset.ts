@@ -28,16 +28,28 @@ export async function reserveResetRequest(db: Db, input: { email: string; ip: st
     windowMinutes: REQUEST_WINDOW_MINUTES,
     maxPerEmail: MAX_RESET_REQUESTS_PER_EMAIL,
     maxPerIp: MAX_RESET_REQUESTS_PER_IP,
-    refused: () => new DomainError('refused', 'email', `Too many requests for a reset link. Try again in ${REQUEST_WINDOW_MINUTES} minutes.`, { status: 429 }),
+    refused: () =>
+      new DomainError(
+        'refused',
+        'email',
+        `Too many requests for a reset link. Try again in ${REQUEST_WINDOW_MINUTES} minutes.`,
+        { status: 429 },
+      ),
   });
-  await db.deleteFrom('password_reset_requests').where('attempted_at', '<', sql<Date>`now() - make_interval(mins => ${REQUEST_WINDOW_MINUTES})`).execute();
+  await db
+    .deleteFrom('password_reset_requests')
+    .where('attempted_at', '<', sql<Date>`now() - make_interval(mins => ${REQUEST_WINDOW_MINUTES})`)
+    .execute();
 }
 
 /**
  * A one-time link to `resetUrl` that sets a new password for the user with this email, valid
  * RESET_LINK_HOURS; undefined when no user has the email. `meterlens users reset-link` prints it.
  */
-export async function createResetLink(db: Db, input: { email: string; resetUrl: URL }): Promise<{ email: string; link: string } | undefined> {
+export async function createResetLink(
+  db: Db,
+  input: { email: string; resetUrl: URL },
+): Promise<{ email: string; link: string } | undefined> {
   const user = await findUserByEmail(db, input.email);
   if (!user) return undefined;
   const token = randomToken();
@@ -49,7 +61,10 @@ export async function createResetLink(db: Db, input: { email: string; resetUrl: 
 }
 
 /** Mails the link when the email has a user; otherwise sends nothing (the caller has already answered). */
-export async function mailResetLink(deps: { db: Db; mailer: Mailer }, input: { email: string; resetUrl: URL }): Promise<void> {
+export async function mailResetLink(
+  deps: { db: Db; mailer: Mailer },
+  input: { email: string; resetUrl: URL },
+): Promise<void> {
   const reset = await createResetLink(deps.db, input);
   if (!reset) return;
   await deps.mailer.send({
@@ -71,13 +86,20 @@ export async function openResetLink(db: Db, token: string): Promise<void> {
 }
 
 /** Sets the new password; every session of the user ends (users.changePassword). */
-export async function resetPassword(db: Db, input: { token: string; password: string; passwordConfirmation: string }): Promise<{ userId: string }> {
+export async function resetPassword(
+  db: Db,
+  input: { token: string; password: string; passwordConfirmation: string },
+): Promise<{ userId: string }> {
   // A token that opens nothing costs no hashing: this page is open to anyone.
   await openResetLink(db, input.token);
   const passwordHash = await hashPassword(requireNewPassword(input.password, input.passwordConfirmation));
   return db.transaction().execute(async (tx) => {
     const id = await useLink(tx, 'password_resets', input.token, RESET_REFUSALS);
-    const { user_id: userId } = await tx.selectFrom('password_resets').select('user_id').where('id', '=', id).executeTakeFirstOrThrow();
+    const { user_id: userId } = await tx
+      .selectFrom('password_resets')
+      .select('user_id')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     await changePassword(tx, userId, passwordHash);
     return { userId };
   });

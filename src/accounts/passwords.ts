@@ -20,7 +20,8 @@ export function requirePassword(password: string): string {
 /** A password chosen in a form that asks for it twice (a reset, an invitation): the sign-up rules, and both the same. */
 export function requireNewPassword(password: string, confirmation: string): string {
   requirePassword(password);
-  if (password !== confirmation) throw new DomainError('invalid', 'password_confirmation', 'the two passwords are not the same');
+  if (password !== confirmation)
+    throw new DomainError('invalid', 'password_confirmation', 'the two passwords are not the same');
   return password;
 }
 
@@ -52,6 +53,8 @@ function scryptAsync(password: string, salt: Buffer, params: typeof SCRYPT): Pro
   const N = 2 ** params.log2N;
   const options: ScryptOptions = { N, r: params.r, p: params.p, maxmem: 256 * N * params.r };
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, params.keyLength, options, (error, key) => (error ? reject(error) : resolve(key)));
+    scrypt(password.normalize('NFKC'), salt, params.keyLength, options, (error, key) =>
+      error ? reject(error) : resolve(key),
+    );
   });
 }

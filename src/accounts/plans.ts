@@ -10,13 +10,24 @@ export interface Plan {
 
 const PLAN_CODE_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 
-export async function createPlan(db: Db, input: { code: string; name: string; monthlyRequestLimit: number }): Promise<Plan> {
+export async function createPlan(
+  db: Db,
+  input: { code: string; name: string; monthlyRequestLimit: number },
+): Promise<Plan> {
   const code = input.code.trim();
   if (!PLAN_CODE_PATTERN.test(code)) {
-    throw new DomainError('invalid', 'plan code', `plan code must be lowercase letters, digits, "-" or "_", got "${input.code}"`);
+    throw new DomainError(
+      'invalid',
+      'plan code',
+      `plan code must be lowercase letters, digits, "-" or "_", got "${input.code}"`,
+    );
   }
   if (!Number.isInteger(input.monthlyRequestLimit) || input.monthlyRequestLimit < 0) {
-    throw new DomainError('invalid', 'monthly request limit', `monthly request limit must be a non-negative integer, got ${input.monthlyRequestLimit}`);
+    throw new DomainError(
+      'invalid',
+      'monthly request limit',
+      `monthly request limit must be a non-negative integer, got ${input.monthlyRequestLimit}`,
+    );
   }
   const row = await db
     .insertInto('plans')

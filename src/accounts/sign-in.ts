@@ -11,14 +11,22 @@ export const MAX_FAILED_LOGINS_PER_IP = 30;
 
 /** Too many failed sign-ins for this email or from this address in the last minutes. */
 function loginThrottled(): DomainError {
-  return new DomainError('refused', 'email', `Too many failed sign-ins. Try again in ${LOGIN_WINDOW_MINUTES} minutes.`, { status: 429 });
+  return new DomainError(
+    'refused',
+    'email',
+    `Too many failed sign-ins. Try again in ${LOGIN_WINDOW_MINUTES} minutes.`,
+    { status: 429 },
+  );
 }
 
 /**
  * The user's id when the email and password match. Failures are counted per email and per client
  * address; past either limit every try is refused, right or wrong, until the window has passed.
  */
-export async function verifyLogin(db: Db, input: { email: string; password: string; ip: string }): Promise<string | undefined> {
+export async function verifyLogin(
+  db: Db,
+  input: { email: string; password: string; ip: string },
+): Promise<string | undefined> {
   const email = input.email.trim().toLowerCase();
   // Counted as a failure before the (slow) password check; a successful sign-in removes the email's failures, this one included.
   await reserveAttempt(db, {
@@ -30,7 +38,11 @@ export async function verifyLogin(db: Db, input: { email: string; password: stri
     maxPerIp: MAX_FAILED_LOGINS_PER_IP,
     refused: loginThrottled,
   });
-  const user = await db.selectFrom('users').select(['id', 'password_hash']).where(sql<string>`lower(email)`, '=', email).executeTakeFirst();
+  const user = await db
+    .selectFrom('users')
+    .select(['id', 'password_hash'])
+    .where(sql<string>`lower(email)`, '=', email)
+    .executeTakeFirst();
   // An unknown email costs the same hashing as a wrong password, so timing does not tell them apart.
   const matches = await verifyPassword(input.password, user?.password_hash ?? (await unknownUserHash()));
   if (user && matches) {

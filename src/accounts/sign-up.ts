@@ -15,7 +15,14 @@ export const MAX_SIGNUPS_PER_IP = 5;
  */
 export async function signUp(
   db: Db,
-  input: { accountName: string; email: string; password: string; planCode: string; awaitVerification: boolean; ip: string },
+  input: {
+    accountName: string;
+    email: string;
+    password: string;
+    planCode: string;
+    awaitVerification: boolean;
+    ip: string;
+  },
 ): Promise<{ accountId: string; userId: string }> {
   const accountName = requireText(input.accountName, 'organisation name');
   const email = requireEmail(input.email);
@@ -49,9 +56,17 @@ async function reserveSignUp(db: Db, ip: string): Promise<void> {
       .where('attempted_at', '>', sql<Date>`now() - make_interval(mins => ${SIGNUP_WINDOW_MINUTES})`)
       .executeTakeFirstOrThrow();
     if (recent.n >= MAX_SIGNUPS_PER_IP) {
-      throw new DomainError('refused', 'signup', `Too many sign-ups from your address. Try again in ${SIGNUP_WINDOW_MINUTES} minutes.`, { status: 429 });
+      throw new DomainError(
+        'refused',
+        'signup',
+        `Too many sign-ups from your address. Try again in ${SIGNUP_WINDOW_MINUTES} minutes.`,
+        { status: 429 },
+      );
     }
     await tx.insertInto('signup_attempts').values({ ip }).execute();
-    await tx.deleteFrom('signup_attempts').where('attempted_at', '<', sql<Date>`now() - make_interval(mins => ${SIGNUP_WINDOW_MINUTES})`).execute();
+    await tx
+      .deleteFrom('signup_attempts')
+      .where('attempted_at', '<', sql<Date>`now() - make_interval(mins => ${SIGNUP_WINDOW_MINUTES})`)
+      .execute();
   });
 }

@@ -27,7 +27,10 @@ export interface Subscription {
  * period then starts a month before it ends, since a period must start before it ends.
  * Runs as one statement, so callers may pass a transaction.
  */
-export async function setSubscription(db: Db, input: { accountId: string | number; planCode: string; months?: number; until?: Date }): Promise<Subscription> {
+export async function setSubscription(
+  db: Db,
+  input: { accountId: string | number; planCode: string; months?: number; until?: Date },
+): Promise<Subscription> {
   const accountId = await requireAccount(db, input.accountId);
   await requirePlan(db, input.planCode);
   const period = subscriptionPeriod(input);
@@ -70,7 +73,10 @@ export type SubscriptionChange =
  * the change and its `subscription.*` event are committed in one transaction. Creating an
  * account with a plan uses setSubscription alone: a new account has no endpoint to tell yet.
  */
-export async function changeSubscription(deps: { db: Db; boss: PgBoss }, change: SubscriptionChange): Promise<Subscription> {
+export async function changeSubscription(
+  deps: { db: Db; boss: PgBoss },
+  change: SubscriptionChange,
+): Promise<Subscription> {
   return deps.db.transaction().execute((tx) => applySubscriptionChange(tx, deps.boss, change));
 }
 
@@ -84,7 +90,8 @@ export async function applySubscriptionChange(tx: Tx, boss: PgBoss, change: Subs
     .forUpdate()
     .executeTakeFirst();
   const previous = previousRow && toSubscription(previousRow);
-  const current = change.action === 'cancel' ? await cancelSubscription(tx, change.accountId) : await setSubscription(tx, change);
+  const current =
+    change.action === 'cancel' ? await cancelSubscription(tx, change.accountId) : await setSubscription(tx, change);
   const type = subscriptionEventType(previous, current);
   if (type) await announceSubscription(tx, boss, type, current, previous);
   return current;
@@ -111,16 +118,27 @@ export async function announceExpiredSubscriptions(deps: { db: Db; boss: PgBoss 
       .returningAll()
       .returning(state)
       .execute();
-    for (const row of expired) await announceSubscription(tx, deps.boss, 'subscription.expired', toSubscription(row), undefined);
+    for (const row of expired)
+      await announceSubscription(tx, deps.boss, 'subscription.expired', toSubscription(row), undefined);
     return expired.length;
   });
 }
 
-async function announceSubscription(tx: Tx, boss: PgBoss, type: WebhookEvent, current: Subscription, previous: Subscription | undefined): Promise<void> {
+async function announceSubscription(
+  tx: Tx,
+  boss: PgBoss,
+  type: WebhookEvent,
+  current: Subscription,
+  previous: Subscription | undefined,
+): Promise<void> {
   await queueAccountEvent(tx, boss, {
     accountId: current.accountId,
     type,
-    data: { account_id: Number(current.accountId), ...subscriptionTerms(current), previous: previous ? subscriptionTerms(previous) : null },
+    data: {
+      account_id: Number(current.accountId),
+      ...subscriptionTerms(current),
+      previous: previous ? subscriptionTerms(previous) : null,
+    },
   });
 }
 
@@ -135,7 +153,12 @@ function subscriptionTerms(subscription: Subscription) {
 
 /** undefined when the account has never had a subscription. */
 export async function getSubscription(db: Db, accountId: string | number): Promise<Subscription | undefined> {
-  const row = await db.selectFrom('subscriptions').selectAll().select(state).where('account_id', '=', requireId(accountId, 'account id')).executeTakeFirst();
+  const row = await db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .select(state)
+    .where('account_id', '=', requireId(accountId, 'account id'))
+    .executeTakeFirst();
   return row && toSubscription(row);
 }
 
@@ -144,7 +167,8 @@ function subscriptionPeriod(input: { months?: number; until?: Date }) {
     throw new DomainError('invalid', 'months', 'give either a number of months or an end date, not both');
   }
   if (input.until !== undefined) {
-    if (Number.isNaN(input.until.getTime())) throw new DomainError('invalid', 'until', 'the end date is not a valid date');
+    if (Number.isNaN(input.until.getTime()))
+      throw new DomainError('invalid', 'until', 'the end date is not a valid date');
     const until = sql<Date>`${input.until}::timestamptz`;
     return {
       period_start: sql<Date>`CASE WHEN ${until} > now() THEN now() ELSE ${until} - interval '1 month' END`,

@@ -24,7 +24,8 @@ export interface PendingInvitation {
 
 /** Owners invite and remove people; members use the account (keys, webhooks, readings) but may not. */
 export function requireOwner(user: { role: UserRole }): void {
-  if (user.role !== 'owner') throw new DomainError('refused', 'team', 'Only an owner of the account can invite or remove people.');
+  if (user.role !== 'owner')
+    throw new DomainError('refused', 'team', 'Only an owner of the account can invite or remove people.');
 }
 
 /** Invitations not yet accepted, withdrawn or expired, newest first. */
@@ -55,7 +56,11 @@ export async function inviteColleague(
     await lockAccount(tx, input.accountId);
     // Else each unverified sign-up could mail strangers, in an account name of its choosing.
     if (await awaitsVerification(tx, input.accountId)) {
-      throw new DomainError('refused', 'email', 'Verify your email address first: follow the link we mailed you, then invite your colleagues');
+      throw new DomainError(
+        'refused',
+        'email',
+        'Verify your email address first: follow the link we mailed you, then invite your colleagues',
+      );
     }
     const existing = await findUserByEmail(tx, email);
     if (existing) {
@@ -83,7 +88,10 @@ export async function inviteColleague(
         },
       );
     }
-    await pendingFor(tx, input.accountId).where(sql<string>`lower(email)`, '=', email.toLowerCase()).set({ used_at: sql<Date>`now()` }).execute();
+    await pendingFor(tx, input.accountId)
+      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+      .set({ used_at: sql<Date>`now()` })
+      .execute();
     await tx
       .insertInto('invitations')
       .values({
@@ -94,7 +102,11 @@ export async function inviteColleague(
         expires_at: expiresIn(INVITATION_DAYS * 24),
       })
       .execute();
-    const account = await tx.selectFrom('accounts').select('name').where('id', '=', input.accountId).executeTakeFirstOrThrow();
+    const account = await tx
+      .selectFrom('accounts')
+      .select('name')
+      .where('id', '=', input.accountId)
+      .executeTakeFirstOrThrow();
     return account.name;
   });
   const link = linkWithToken(input.acceptUrl, token);
@@ -127,7 +139,8 @@ export async function withdrawInvitation(db: Db, accountId: string, invitationId
   if (result.numUpdatedRows === 0n) throw invitationGone();
 }
 
-const invitationGone = () => new DomainError('not_found', 'invitation', 'This invitation was already accepted, withdrawn, or has expired.');
+const invitationGone = () =>
+  new DomainError('not_found', 'invitation', 'This invitation was already accepted, withdrawn, or has expired.');
 const notOnTeam = () => new DomainError('not_found', 'user', 'This person is not on your team.');
 
 /** What the invitation page shows before the password is chosen; refused like acceptInvitation. */
@@ -142,14 +155,26 @@ export async function openInvitation(db: Db, token: string): Promise<{ email: st
 }
 
 /** The invited person chooses a password and becomes a member; the link is used up. */
-export async function acceptInvitation(db: Db, input: { token: string; password: string; passwordConfirmation: string }): Promise<{ userId: string }> {
+export async function acceptInvitation(
+  db: Db,
+  input: { token: string; password: string; passwordConfirmation: string },
+): Promise<{ userId: string }> {
   // A token that opens nothing costs no hashing: this page is open to anyone.
   await openLink(db, 'invitations', input.token, INVITATION_REFUSALS);
   const passwordHash = await hashPassword(requireNewPassword(input.password, input.passwordConfirmation));
   return db.transaction().execute(async (tx) => {
     const id = await useLink(tx, 'invitations', input.token, INVITATION_REFUSALS);
-    const invitation = await tx.selectFrom('invitations').select(['account_id', 'email']).where('id', '=', id).executeTakeFirstOrThrow();
-    const user = await insertUser(tx, { accountId: invitation.account_id, email: invitation.email, passwordHash, role: 'member' });
+    const invitation = await tx
+      .selectFrom('invitations')
+      .select(['account_id', 'email'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    const user = await insertUser(tx, {
+      accountId: invitation.account_id,
+      email: invitation.email,
+      passwordHash,
+      role: 'member',
+    });
     return { userId: user.id };
   });
 }
@@ -158,8 +183,12 @@ export async function acceptInvitation(db: Db, input: { token: string; password:
  * An owner removes a colleague: the user is deleted and with it every session, so they are
  * signed out at once. The API keys they made stay: they belong to the account.
  */
-export async function removeColleague(db: Db, input: { accountId: string; removedBy: string; userId: string }): Promise<{ email: string }> {
-  if (input.userId === input.removedBy) throw new DomainError('invalid', 'user', 'You cannot remove yourself. Ask another owner to.');
+export async function removeColleague(
+  db: Db,
+  input: { accountId: string; removedBy: string; userId: string },
+): Promise<{ email: string }> {
+  if (input.userId === input.removedBy)
+    throw new DomainError('invalid', 'user', 'You cannot remove yourself. Ask another owner to.');
   const removed = await db
     .deleteFrom('users')
     .where('id', '=', requireId(input.userId, 'user', notOnTeam))
@@ -182,6 +211,10 @@ const INVITATION_REFUSALS: LinkRefusals = {
 
 /** The account's trial still waits for a self-signed-up owner to verify their email. */
 async function awaitsVerification(tx: Tx, accountId: string): Promise<boolean> {
-  const account = await tx.selectFrom('accounts').select('trial_plan_code').where('id', '=', accountId).executeTakeFirstOrThrow();
+  const account = await tx
+    .selectFrom('accounts')
+    .select('trial_plan_code')
+    .where('id', '=', accountId)
+    .executeTakeFirstOrThrow();
   return account.trial_plan_code !== null;
 }

@@ -17,14 +17,20 @@ export interface UserSummary {
 }
 
 /** A user for an existing account (the operator CLI): an owner, as the account's first user is. */
-export async function createUser(db: Db, input: { accountId: string | number; email: string; password: string }): Promise<{ id: string }> {
+export async function createUser(
+  db: Db,
+  input: { accountId: string | number; email: string; password: string },
+): Promise<{ id: string }> {
   const accountId = await requireAccount(db, input.accountId);
   const email = requireEmail(input.email);
   const passwordHash = await hashPassword(requirePassword(input.password));
   return insertUser(db, { accountId, email, passwordHash, role: 'owner' });
 }
 
-export async function insertUser(db: Db, input: { accountId: string; email: string; passwordHash: string; role: UserRole }): Promise<{ id: string }> {
+export async function insertUser(
+  db: Db,
+  input: { accountId: string; email: string; passwordHash: string; role: UserRole },
+): Promise<{ id: string }> {
   const row = await db
     .insertInto('users')
     .values({ account_id: input.accountId, email: input.email, password_hash: input.passwordHash, role: input.role })
@@ -39,14 +45,24 @@ export async function insertUser(db: Db, input: { accountId: string; email: stri
 export async function listUsers(db: Db, accountId: string | undefined): Promise<UserSummary[]> {
   return db
     .selectFrom('users')
-    .select(['id', 'account_id as accountId', 'email', 'role', 'created_at as createdAt', 'last_login_at as lastLoginAt'])
+    .select([
+      'id',
+      'account_id as accountId',
+      'email',
+      'role',
+      'created_at as createdAt',
+      'last_login_at as lastLoginAt',
+    ])
     .$if(accountId !== undefined, (query) => query.where('account_id', '=', requireId(accountId!, 'account id')))
     .orderBy('id')
     .execute();
 }
 
 /** The user with this email, whatever its case. */
-export async function findUserByEmail(db: Db | Tx, email: string): Promise<{ id: string; accountId: string; email: string } | undefined> {
+export async function findUserByEmail(
+  db: Db | Tx,
+  email: string,
+): Promise<{ id: string; accountId: string; email: string } | undefined> {
   return db
     .selectFrom('users')
     .select(['id', 'account_id as accountId', 'email'])
@@ -62,11 +78,17 @@ export async function findUserByEmail(db: Db | Tx, email: string): Promise<{ id:
 export async function changePassword(tx: Tx, userId: string, passwordHash: string): Promise<void> {
   await tx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
   await tx.deleteFrom('sessions').where('user_id', '=', userId).execute();
-  await tx.updateTable('password_resets').set({ used_at: sql<Date>`now()` }).where('user_id', '=', userId).where('used_at', 'is', null).execute();
+  await tx
+    .updateTable('password_resets')
+    .set({ used_at: sql<Date>`now()` })
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .execute();
 }
 
 export function requireEmail(value: string): string {
   const email = value.trim();
-  if (!EMAIL_PATTERN.test(email) || email.length > 254) throw new DomainError('invalid', 'email', `"${email}" is not an email address`);
+  if (!EMAIL_PATTERN.test(email) || email.length > 254)
+    throw new DomainError('invalid', 'email', `"${email}" is not an email address`);
   return email;
 }

@@ -14,10 +14,13 @@ export const accountCommands: Command[] = [
       const input = { name: requiredOption(args, 'name'), planCode: optionalOption(args, 'plan') };
       const account = await createAccount(await database(), input);
       const { subscription } = account;
-      output.print({ ...account, id: jsonId(account.id), subscription: subscription && subscriptionJson(subscription) }, [
-        `created account ${account.id} "${account.name}"`,
-        ...(subscription ? [describeSubscription(subscription)] : []),
-      ]);
+      output.print(
+        { ...account, id: jsonId(account.id), subscription: subscription && subscriptionJson(subscription) },
+        [
+          `created account ${account.id} "${account.name}"`,
+          ...(subscription ? [describeSubscription(subscription)] : []),
+        ],
+      );
     },
   },
   {

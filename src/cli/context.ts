@@ -32,7 +32,11 @@ export interface Command {
 }
 
 /** Runs `use` with a context whose database, if it was opened, is closed afterwards. */
-export async function withCommandContext<T>(config: Config, output: Output, use: (context: CommandContext) => Promise<T>): Promise<T> {
+export async function withCommandContext<T>(
+  config: Config,
+  output: Output,
+  use: (context: CommandContext) => Promise<T>,
+): Promise<T> {
   let opened: Promise<OpenDatabase> | undefined;
   let queue: Promise<PgBoss> | undefined;
   const open = () => (opened ??= openDatabase(config));
@@ -74,7 +78,9 @@ async function startQueue(url: string, config: Config): Promise<PgBoss> {
  * database a running `meterlens serve` uses, and left running if the server owns it.
  */
 async function openDatabase(config: Config): Promise<OpenDatabase> {
-  const connection = await connectDatabase(config, 'guest', (message) => process.stderr.write(`meterlens: ${message}\n`));
+  const connection = await connectDatabase(config, 'guest', (message) =>
+    process.stderr.write(`meterlens: ${message}\n`),
+  );
   try {
     await migrate(connection.url);
   } catch (error) {

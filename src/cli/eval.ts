@@ -3,7 +3,14 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
-import { SHARED_DATASETS, VALIDATION_SETS, loadFileList, loadLabelledPhotos, validationSplit, type LabelledPhoto } from '../eval/dataset.ts';
+import {
+  SHARED_DATASETS,
+  VALIDATION_SETS,
+  loadFileList,
+  loadLabelledPhotos,
+  validationSplit,
+  type LabelledPhoto,
+} from '../eval/dataset.ts';
 import {
   grownPast,
   MANUAL_READINGS,
@@ -72,7 +79,9 @@ async function createChainReader(names: string[]): Promise<MeterReader> {
     name: names.join(','),
     read: (image, signal, window, layout) =>
       chain.read(image, signal, window, layout).catch((error: unknown) => {
-        throw error instanceof ReadFailure ? new ReaderError(error.code === 'readers_unavailable' ? 'unavailable' : 'unreadable', error.message) : error;
+        throw error instanceof ReadFailure
+          ? new ReaderError(error.code === 'readers_unavailable' ? 'unavailable' : 'unreadable', error.message)
+          : error;
       }),
   };
 }
@@ -81,7 +90,11 @@ async function createChainReader(names: string[]): Promise<MeterReader> {
  * Scores the reader `create` makes (timed: its load time is reported) on the datasets `args` name; `create` is
  * given the reader chain `--chain` names (`readerName`, the default, otherwise).
  */
-export async function evalReader(args: string[], readerName: string, create: (chain: string[]) => Promise<MeterReader | undefined>): Promise<number> {
+export async function evalReader(
+  args: string[],
+  readerName: string,
+  create: (chain: string[]) => Promise<MeterReader | undefined>,
+): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -121,7 +134,8 @@ export async function evalReader(args: string[], readerName: string, create: (ch
   }
   let baseline: EvalReport | undefined;
   try {
-    baseline = values.baseline === undefined ? undefined : (JSON.parse(await readFile(values.baseline, 'utf8')) as EvalReport);
+    baseline =
+      values.baseline === undefined ? undefined : (JSON.parse(await readFile(values.baseline, 'utf8')) as EvalReport);
   } catch (error) {
     console.error(`--baseline ${values.baseline}: ${(error as Error).message}`);
     return 1;
@@ -139,7 +153,9 @@ export async function evalReader(args: string[], readerName: string, create: (ch
     targets = [{ name: path.basename(dir), dir, only: values.files ? await loadFileList(values.files) : undefined }];
   }
 
-  const datasets = await Promise.all(targets.map(async (target) => ({ ...target, photos: await loadLabelledPhotos(target.dir, target.only) })));
+  const datasets = await Promise.all(
+    targets.map(async (target) => ({ ...target, photos: await loadLabelledPhotos(target.dir, target.only) })),
+  );
   readerName = values.chain ?? readerName;
   const loadStarted = performance.now();
   let reader: MeterReader | undefined;
@@ -168,16 +184,28 @@ export async function evalReader(args: string[], readerName: string, create: (ch
   }
   // Bars set on a whole split (both validation datasets) are read off this, not added up by hand.
   const together = results.length > 1 ? summarise(allCases, 0, config.escalateBelow) : undefined;
-  if (together && !values.json) console.log(formatSummary(`${readerName} on ${results.map((result) => result.name).join(' and ')} together`, together) + '\n');
+  if (together && !values.json)
+    console.log(
+      formatSummary(`${readerName} on ${results.map((result) => result.name).join(' and ')} together`, together) + '\n',
+    );
   if (values.json) {
-    const report: EvalReport = { reader: readerName, modelLoadMs, previous: values.previous, datasets: results, ...(together ? { together } : {}) };
+    const report: EvalReport = {
+      reader: readerName,
+      modelLoadMs,
+      previous: values.previous,
+      datasets: results,
+      ...(together ? { together } : {}),
+    };
     console.log(JSON.stringify(report, null, 2));
   } else console.log(`${readerName} model load: ${modelLoadMs.toFixed(0)} ms`);
   if (baseline) {
     for (const { name, summary } of results) {
       const before = baseline.datasets.find((dataset) => dataset.name === name);
       console.log(
-        '\n' + (before ? formatComparison(`${readerName} on ${name}, beside ${values.baseline}`, before.summary, summary) : `no ${name} in ${values.baseline}`),
+        '\n' +
+          (before
+            ? formatComparison(`${readerName} on ${name}, beside ${values.baseline}`, before.summary, summary)
+            : `no ${name} in ${values.baseline}`),
       );
     }
   }
@@ -186,7 +214,8 @@ export async function evalReader(args: string[], readerName: string, create: (ch
 
 /** What the service expects of each photo given the past `--previous` names; undefined when it names none. */
 function pastOf(spec: string): ((photo: LabelledPhoto) => MeterExpectation) | undefined {
-  if ((PAST_KINDS as readonly string[]).includes(spec)) return (photo) => meterExpectation(grownPast(photo, spec as PastKind));
+  if ((PAST_KINDS as readonly string[]).includes(spec))
+    return (photo) => meterExpectation(grownPast(photo, spec as PastKind));
   const consumption = parseConsumptionRange(spec);
   return consumption && ((photo) => ({ window: simulatedWindow(photo, consumption) }));
 }

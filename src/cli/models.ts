@@ -48,25 +48,37 @@ export const modelCommands: Command[] = [
     async run({ config, output }, args) {
       const candidate = path.resolve(singlePositional(args, 'candidate folder'));
       // The model runtime loads only here, not for every other command.
-      const { compareWithCurrent, installCandidate, previousDir, refuseShippedFolder } = await import('../fleet/promote.ts');
+      const { compareWithCurrent, installCandidate, previousDir, refuseShippedFolder } = await import(
+        '../fleet/promote.ts'
+      );
       refuseShippedFolder(config);
-      if (candidate === config.localModelDir) throw new UsageError(`${candidate} is LOCAL_MODEL_DIR itself: name a candidate set`);
+      if (candidate === config.localModelDir)
+        throw new UsageError(`${candidate} is LOCAL_MODEL_DIR itself: name a candidate set`);
       const { current, candidate: scored, better } = await compareWithCurrent(config, candidate);
       const figures = (label: string, score: typeof current) =>
         `  ${label.padEnd(16)}whole units right ${score.wholeUnitsRight} (${share(score.wholeUnitsRight, score.photos)}), ` +
         `exact ${score.exact} (${share(score.exact, score.photos)})  ${score.dir}`;
       if (better) await installCandidate(config, candidate);
-      output.print({ photos: current.photos, current, candidate: scored, promoted: better, ...(better ? { previous: previousDir(config) } : {}) }, [
-        `the ${current.photos} photos held back from the candidate's training:`,
-        figures('weights in use', current),
-        figures('candidate', scored),
-        ...(better
-          ? [
-              `promoted: ${config.localModelDir} now holds the candidate; the weights it replaced are in ${previousDir(config)} (meterlens models rollback)`,
-              'the service loads its weights at start: restart it (meterlens serve, or its web and worker processes) to read with these',
-            ]
-          : []),
-      ]);
+      output.print(
+        {
+          photos: current.photos,
+          current,
+          candidate: scored,
+          promoted: better,
+          ...(better ? { previous: previousDir(config) } : {}),
+        },
+        [
+          `the ${current.photos} photos held back from the candidate's training:`,
+          figures('weights in use', current),
+          figures('candidate', scored),
+          ...(better
+            ? [
+                `promoted: ${config.localModelDir} now holds the candidate; the weights it replaced are in ${previousDir(config)} (meterlens models rollback)`,
+                'the service loads its weights at start: restart it (meterlens serve, or its web and worker processes) to read with these',
+              ]
+            : []),
+        ],
+      );
       if (!better) {
         throw new DomainError(
           'refused',
@@ -79,7 +91,8 @@ export const modelCommands: Command[] = [
   {
     name: 'models rollback',
     synopsis: '',
-    description: 'put back the weights the last models promote replaced (a second rollback undoes the first); restart the service after',
+    description:
+      'put back the weights the last models promote replaced (a second rollback undoes the first); restart the service after',
     async run({ config, output }) {
       const { previousDir, rollBack } = await import('../fleet/promote.ts');
       await rollBack(config);
@@ -92,20 +105,31 @@ export const modelCommands: Command[] = [
 ];
 
 /** What `meterlens train` was asked for; `from`: the database's photos to export, unless --photos names a folder. */
-async function trainingOptions(config: Config, args: CommandArgs): Promise<{ options: FineTuneOptions; from?: { accountId?: string; since?: Date } }> {
+async function trainingOptions(
+  config: Config,
+  args: CommandArgs,
+): Promise<{ options: FineTuneOptions; from?: { accountId?: string; since?: Date } }> {
   const minutes = minutesOption(args);
   const given = optionalOption(args, 'photos');
   const account = optionalOption(args, 'account');
   const since = optionalOption(args, 'since') === undefined ? undefined : dateOption(args, 'since');
   if (given !== undefined && (account !== undefined || since !== undefined)) {
-    throw new UsageError('--photos trains on the photos of that folder, not on the database: no --account or --since with it');
+    throw new UsageError(
+      '--photos trains on the photos of that folder, not on the database: no --account or --since with it',
+    );
   }
   if (given !== undefined && !existsSync(path.join(given, 'labels.csv'))) {
-    throw new UsageError(`--photos ${given} has no labels.csv (meterlens dataset export writes one: file,reading,quad)`);
+    throw new UsageError(
+      `--photos ${given} has no labels.csv (meterlens dataset export writes one: file,reading,quad)`,
+    );
   }
   const accountId = account && requireId(account, '--account');
-  const work = path.resolve(optionalOption(args, 'out') ?? path.join(config.dataDir, 'training', new Date().toISOString().replace(/[:.]/g, '-')));
-  if (existsSync(work) && (await readdir(work).catch(() => [work])).length > 0) throw new UsageError(`--out ${work} is no empty folder: name a new one`);
+  const work = path.resolve(
+    optionalOption(args, 'out') ??
+      path.join(config.dataDir, 'training', new Date().toISOString().replace(/[:.]/g, '-')),
+  );
+  if (existsSync(work) && (await readdir(work).catch(() => [work])).length > 0)
+    throw new UsageError(`--out ${work} is no empty folder: name a new one`);
   const options = {
     base: path.resolve(optionalOption(args, 'base') ?? config.localModelDir),
     photos: given === undefined ? path.join(work, 'photos') : path.resolve(given),
@@ -126,7 +150,11 @@ async function exportPhotos(
   from: { accountId?: string; since?: Date },
   log: (line: string) => void,
 ): Promise<void> {
-  const exported = await exportDataset({ db: await database(), photos: new PhotoStore(config.photoStore) }, options.photos, { ...from, withHosted: true });
+  const exported = await exportDataset(
+    { db: await database(), photos: new PhotoStore(config.photoStore) },
+    options.photos,
+    { ...from, withHosted: true },
+  );
   const count = (label: string) => exported.filter((photo) => photo.label === label).length;
   log(
     `exported ${exported.length} photos to ${options.photos}: ${count('corrected')} corrected, ${count('confirmed')} confirmed, ${count('hosted')} read by a hosted reader`,
@@ -135,7 +163,9 @@ async function exportPhotos(
   const { fillCounterBoxes } = await import('../fleet/boxes.ts');
   const boxes = await fillCounterBoxes(config, options.base, options.photos);
   if (boxes.found + boxes.without > 0) {
-    log(`${boxes.found} photos without a counter box got the one the base weights read their label in; ${boxes.without} stay without and are not learned from`);
+    log(
+      `${boxes.found} photos without a counter box got the one the base weights read their label in; ${boxes.without} stay without and are not learned from`,
+    );
   }
 }
 

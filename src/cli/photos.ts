@@ -13,7 +13,8 @@ export const photoCommands: Command[] = [
     options: { to: { type: 'string' }, batch: { type: 'string' } },
     async run({ config, database, output }, args) {
       const to = requiredOption(args, 'to');
-      if (!TARGETS.includes(to as (typeof TARGETS)[number])) throw new UsageError(`--to must be one of ${TARGETS.join(', ')}, got "${to}"`);
+      if (!TARGETS.includes(to as (typeof TARGETS)[number]))
+        throw new UsageError(`--to must be one of ${TARGETS.join(', ')}, got "${to}"`);
       const photos = new PhotoStore(config.photoStore);
       // The service puts new photos where PHOTO_STORE says: moving the old ones elsewhere would leave them split.
       if ((to === 's3') !== (photos.bucket !== undefined)) {
@@ -23,7 +24,10 @@ export const photoCommands: Command[] = [
       }
       const batch = args.values.batch === undefined ? MIGRATE_BATCH_SIZE : integerOption(args, 'batch', 1);
       const done = await migratePhotos({ db: await database(), photos }, batch, (progress) =>
-        output.print(progress, `moved ${progress.moved} photos to ${config.photoStore.location}, ${progress.left} left`),
+        output.print(
+          progress,
+          `moved ${progress.moved} photos to ${config.photoStore.location}, ${progress.left} left`,
+        ),
       );
       output.print({ ...done, done: true }, `done: ${done.moved} photos moved to ${config.photoStore.location}`);
     },

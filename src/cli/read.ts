@@ -33,7 +33,9 @@ export const readCommand: Command = {
   },
 };
 
-type PhotoOutcome = ChainReading | { error: { code: 'file_unreadable' | 'invalid_image' | ReadFailure['code']; message: string } };
+type PhotoOutcome =
+  | ChainReading
+  | { error: { code: 'file_unreadable' | 'invalid_image' | ReadFailure['code']; message: string } };
 
 /** A file that cannot be read, decoded or recognised is reported for that file; the others still run. */
 async function readPhoto(file: string, chain: ReaderChain, config: Config): Promise<PhotoOutcome> {
@@ -44,7 +46,10 @@ async function readPhoto(file: string, chain: ReaderChain, config: Config): Prom
     return { error: { code: 'file_unreadable', message: (error as Error).message } };
   }
   try {
-    const image = await normaliseImage(buffer, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
+    const image = await normaliseImage(buffer, {
+      maxPixels: config.maxImagePixels,
+      longSide: config.normalisedLongSide,
+    });
     return await chain.read(image.jpeg);
   } catch (error) {
     if (error instanceof ImageError) return { error: { code: 'invalid_image', message: error.message } };

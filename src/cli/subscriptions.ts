@@ -23,7 +23,12 @@ export const subscriptionCommands: Command[] = [
     name: 'subscriptions set',
     synopsis: '--account ID --plan CODE (--months N | --until DATE)',
     description: "start or replace an account's subscription; a past --until records an expired one",
-    options: { account: { type: 'string' }, plan: { type: 'string' }, months: { type: 'string' }, until: { type: 'string' } },
+    options: {
+      account: { type: 'string' },
+      plan: { type: 'string' },
+      months: { type: 'string' },
+      until: { type: 'string' },
+    },
     async run({ database, queue, output }, args) {
       const change = {
         action: 'set' as const,
@@ -42,7 +47,10 @@ export const subscriptionCommands: Command[] = [
     options: { account: { type: 'string' } },
     async run({ database, queue, output }, args) {
       const accountId = requireId(requiredOption(args, 'account'), '--account');
-      const subscription = await changeSubscription({ db: await database(), boss: await queue() }, { action: 'cancel', accountId });
+      const subscription = await changeSubscription(
+        { db: await database(), boss: await queue() },
+        { action: 'cancel', accountId },
+      );
       output.print(subscriptionJson(subscription), describeSubscription(subscription));
     },
   },
@@ -54,7 +62,9 @@ export function subscriptionJson(subscription: Subscription): object {
 
 export function describeSubscription(subscription: Subscription): string {
   const end = subscription.periodEnd.toISOString();
-  const when = { active: `active until ${end}`, expired: `expired on ${end}`, cancelled: 'cancelled' }[subscription.state];
+  const when = { active: `active until ${end}`, expired: `expired on ${end}`, cancelled: 'cancelled' }[
+    subscription.state
+  ];
   return `account ${subscription.accountId}: plan ${subscription.planCode}, ${when}`;
 }
 

@@ -16,7 +16,11 @@ export const userCommands: Command[] = [
     async run({ database, output }, args) {
       const given = optionalOption(args, 'password');
       const password = given ?? generatePassword();
-      const input = { accountId: requireId(requiredOption(args, 'account'), '--account'), email: requiredOption(args, 'email'), password };
+      const input = {
+        accountId: requireId(requiredOption(args, 'account'), '--account'),
+        email: requiredOption(args, 'email'),
+        password,
+      };
       const { id } = await createUser(await database(), input);
       const generated = given === undefined ? { password } : {};
       output.print({ id: jsonId(id), accountId: jsonId(input.accountId), email: input.email.trim(), ...generated }, [
@@ -33,12 +37,22 @@ export const userCommands: Command[] = [
     async run({ database, output }, args) {
       const db = await database();
       const account = optionalOption(args, 'account');
-      const users = await listUsers(db, account === undefined ? undefined : await requireAccount(db, requireId(account, '--account')));
+      const users = await listUsers(
+        db,
+        account === undefined ? undefined : await requireAccount(db, requireId(account, '--account')),
+      );
       output.print(
         { users: users.map((user) => ({ ...user, id: jsonId(user.id), accountId: jsonId(user.accountId) })) },
         table(
           ['ID', 'ACCOUNT', 'EMAIL', 'ROLE', 'CREATED', 'LAST SIGN-IN'],
-          users.map((user) => [user.id, user.accountId, user.email, user.role, user.createdAt.toISOString(), user.lastLoginAt?.toISOString() ?? 'never']),
+          users.map((user) => [
+            user.id,
+            user.accountId,
+            user.email,
+            user.role,
+            user.createdAt.toISOString(),
+            user.lastLoginAt?.toISOString() ?? 'never',
+          ]),
         ),
       );
     },
@@ -53,7 +67,10 @@ export const userCommands: Command[] = [
       const resetUrl = new URL(RESET_PASSWORD_PATH, config.publicUrl ?? `http://localhost:${config.port}`);
       const reset = await createResetLink(await database(), { email, resetUrl });
       if (!reset) throw new DomainError('not_found', 'email', `no user with the email ${email.trim()}`);
-      output.print(reset, [`a link for ${reset.email} to set a new password (it works once, within ${RESET_LINK_HOURS} hour):`, reset.link]);
+      output.print(reset, [
+        `a link for ${reset.email} to set a new password (it works once, within ${RESET_LINK_HOURS} hour):`,
+        reset.link,
+      ]);
     },
   },
 ];

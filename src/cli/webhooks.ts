@@ -1,6 +1,11 @@
 import { requireAccount } from '../accounts/require-account.ts';
 import { requireId } from '../errors.ts';
-import { addWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, setWebhookEndpointEnabled } from '../webhooks/endpoints.ts';
+import {
+  addWebhookEndpoint,
+  deleteWebhookEndpoint,
+  listWebhookEndpoints,
+  setWebhookEndpointEnabled,
+} from '../webhooks/endpoints.ts';
 import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS } from '../webhooks/events.ts';
 import { optionalOption, requiredOption, singlePositional } from './args.ts';
 import type { Command } from './context.ts';
@@ -24,7 +29,10 @@ export const webhookCommands: Command[] = [
       const db = await database();
       await requireAccount(db, accountId);
       const { id, secret } = await addWebhookEndpoint(db, config, { accountId, url, events });
-      output.print({ id: jsonId(id), secret }, [`added webhook endpoint ${id}; its signing secret, shown this once:`, secret]);
+      output.print({ id: jsonId(id), secret }, [
+        `added webhook endpoint ${id}; its signing secret, shown this once:`,
+        secret,
+      ]);
     },
   },
   {
@@ -58,8 +66,16 @@ export const webhookCommands: Command[] = [
       );
     },
   },
-  switchCommand('enable', true, 'enable a webhook endpoint again, such as one disabled after its deliveries kept failing'),
-  switchCommand('disable', false, 'disable a webhook endpoint: its pending deliveries fail now and no events are sent to it'),
+  switchCommand(
+    'enable',
+    true,
+    'enable a webhook endpoint again, such as one disabled after its deliveries kept failing',
+  ),
+  switchCommand(
+    'disable',
+    false,
+    'disable a webhook endpoint: its pending deliveries fail now and no events are sent to it',
+  ),
   {
     name: 'webhooks delete',
     synopsis: 'ID',

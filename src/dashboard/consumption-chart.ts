@@ -47,7 +47,10 @@ export function consumptionChart(records: SubmissionRecord[]): ConsumptionChart 
   const timeSpan = last.at - first.at || 1;
   const valueLabels = [minValue, maxValue].map((value) => `${round(value)} m³`);
   // Wide enough for the longest value label, which would otherwise be clipped at the SVG's left edge.
-  const margin = { ...MARGIN, left: Math.ceil(TICK_GAP * 2 + TICK_CHAR_WIDTH * Math.max(...valueLabels.map((label) => label.length))) };
+  const margin = {
+    ...MARGIN,
+    left: Math.ceil(TICK_GAP * 2 + TICK_CHAR_WIDTH * Math.max(...valueLabels.map((label) => label.length))),
+  };
   const plotWidth = WIDTH - margin.left - margin.right;
   const plotHeight = HEIGHT - margin.top - margin.bottom;
   const xOf = (at: number) => round(margin.left + ((at - first.at) / timeSpan) * plotWidth);

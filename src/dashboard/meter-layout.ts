@@ -1,6 +1,12 @@
 import type { Db } from '../db/database.ts';
 import { DomainError } from '../errors.ts';
-import { FRACTIONAL_WHEELS_LIMIT, findMeterPoint, isLayoutSetting, setMeterSettings, WHOLE_WHEELS_LIMIT } from '../meters/meter-points.ts';
+import {
+  FRACTIONAL_WHEELS_LIMIT,
+  findMeterPoint,
+  isLayoutSetting,
+  setMeterSettings,
+  WHOLE_WHEELS_LIMIT,
+} from '../meters/meter-points.ts';
 import type { MeterLayoutForm } from '../schemas/dashboard-forms.ts';
 
 export function meterNotFound(): DomainError {
@@ -12,7 +18,12 @@ export function meterNotFound(): DomainError {
  * PATCH /api/meters/{meter_id}'s `layout` (isLayoutSetting; the unit is m³); null unsets it, so that its
  * readings show it again. Unlike the API it names no new meter: the page is that of a meter with photos.
  */
-export async function setLayoutAsUser(db: Db, accountId: string, meterId: string, form: MeterLayoutForm | null): Promise<void> {
+export async function setLayoutAsUser(
+  db: Db,
+  accountId: string,
+  meterId: string,
+  form: MeterLayoutForm | null,
+): Promise<void> {
   if (!(await findMeterPoint(db, accountId, meterId))) throw meterNotFound();
   await setMeterSettings(db, accountId, meterId, { layout: form && layoutOfForm(form) });
 }

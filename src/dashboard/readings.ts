@@ -78,9 +78,18 @@ export async function readingDetail(db: Db, accountId: string, referenceId: stri
 }
 
 /** The normalised upright JPEG of one of the account's submissions, once the read step has made it. */
-export async function readingPhoto(deps: PhotoDeps, accountId: string, referenceId: string): Promise<Buffer | undefined> {
+export async function readingPhoto(
+  deps: PhotoDeps,
+  accountId: string,
+  referenceId: string,
+): Promise<Buffer | undefined> {
   if (!isReferenceId(referenceId)) return undefined;
-  const meter = await deps.db.selectFrom('meters').select('id').where('account_id', '=', accountId).where('reference_id', '=', referenceId).executeTakeFirst();
+  const meter = await deps.db
+    .selectFrom('meters')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('reference_id', '=', referenceId)
+    .executeTakeFirst();
   return meter && loadJpeg(deps, meter.id);
 }
 
@@ -98,22 +107,39 @@ function withKey<Q extends ReturnType<typeof submissionRecords>>(query: Q) {
 }
 
 /** The page's answer to a reference the account does not have. */
-export const submissionNotFound = () => new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
+export const submissionNotFound = () =>
+  new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
 /** The signed-in person's reading of a submission, typed into a form as the dial shows it (a correction; unchanged, a confirmation). */
-export async function correctAsUser(deps: CorrectionDeps, user: SessionUser, referenceId: string, typed: string | undefined): Promise<void> {
+export async function correctAsUser(
+  deps: CorrectionDeps,
+  user: SessionUser,
+  referenceId: string,
+  typed: string | undefined,
+): Promise<void> {
   let reading;
   try {
     reading = readingField(typed, 'reading');
   } catch (error) {
     if (error instanceof DomainError)
-      throw new DomainError('invalid', 'reading', 'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.');
+      throw new DomainError(
+        'invalid',
+        'reading',
+        'The reading must be digits as the dial shows them, with at most one decimal point, e.g. 00606.494.',
+      );
     throw error;
   }
-  const corrected = await correctReading(deps, user.accountId, referenceId, reading, { userId: user.userId, label: user.email });
+  const corrected = await correctReading(deps, user.accountId, referenceId, reading, {
+    userId: user.userId,
+    label: user.email,
+  });
   if (corrected.outcome === 'not_found') throw submissionNotFound();
   if (corrected.outcome === 'not_finished')
-    throw new DomainError('invalid', 'reference_id', 'This submission is still being read: correct it once it has finished.');
+    throw new DomainError(
+      'invalid',
+      'reference_id',
+      'This submission is still being read: correct it once it has finished.',
+    );
 }
 
 /** The signed-in person confirms the machine's reading of a submission. */
@@ -121,5 +147,9 @@ export async function confirmAsUser(deps: CorrectionDeps, user: SessionUser, ref
   const confirmed = await confirmReading(deps, user.accountId, referenceId, { userId: user.userId, label: user.email });
   if (confirmed.outcome === 'not_found') throw submissionNotFound();
   if (confirmed.outcome === 'not_finished' || confirmed.outcome === 'nothing_to_confirm')
-    throw new DomainError('invalid', 'reference_id', 'This submission has no finished reading to confirm: correct it instead.');
+    throw new DomainError(
+      'invalid',
+      'reference_id',
+      'This submission has no finished reading to confirm: correct it instead.',
+    );
 }

@@ -34,14 +34,25 @@ export async function nextForReview(db: Db, accountId: string, after: string | u
   // An item's (created_at, id), compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
   // A cursor whose submission is gone (deleted by retention) matches nothing: the pass ends there.
   if (after)
-    query = query.where(sql<SqlBool>`(m.created_at, m.id) > (SELECT created_at, id FROM meters WHERE account_id = ${accountId} AND reference_id = ${after})`);
+    query = query.where(
+      sql<SqlBool>`(m.created_at, m.id) > (SELECT created_at, id FROM meters WHERE account_id = ${accountId} AND reference_id = ${after})`,
+    );
   const item = await query.executeTakeFirst();
   if (!item) return undefined;
   const finished = item.status === 'failed' ? 'failed' : 'completed';
   return {
     ...item,
-    reasons: reviewReasons({ status: finished, plausibility: item.plausibility, confidence: item.confidence, reviewBelow: item.reviewBelow, byPerson: false }),
-    zoom: item.counterBox && item.imageWidth && item.imageHeight ? zoomBox(item.counterBox, { width: item.imageWidth, height: item.imageHeight }) : null,
+    reasons: reviewReasons({
+      status: finished,
+      plausibility: item.plausibility,
+      confidence: item.confidence,
+      reviewBelow: item.reviewBelow,
+      byPerson: false,
+    }),
+    zoom:
+      item.counterBox && item.imageWidth && item.imageHeight
+        ? zoomBox(item.counterBox, { width: item.imageWidth, height: item.imageHeight })
+        : null,
     beside: item.meterPointId ? besideItem(item, await trustedAround(db, item.meterPointId, item.meterRowId)) : null,
   };
 }
@@ -51,7 +62,12 @@ export type ReviewItem = NonNullable<Awaited<ReturnType<typeof nextForReview>>>;
 /** The queue's cursor from a URL or a form: a reference_id, or none; anything else was not made by the queue's pages. */
 export function reviewCursor(value: string | undefined): string | undefined {
   if (!value) return undefined;
-  if (!isReferenceId(value)) throw new DomainError('invalid', 'after', 'This is not a position in the review queue. Start again from the review page.');
+  if (!isReferenceId(value))
+    throw new DomainError(
+      'invalid',
+      'after',
+      'This is not a position in the review queue. Start again from the review page.',
+    );
   return value;
 }
 
@@ -93,14 +109,27 @@ function besideItem(
 ) {
   const rows = [
     ...trusted.before.map((row) => ({ ...row, isItem: false })),
-    { readAt: item.createdAt, reading: item.reading, value: item.value, source: null, referenceId: item.referenceId, isItem: true },
+    {
+      readAt: item.createdAt,
+      reading: item.reading,
+      value: item.value,
+      source: null,
+      referenceId: item.referenceId,
+      isItem: true,
+    },
     ...trusted.after.map((row) => ({ ...row, isItem: false })),
   ];
-  return rows.map((row, index) => ({ ...row, change: index === 0 ? null : consumption(row.value, rows[index - 1]!.value) }));
+  return rows.map((row, index) => ({
+    ...row,
+    change: index === 0 ? null : consumption(row.value, rows[index - 1]!.value),
+  }));
 }
 
 /** The part of the photo to show: the counter box and a margin around it, within the image, as an SVG viewBox. */
-export function zoomBox(corners: Array<[number, number]>, frame: { width: number; height: number }): { x: number; y: number; width: number; height: number } {
+export function zoomBox(
+  corners: Array<[number, number]>,
+  frame: { width: number; height: number },
+): { x: number; y: number; width: number; height: number } {
   const xs = corners.map(([x]) => x);
   const ys = corners.map(([, y]) => y);
   const margin = (Math.max(...ys) - Math.min(...ys)) * ZOOM_MARGIN;

@@ -19,7 +19,12 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
     db
       .selectFrom('subscriptions as s')
       .innerJoin('plans as p', 'p.code', 's.plan_code')
-      .select(['p.name', 'p.monthly_request_limit as monthlyRequestLimit', subscriptionState('s').as('state'), 's.period_end as periodEnd'])
+      .select([
+        'p.name',
+        'p.monthly_request_limit as monthlyRequestLimit',
+        subscriptionState('s').as('state'),
+        's.period_end as periodEnd',
+      ])
       .where('s.account_id', '=', accountId)
       .executeTakeFirst(),
     sql<{ day: string; count: number }>`

@@ -79,7 +79,10 @@ export async function recentDeliveries(db: Db, endpointId: string) {
         .orderBy('attempt')
         .execute()
     : [];
-  return deliveries.map((delivery) => ({ ...delivery, attemptLog: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
+  return deliveries.map((delivery) => ({
+    ...delivery,
+    attemptLog: attempts.filter((attempt) => attempt.delivery_id === delivery.id),
+  }));
 }
 
 /** The account's latest deliveries to endpoints it deleted, kept until WEBHOOK_RETENTION_DAYS. */

@@ -11,7 +11,11 @@ export interface DatabaseConnection {
 }
 
 /** DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR. */
-export async function connectDatabase(config: Config, role: 'owner' | 'guest', log: (message: string) => void): Promise<DatabaseConnection> {
+export async function connectDatabase(
+  config: Config,
+  role: 'owner' | 'guest',
+  log: (message: string) => void,
+): Promise<DatabaseConnection> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {}, embedded: false };
   const server = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort, role, log });
   return { url: server.url, stop: server.stop, embedded: true };
@@ -32,7 +36,10 @@ const TLS_URL_PARAMETERS = ['sslmode', 'sslrootcert', 'sslcert', 'sslkey', 'usel
  * when given), anything else connects in clear. The TLS parameters are taken out of the URL:
  * pg would otherwise let them override the options given here.
  */
-export function pgConnectionOptions(url: string, env: Record<string, string | undefined> = process.env): PgConnectionOptions {
+export function pgConnectionOptions(
+  url: string,
+  env: Record<string, string | undefined> = process.env,
+): PgConnectionOptions {
   const parsed = new URL(url);
   const mode = parsed.searchParams.get('sslmode') ?? env.PGSSLMODE;
   const rootCertificate = parsed.searchParams.get('sslrootcert');

@@ -16,8 +16,16 @@ export type Tx = Transaction<Database>;
  */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-export function createDatabase(connectionString: string, maxConnections = 10, connectTimeoutMs = CONNECT_TIMEOUT_MS): Db {
-  const pool = new pg.Pool({ ...pgConnectionOptions(connectionString), max: maxConnections, connectionTimeoutMillis: connectTimeoutMs });
+export function createDatabase(
+  connectionString: string,
+  maxConnections = 10,
+  connectTimeoutMs = CONNECT_TIMEOUT_MS,
+): Db {
+  const pool = new pg.Pool({
+    ...pgConnectionOptions(connectionString),
+    max: maxConnections,
+    connectionTimeoutMillis: connectTimeoutMs,
+  });
   // An idle connection the server closes (restart, failover, shutdown) is dropped from the pool;
   // without a listener its error event would crash the process.
   pool.on('error', (error) => console.error(`[meterlens] idle database connection closed: ${error.message}`));
@@ -44,14 +52,26 @@ export class DatabaseUnavailableError extends Error {
  * now, too many clients, and the whole 08 class (connection exceptions).
  */
 const CONNECTION_LOST_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
-const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /** Whether an error means the database could not be reached (an outage), not that a query was wrong. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (error instanceof DatabaseUnavailableError) return true;
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (CONNECTION_LOST_CODES.has(code) || code.startsWith('08') || NETWORK_ERROR_CODES.has(code))) return true;
+  if (
+    typeof code === 'string' &&
+    (CONNECTION_LOST_CODES.has(code) || code.startsWith('08') || NETWORK_ERROR_CODES.has(code))
+  )
+    return true;
   // node-postgres' own words when the socket closes under a query; it gives them no code.
   return /^Connection terminated/.test(error.message);
 }

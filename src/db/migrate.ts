@@ -24,7 +24,9 @@ export async function migrate(connectionString: string): Promise<string[]> {
         name       text NOT NULL,
         applied_at timestamptz NOT NULL DEFAULT now()
       )`);
-    const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+    const applied = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version),
+    );
     const appliedNow: string[] = [];
     for (const file of await migrationFiles()) {
       if (applied.has(file.version)) continue;

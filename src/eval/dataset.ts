@@ -32,7 +32,9 @@ export interface LabelledPhoto {
 export async function loadLabelledPhotos(dir: string, only?: Set<string>): Promise<LabelledPhoto[]> {
   const labelsFile = path.join(dir, 'labels.csv');
   const text = await readFile(labelsFile, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw error.code === 'ENOENT' ? new Error(`no ${labelsFile} (a "file,reading[,alternatives]" header, then one photo a line)`) : error;
+    throw error.code === 'ENOENT'
+      ? new Error(`no ${labelsFile} (a "file,reading[,alternatives]" header, then one photo a line)`)
+      : error;
   });
   const [header, ...lines] = text.split(/\r?\n/).filter((line) => line.trim() !== '');
   const columns = header!.split(',').map((name) => name.trim());
@@ -46,7 +48,8 @@ export async function loadLabelledPhotos(dir: string, only?: Set<string>): Promi
     const file = cells[fileColumn]!.trim();
     if (only && !only.has(file)) continue;
     const reading = cells[readingColumn]!.trim();
-    const alternatives = alternativesColumn >= 0 ? (cells[alternativesColumn] ?? '').split('|').map((a) => a.trim()) : [];
+    const alternatives =
+      alternativesColumn >= 0 ? (cells[alternativesColumn] ?? '').split('|').map((a) => a.trim()) : [];
     photos.push({ file, accepted: [reading, ...alternatives.filter((a) => a !== '' && a !== reading)] });
   }
   return photos;

@@ -83,8 +83,15 @@ export function grownPast(photo: LabelledPhoto, kind: PastKind): MeterFacts {
   const layout = dialLayout(photo.accepted[0]!);
   const days = between(PAST_DAYS, drawn(photo, 'days'));
   const intervals =
-    kind === 'manual' ? Array.from({ length: MANUAL_READINGS - 1 }, (_, i) => between(MANUAL_INTERVAL_DAYS, drawn(photo, `interval-${i}`))) : [];
-  const rate = Math.min(between(PAST_RATE_M3_PER_DAY, drawn(photo, 'rate')), label / (days + intervals.reduce((sum, interval) => sum + interval, 0)));
+    kind === 'manual'
+      ? Array.from({ length: MANUAL_READINGS - 1 }, (_, i) =>
+          between(MANUAL_INTERVAL_DAYS, drawn(photo, `interval-${i}`)),
+        )
+      : [];
+  const rate = Math.min(
+    between(PAST_RATE_M3_PER_DAY, drawn(photo, 'rate')),
+    label / (days + intervals.reduce((sum, interval) => sum + interval, 0)),
+  );
   const facts = { takenAt: PHOTO_TAKEN_AT, maxFlow: DEFAULT_MAX_FLOW, usualPerDay: DEFAULT_USUAL_M3_PER_DAY };
   const value = (used: number, daysBefore: number, source: MeterReference['source']): MeterReference => ({
     reading: dialReading(Math.max(0, label - used), layout),
@@ -114,7 +121,8 @@ export function grownPast(photo: LabelledPhoto, kind: PastKind): MeterFacts {
 function dialLayout(label: string): Pick<MeterLayout, 'whole' | 'fraction'> {
   const [whole = '', fraction = ''] = label.split('.');
   const holds = (trained: MeterLayout) => trained.whole >= whole.length && trained.fraction >= fraction.length;
-  const shown = layoutShownBy(label) ?? LAYOUTS.map((trained) => layoutShownBy(trained.replaceAll('d', '0'))!).find(holds);
+  const shown =
+    layoutShownBy(label) ?? LAYOUTS.map((trained) => layoutShownBy(trained.replaceAll('d', '0'))!).find(holds);
   return shown ?? { whole: whole.length, fraction: fraction.length };
 }
 

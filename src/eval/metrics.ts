@@ -129,7 +129,13 @@ export interface PlausibilitySummary {
   wholeUnitExactNotFlagged: number;
   exactNotFlagged: number;
   /** Readings not flagged implausible with confidence at least `threshold` (the service's ESCALATE_BELOW). */
-  confident: { threshold: number; coverage: number; accuracy: number | null; wholeUnitAccuracy: number | null; wholeUnitMisreads: number };
+  confident: {
+    threshold: number;
+    coverage: number;
+    accuracy: number | null;
+    wholeUnitAccuracy: number | null;
+    wholeUnitMisreads: number;
+  };
 }
 
 /** Readings compare as numbers: labels may drop leading and trailing zeros (`454.0` is `00454.000`). */
@@ -183,7 +189,11 @@ export function selectiveAccuracy(cases: ScoredCase[], threshold: number): Selec
 }
 
 /** `confidentAt`: the threshold readings are judged kept local at, by default the service's default ESCALATE_BELOW. */
-export function summarise(cases: ScoredCase[], worstCount = 10, confidentAt: number = ENVIRONMENT.properties.ESCALATE_BELOW.default): EvalSummary {
+export function summarise(
+  cases: ScoredCase[],
+  worstCount = 10,
+  confidentAt: number = ENVIRONMENT.properties.ESCALATE_BELOW.default,
+): EvalSummary {
   const share = (test: (c: ScoredCase) => boolean) => ratio(cases.filter(test).length, cases.length);
   let matched = 0,
     total = 0;
@@ -257,7 +267,13 @@ function reviewAt(cases: ScoredCase[], reviewBelow: number): Omit<ReviewAt, 'bil
     (c) =>
       c.predicted !== undefined &&
       c.past &&
-      !needsReview({ status: 'completed', plausibility: c.plausibility ?? null, confidence: c.confidence, reviewBelow, byPerson: false }),
+      !needsReview({
+        status: 'completed',
+        plausibility: c.plausibility ?? null,
+        confidence: c.confidence,
+        reviewBelow,
+        byPerson: false,
+      }),
   );
   return {
     reviewBelow,
@@ -273,7 +289,9 @@ export function billingError(c: ScoredCase): BillingError | undefined {
   if (c.predicted === undefined || !c.past) return undefined;
   const reference = Number(c.past.reference);
   const billed = Number(c.predicted) - reference;
-  const truly = c.accepted.map((label) => Number(label) - reference).reduce((a, b) => (Math.abs(billed - b) < Math.abs(billed - a) ? b : a));
+  const truly = c.accepted
+    .map((label) => Number(label) - reference)
+    .reduce((a, b) => (Math.abs(billed - b) < Math.abs(billed - a) ? b : a));
   const off = Math.abs(billed - truly);
   if (off <= BILLING_ERROR_M3 || off <= BILLING_ERROR_SHARE * Math.abs(truly)) return undefined;
   const m3 = (value: number) => Math.round(value * 1000) / 1000;
@@ -302,7 +320,10 @@ export function calibrationScores(cases: ScoredCase[], reliability: ReliabilityB
   const read = cases.filter((c) => c.predicted !== undefined);
   if (read.length === 0) return { brier: null, expectedError: null };
   const brier = read.reduce((sum, c) => sum + (c.confidence / 100 - (isExact(c) ? 1 : 0)) ** 2, 0) / read.length;
-  const gaps = reliability.reduce((sum, bin) => sum + (bin.readings ? bin.readings * Math.abs(bin.meanConfidence! - 100 * bin.accuracy!) : 0), 0);
+  const gaps = reliability.reduce(
+    (sum, bin) => sum + (bin.readings ? bin.readings * Math.abs(bin.meanConfidence! - 100 * bin.accuracy!) : 0),
+    0,
+  );
   return { brier, expectedError: gaps / read.length };
 }
 

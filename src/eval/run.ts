@@ -5,7 +5,14 @@ import type { MeterExpectation } from '../pipeline/plausibility.ts';
 import { judgeReading, judgeUsual } from '../readers/plausibility.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
-import { BILLING_ERROR_M3, BILLING_ERROR_SHARE, type CalibrationScores, type EvalSummary, type ReliabilityBin, type ScoredCase } from './metrics.ts';
+import {
+  BILLING_ERROR_M3,
+  BILLING_ERROR_SHARE,
+  type CalibrationScores,
+  type EvalSummary,
+  type ReliabilityBin,
+  type ScoredCase,
+} from './metrics.ts';
 
 const PER_PHOTO_TIMEOUT_MS = 60_000;
 
@@ -69,7 +76,8 @@ export async function readPhotos(
 /** A photo that cannot be given to the reader is one miss that names the problem; anything else ends the run. */
 function photoProblem(error: unknown): string | undefined {
   if (error instanceof ImageError) return `image: ${error.message}`;
-  if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing: labels.csv names it, but there is no such file';
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+    return 'missing: labels.csv names it, but there is no such file';
   return undefined;
 }
 
@@ -111,7 +119,10 @@ export function formatSummary(title: string, summary: EvalSummary): string {
     `${title}: ${summary.photos} photos`,
     ...HEADLINE.map(([label, rate]) => `  ${label.padEnd(LABEL_WIDTH)}${percent(rate(summary))}`),
     '  selective accuracy (exact among readings at or above the confidence, share of photos covered)',
-    ...summary.selective.map((s) => `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`),
+    ...summary.selective.map(
+      (s) =>
+        `    confidence ≥ ${String(s.threshold).padStart(2)}          ${percent(s.accuracy)}  of ${percent(s.coverage)}`,
+    ),
     formatReliability(summary.reliability),
     `  calibration                 ${formatCalibration(summary.calibration)}`,
     `  latency per photo           p50 ${summary.latencyMs.p50.toFixed(0)} ms, p95 ${summary.latencyMs.p95.toFixed(0)} ms`,
@@ -132,8 +143,18 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       `whole units ${percent(confident.wholeUnitAccuracy)} of ${percent(confident.coverage)}; ${confident.wholeUnitMisreads} wrong in whole units`,
   );
   if (summary.review) {
-    const { reviewBelow, needsReview, reasons, rightInWholeUnits: right, billable, wholeUnitsRightBillable, billingErrors, byThreshold } = summary.review;
-    const reason = (name: string, share: number, rightShare: number) => `${name} ${percent(share).trim()} (${percent(rightShare).trim()} right)`;
+    const {
+      reviewBelow,
+      needsReview,
+      reasons,
+      rightInWholeUnits: right,
+      billable,
+      wholeUnitsRightBillable,
+      billingErrors,
+      byThreshold,
+    } = summary.review;
+    const reason = (name: string, share: number, rightShare: number) =>
+      `${name} ${percent(share).trim()} (${percent(rightShare).trim()} right)`;
     const why = [
       `no reading ${percent(reasons.noReading).trim()}`,
       reason('implausible', reasons.implausible, right.implausible),
@@ -145,7 +166,9 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       `    needs review              ${percent(needsReview)}  (${why}; right: in whole units all the same)`,
       `    not needing review: ${billable}; whole units right ${percent(wholeUnitsRightBillable).trim()}; ` +
         `billing errors ${billingErrors.length} (off the true consumption by more than ${BILLING_ERROR_M3} m³ and ${100 * BILLING_ERROR_SHARE}% of it)`,
-      ...billingErrors.map((e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`),
+      ...billingErrors.map(
+        (e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`,
+      ),
       '    at other review thresholds (needs review; not needing review, whole units right among them, billing errors)',
       ...byThreshold.map(
         (at) =>
@@ -157,8 +180,13 @@ export function formatSummary(title: string, summary: EvalSummary): string {
   if (summary.worst.length) {
     lines.push('  worst misreads (most confident first)');
     for (const c of summary.worst) {
-      const judgement = c.plausibility && c.plausibility !== 'unknown' ? ` (${c.plausibility}${c.unconstrained ? ` from ${c.unconstrained}` : ''})` : '';
-      lines.push(`    ${c.file}: read ${c.predicted ?? `nothing (${c.error})`} at ${c.confidence}${judgement}, expected ${c.accepted.join(' | ')}`);
+      const judgement =
+        c.plausibility && c.plausibility !== 'unknown'
+          ? ` (${c.plausibility}${c.unconstrained ? ` from ${c.unconstrained}` : ''})`
+          : '';
+      lines.push(
+        `    ${c.file}: read ${c.predicted ?? `nothing (${c.error})`} at ${c.confidence}${judgement}, expected ${c.accepted.join(' | ')}`,
+      );
     }
   }
   return lines.join('\n');
@@ -171,14 +199,19 @@ export function formatSummary(title: string, summary: EvalSummary): string {
 export function formatComparison(title: string, baseline: EvalSummary, current: EvalSummary): string {
   const beside = (label: string, value: (summary: EvalSummary) => string) =>
     `  ${label.padEnd(LABEL_WIDTH)}${value(baseline).padStart(10)}${value(current).padStart(10)}`;
-  const selective = (summary: EvalSummary, threshold: number) => summary.selective.find((s) => s.threshold === threshold);
+  const selective = (summary: EvalSummary, threshold: number) =>
+    summary.selective.find((s) => s.threshold === threshold);
   return [
     `${title}: ${baseline.photos} and ${current.photos} photos`,
     `  ${''.padEnd(LABEL_WIDTH)}${'baseline'.padStart(10)}${'this run'.padStart(10)}`,
     ...HEADLINE.map(([label, rate]) => beside(label, (summary) => percent(rate(summary)))),
     ...current.selective.flatMap(({ threshold }) => [
-      beside(`exact at confidence ≥ ${threshold}`, (summary) => percent(selective(summary, threshold)?.accuracy ?? null)),
-      beside(`share at confidence ≥ ${threshold}`, (summary) => percent(selective(summary, threshold)?.coverage ?? null)),
+      beside(`exact at confidence ≥ ${threshold}`, (summary) =>
+        percent(selective(summary, threshold)?.accuracy ?? null),
+      ),
+      beside(`share at confidence ≥ ${threshold}`, (summary) =>
+        percent(selective(summary, threshold)?.coverage ?? null),
+      ),
     ]),
     // Reports written before the calibration scores have none.
     beside('Brier score', (summary) => fixed(summary.calibration?.brier, 3)),

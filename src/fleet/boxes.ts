@@ -14,7 +14,11 @@ const PER_PHOTO_TIMEOUT_MS = 60_000;
  * and takes the box it read the label in, plausibly. A hosted reader gives no box, and the training scripts learn nothing from
  * a photo without one. Returns how many boxes were found and how many photos stay without.
  */
-export async function fillCounterBoxes(config: Config, modelDir: string, photos: string): Promise<{ found: number; without: number }> {
+export async function fillCounterBoxes(
+  config: Config,
+  modelDir: string,
+  photos: string,
+): Promise<{ found: number; without: number }> {
   const labelsFile = path.join(photos, 'labels.csv');
   const [header, ...lines] = (await readFile(labelsFile, 'utf8')).split(/\r?\n/).filter((line) => line.trim());
   const columns = header!.split(',');
@@ -34,7 +38,12 @@ export async function fillCounterBoxes(config: Config, modelDir: string, photos:
     const value = Number(label);
     try {
       const image = await readFile(path.join(photos, cells[file]!.trim()));
-      const read = await reader.read(image, AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS), { reference: label, min: value, max: value }, layoutShownBy(label));
+      const read = await reader.read(
+        image,
+        AbortSignal.timeout(PER_PHOTO_TIMEOUT_MS),
+        { reference: label, min: value, max: value },
+        layoutShownBy(label),
+      );
       // Implausible: the reader could not read the label there, only report it as the window's nearest value.
       if (!read.counterBox || read.plausibility === 'implausible' || !sameReading(read.reading, label)) continue;
       cells[quad] = read.counterBox.flat().join(' ');

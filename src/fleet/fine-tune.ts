@@ -8,7 +8,15 @@ import { DomainError } from '../errors.ts';
 import { SHARED_DATASETS, loadFileList } from '../eval/dataset.ts';
 import { PROVENANCE_FILE } from '../readers/local/provenance.ts';
 import { WHEEL_READER_FILE } from '../readers/local/spec.ts';
-import { FINE_TUNES, TRAINING_FILE, candidateProvenance, checkpointOf, requireCheckpoints, writeJson, type Training } from './weights.ts';
+import {
+  FINE_TUNES,
+  TRAINING_FILE,
+  candidateProvenance,
+  checkpointOf,
+  requireCheckpoints,
+  writeJson,
+  type Training,
+} from './weights.ts';
 
 const ML_DIR = path.resolve(import.meta.dirname, '..', '..', 'ml');
 
@@ -42,7 +50,11 @@ export interface FineTuneResult {
  * has one, provenance.json and training.json. The base's calibration is left behind: it was fitted to the
  * base's networks, so the candidate's confidence is the readers' product.
  */
-export async function fineTune(options: FineTuneOptions, log: (line: string) => void, gather: () => Promise<void> = async () => {}): Promise<FineTuneResult> {
+export async function fineTune(
+  options: FineTuneOptions,
+  log: (line: string) => void,
+  gather: () => Promise<void> = async () => {},
+): Promise<FineTuneResult> {
   requireCheckpoints(options.base);
   const env = trainingEnvironment(options);
   await checkPython(options.python, env);
@@ -82,7 +94,10 @@ export async function fineTune(options: FineTuneOptions, log: (line: string) => 
   }
   const copied = existsSync(path.join(options.base, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
   for (const file of copied) await copyFile(path.join(options.base, file), path.join(candidate, file));
-  await writeJson(path.join(candidate, PROVENANCE_FILE), await candidateProvenance(options.base, options.photos, copied));
+  await writeJson(
+    path.join(candidate, PROVENANCE_FILE),
+    await candidateProvenance(options.base, options.photos, copied),
+  );
   const minutes = (Date.now() - started) / 60_000;
   const written: Training = {
     base: options.base,
@@ -133,7 +148,12 @@ async function checkPython(python: string, env: NodeJS.ProcessEnv): Promise<void
 }
 
 /** Runs `python` on a script of ml/, each line it prints (stdout and stderr) given to `line`; rejects unless it exits 0. */
-function runPython(python: string, args: string[], env: NodeJS.ProcessEnv, line: (text: string) => void): Promise<void> {
+function runPython(
+  python: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  line: (text: string) => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(python, args, { cwd: ML_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const closed = [child.stdout, child.stderr].map((stream) => {
@@ -145,7 +165,14 @@ function runPython(python: string, args: string[], env: NodeJS.ProcessEnv, line:
     child.once('close', async (code, signal) => {
       await Promise.all(closed);
       if (code === 0) resolve();
-      else reject(new DomainError('unavailable', 'training', `${python} ml/${args[0]} stopped (${signal ?? `exit code ${code}`}); its output is above`));
+      else
+        reject(
+          new DomainError(
+            'unavailable',
+            'training',
+            `${python} ml/${args[0]} stopped (${signal ?? `exit code ${code}`}); its output is above`,
+          ),
+        );
     });
   });
 }
@@ -161,9 +188,13 @@ async function splitPhotos(photos: string, splits: string): Promise<{ training: 
 }
 
 async function photosWithBox(photos: string): Promise<string[]> {
-  const [header, ...lines] = (await readFile(path.join(photos, 'labels.csv'), 'utf8')).split(/\r?\n/).filter((line) => line.trim());
+  const [header, ...lines] = (await readFile(path.join(photos, 'labels.csv'), 'utf8'))
+    .split(/\r?\n/)
+    .filter((line) => line.trim());
   const columns = header!.split(',');
   const file = columns.indexOf('file');
   const quad = columns.indexOf('quad');
-  return lines.map((line) => line.split(',')).flatMap((cells) => (quad >= 0 && cells[quad]?.trim() ? [cells[file]!.trim()] : []));
+  return lines
+    .map((line) => line.split(','))
+    .flatMap((cells) => (quad >= 0 && cells[quad]?.trim() ? [cells[file]!.trim()] : []));
 }

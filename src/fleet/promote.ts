@@ -37,19 +37,38 @@ export function previousDir(config: Pick<Config, 'localModelDir'>): string {
 export async function compareWithCurrent(config: Config, candidateDir: string): Promise<Comparison> {
   const training = await readTraining(candidateDir);
   const missing = MODEL_FILES.filter((file) => !existsSync(path.join(candidateDir, file)));
-  if (missing.length) throw new DomainError('not_found', 'candidate', `${candidateDir} lacks ${missing.join(', ')}: no set of weights to promote`);
+  if (missing.length)
+    throw new DomainError(
+      'not_found',
+      'candidate',
+      `${candidateDir} lacks ${missing.join(', ')}: no set of weights to promote`,
+    );
   const photos = await loadLabelledPhotos(training.photos, new Set(training.heldBack));
-  if (photos.length === 0) throw new DomainError('not_found', 'candidate', `none of the photos ${candidateDir} was judged by are left in ${training.photos}`);
+  if (photos.length === 0)
+    throw new DomainError(
+      'not_found',
+      'candidate',
+      `none of the photos ${candidateDir} was judged by are left in ${training.photos}`,
+    );
   const score = async (dir: string): Promise<SetScore> => {
     const reader = await createLocalReader({ ...config, localModelDir: dir });
     if (!reader) return { dir, photos: photos.length, wholeUnitsRight: 0, exact: 0 };
-    const cases = await readPhotos(reader, training.photos, photos, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
-    return { dir, photos: photos.length, wholeUnitsRight: cases.filter(isWholeUnitExact).length, exact: cases.filter(isExact).length };
+    const cases = await readPhotos(reader, training.photos, photos, {
+      maxPixels: config.maxImagePixels,
+      longSide: config.normalisedLongSide,
+    });
+    return {
+      dir,
+      photos: photos.length,
+      wholeUnitsRight: cases.filter(isWholeUnitExact).length,
+      exact: cases.filter(isExact).length,
+    };
   };
   const current = await score(config.localModelDir);
   const candidate = await score(candidateDir);
   const better =
-    candidate.wholeUnitsRight > current.wholeUnitsRight || (candidate.wholeUnitsRight === current.wholeUnitsRight && candidate.exact > current.exact);
+    candidate.wholeUnitsRight > current.wholeUnitsRight ||
+    (candidate.wholeUnitsRight === current.wholeUnitsRight && candidate.exact > current.exact);
   return { current, candidate, better };
 }
 
@@ -75,7 +94,8 @@ export async function rollBack(config: Config): Promise<void> {
   refuseShippedFolder(config);
   const current = config.localModelDir;
   const previous = previousDir(config);
-  if (!existsSync(previous)) throw new DomainError('not_found', 'previous', `no earlier weights at ${previous}: nothing to roll back to`);
+  if (!existsSync(previous))
+    throw new DomainError('not_found', 'previous', `no earlier weights at ${previous}: nothing to roll back to`);
   const swapping = `${current}.swapping`;
   const hadCurrent = existsSync(current);
   if (hadCurrent) await rename(current, swapping);

@@ -23,8 +23,16 @@ const READER_OPTIONS = [
 ];
 
 export const FINE_TUNES: FineTune[] = [
-  ...LOCALISER_FILES.map((file, index) => ({ file, script: 'train_localiser.py', options: ['--seed', String(index + 1)] })),
-  ...READER_FILES.map((file, index) => ({ file, script: 'train_reader.py', options: ['--seed', '1', ...READER_OPTIONS[index]!] })),
+  ...LOCALISER_FILES.map((file, index) => ({
+    file,
+    script: 'train_localiser.py',
+    options: ['--seed', String(index + 1)],
+  })),
+  ...READER_FILES.map((file, index) => ({
+    file,
+    script: 'train_reader.py',
+    options: ['--seed', '1', ...READER_OPTIONS[index]!],
+  })),
 ];
 
 /** The PyTorch checkpoint a set may carry beside an ONNX file (`localiser-1.pt`): what a fine-tune starts from. */
@@ -34,7 +42,9 @@ export function checkpointOf(file: string): string {
 
 /** Stops, in one line, when the set in `dir` lacks a checkpoint a fine-tune starts from. */
 export function requireCheckpoints(dir: string): void {
-  const missing = FINE_TUNES.map((fineTune) => checkpointOf(fineTune.file)).filter((file) => !existsSync(path.join(dir, file)));
+  const missing = FINE_TUNES.map((fineTune) => checkpointOf(fineTune.file)).filter(
+    (file) => !existsSync(path.join(dir, file)),
+  );
   if (missing.length === 0) return;
   const which = missing.length === FINE_TUNES.length ? 'no PyTorch checkpoints' : `no ${missing.join(', ')}`;
   throw new DomainError(
@@ -67,7 +77,11 @@ export interface Training {
 export async function readTraining(dir: string): Promise<Training> {
   const text = await readFile(path.join(dir, TRAINING_FILE), 'utf8').catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT')
-      throw new DomainError('not_found', 'candidate', `${dir} is no finished candidate set: it has no ${TRAINING_FILE} (meterlens train writes one)`);
+      throw new DomainError(
+        'not_found',
+        'candidate',
+        `${dir} is no finished candidate set: it has no ${TRAINING_FILE} (meterlens train writes one)`,
+      );
     throw error;
   });
   return JSON.parse(text) as Training;
@@ -91,7 +105,13 @@ export async function candidateProvenance(baseDir: string, photos: string, copie
     ? (JSON.parse(text) as Provenance)
     : {
         set: path.basename(baseDir),
-        datasets: { [UNKNOWN_BASE]: { name: `the weights in ${baseDir}, which have no ${PROVENANCE_FILE}`, licence: 'unknown', commercialUse: false } },
+        datasets: {
+          [UNKNOWN_BASE]: {
+            name: `the weights in ${baseDir}, which have no ${PROVENANCE_FILE}`,
+            licence: 'unknown',
+            commercialUse: false,
+          },
+        },
         files: {},
       };
   const learnedFrom = (file: string) => base.files[file] ?? (text ? [] : [UNKNOWN_BASE]);
@@ -104,9 +124,17 @@ export async function candidateProvenance(baseDir: string, photos: string, copie
   return {
     set: `${base.set}+own-${new Date().toISOString().slice(0, 10)}`,
     datasets: {
-      [DIGITS_CLEAN]: { name: 'digits-clean wheel crops (digits-clean/PROVENANCE.md)', licence: 'Apache-2.0 and MIT', commercialUse: true },
+      [DIGITS_CLEAN]: {
+        name: 'digits-clean wheel crops (digits-clean/PROVENANCE.md)',
+        licence: 'Apache-2.0 and MIT',
+        commercialUse: true,
+      },
       ...base.datasets,
-      [OWN_PHOTOS]: { name: `the operator's own labelled photos (${photos})`, licence: "the operator's own", commercialUse: true },
+      [OWN_PHOTOS]: {
+        name: `the operator's own labelled photos (${photos})`,
+        licence: "the operator's own",
+        commercialUse: true,
+      },
     },
     files,
   };

@@ -84,7 +84,11 @@ export interface OpenEpisode {
 }
 
 /** The episodes a meter's values open, and the kinds of its open episodes that they close. */
-export function judgeMeter(values: MeterValues, open: OpenEpisode[], settings: AnomalySettings): { opens: Anomaly[]; closes: AnomalyKind[] } {
+export function judgeMeter(
+  values: MeterValues,
+  open: OpenEpisode[],
+  settings: AnomalySettings,
+): { opens: Anomaly[]; closes: AnomalyKind[] } {
   const opens: Anomaly[] = [];
   const closes: AnomalyKind[] = [];
   for (const kind of ANOMALY_KINDS) {
@@ -105,11 +109,12 @@ const STARTS: Record<AnomalyKind, (values: MeterValues, settings: AnomalySetting
   leak: (values, settings) => leak(values.daily, settings),
 };
 
-const GOES_ON: Record<AnomalyKind, (values: MeterValues, settings: AnomalySettings, episode: OpenEpisode) => boolean> = {
-  stopped: (values, _settings, episode) => standsAt(values.latest[0], episode.reading),
-  backwards: (values) => backwards(values.latest) !== undefined,
-  leak: (values, settings, episode) => leak(values.daily, settings, episode.usual ?? undefined) !== undefined,
-};
+const GOES_ON: Record<AnomalyKind, (values: MeterValues, settings: AnomalySettings, episode: OpenEpisode) => boolean> =
+  {
+    stopped: (values, _settings, episode) => standsAt(values.latest[0], episode.reading),
+    backwards: (values) => backwards(values.latest) !== undefined,
+    leak: (values, settings, episode) => leak(values.daily, settings, episode.usual ?? undefined) !== undefined,
+  };
 
 function stopped(daily: TrustedValue[], settings: AnomalySettings): Anomaly | undefined {
   const newest = daily[0];
@@ -122,13 +127,17 @@ function stopped(daily: TrustedValue[], settings: AnomalySettings): Anomaly | un
   if (days < settings.stoppedDays || standing < STOPPED_MIN_READING_DAYS) return undefined;
   const usual = ownUsual(daily.slice(standing - 1));
   const expected = usual.perDay * days;
-  if (usual.basis !== 'history' || expected < Math.max(STOPPED_MIN_EXPECTED_M3, STOPPED_MIN_EXPECTED_STEPS * fastestWheelStep(newest.reading)))
+  if (
+    usual.basis !== 'history' ||
+    expected < Math.max(STOPPED_MIN_EXPECTED_M3, STOPPED_MIN_EXPECTED_STEPS * fastestWheelStep(newest.reading))
+  )
     return undefined;
   return { kind: 'stopped', since: start.at, from: start, to: newest, usual, limit: null };
 }
 
 function backwards([newest, previous]: TrustedValue[]): Anomaly | undefined {
-  if (!newest || !previous || newest.value >= roundVolume(previous.value - fastestWheelStep(previous.reading))) return undefined;
+  if (!newest || !previous || newest.value >= roundVolume(previous.value - fastestWheelStep(previous.reading)))
+    return undefined;
   return { kind: 'backwards', since: newest.at, from: previous, to: newest, usual: null, limit: null };
 }
 
@@ -194,7 +203,11 @@ function openEpisode(row: { kind: AnomalyKind; data: AnomalyJson }): OpenEpisode
  * closes the episodes that ended, opens those that start and queues `meter.anomaly` for each
  * opened (rolled back with the change). Returns the kinds opened, to be counted once committed.
  */
-export async function checkMeterAnomalies(tx: Tx, deps: Pick<ServiceDeps, 'boss' | 'config'>, meterPointId: string): Promise<AnomalyKind[]> {
+export async function checkMeterAnomalies(
+  tx: Tx,
+  deps: Pick<ServiceDeps, 'boss' | 'config'>,
+  meterPointId: string,
+): Promise<AnomalyKind[]> {
   // One check of a meter at a time, each reading what the one before committed: no episode is
   // opened twice by readings recorded at once.
   const point = await tx
@@ -210,7 +223,11 @@ export async function checkMeterAnomalies(tx: Tx, deps: Pick<ServiceDeps, 'boss'
     .where('meter_point_id', '=', meterPointId)
     .where('closed_at', 'is', null)
     .execute();
-  const { opens, closes } = judgeMeter(await meterValues(tx, meterPointId, historyDays(settings)), open.map(openEpisode), settings);
+  const { opens, closes } = judgeMeter(
+    await meterValues(tx, meterPointId, historyDays(settings)),
+    open.map(openEpisode),
+    settings,
+  );
   if (closes.length > 0) {
     await tx
       .updateTable('meter_anomalies')
@@ -224,7 +241,12 @@ export async function checkMeterAnomalies(tx: Tx, deps: Pick<ServiceDeps, 'boss'
     const data = anomalyJson(anomaly);
     await tx
       .insertInto('meter_anomalies')
-      .values({ meter_point_id: meterPointId, kind: anomaly.kind, meter_id: anomaly.to.meterRowId, data: JSON.stringify(data) })
+      .values({
+        meter_point_id: meterPointId,
+        kind: anomaly.kind,
+        meter_id: anomaly.to.meterRowId,
+        data: JSON.stringify(data),
+      })
       .execute();
     await queueAccountEvent(tx, deps.boss, {
       accountId: point.account_id,
@@ -247,9 +269,12 @@ function historyDays(settings: AnomalySettings): number {
  * judge than one read every day.
  */
 async function meterValues(tx: Tx, meterPointId: string, days: number): Promise<MeterValues> {
-  const newestFirst = (query = trustedSubmissions(tx, meterPointId)) => query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc');
+  const newestFirst = (query = trustedSubmissions(tx, meterPointId)) =>
+    query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc');
   const latest = await newestFirst().limit(2).execute();
-  const earlierDay = newestFirst(trustedSubmissions(tx, meterPointId).where(sql<boolean>`m.created_at < date_trunc('day', daily."readAt", 'UTC')`)).limit(1);
+  const earlierDay = newestFirst(
+    trustedSubmissions(tx, meterPointId).where(sql<boolean>`m.created_at < date_trunc('day', daily."readAt", 'UTC')`),
+  ).limit(1);
   const { rows: daily } = await sql<(typeof latest)[number]>`
     WITH RECURSIVE daily AS (
       SELECT * FROM ${newestFirst().limit(1)} AS newest
@@ -260,8 +285,20 @@ async function meterValues(tx: Tx, meterPointId: string, days: number): Promise<
   return { latest: latest.map(trustedValue), daily: daily.map(trustedValue) };
 }
 
-function trustedValue(row: { meterRowId: string; referenceId: string; readAt: Date; reading: string; value: string }): TrustedValue {
-  return { meterRowId: row.meterRowId, referenceId: row.referenceId, at: row.readAt, reading: row.reading, value: Number(row.value) };
+function trustedValue(row: {
+  meterRowId: string;
+  referenceId: string;
+  readAt: Date;
+  reading: string;
+  value: string;
+}): TrustedValue {
+  return {
+    meterRowId: row.meterRowId,
+    referenceId: row.referenceId,
+    at: row.readAt,
+    reading: row.reading,
+    value: Number(row.value),
+  };
 }
 
 /** The newest first of the meter point's open episodes. */

@@ -56,7 +56,8 @@ function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterI
     .orderBy('m.id', 'desc')
     .limit(EXPORT_BATCH_SIZE);
   // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
-  if (afterId) page = page.where(sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${afterId})`);
+  if (afterId)
+    page = page.where(sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${afterId})`);
   return db
     .selectFrom(page.as('s'))
     .leftJoinLateral(

@@ -17,7 +17,14 @@ export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoinLateral(
-      (eb) => eb.selectFrom('reading_corrections').select(['reading', 'value']).whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
+      (eb) =>
+        eb
+          .selectFrom('reading_corrections')
+          .select(['reading', 'value'])
+          .whereRef('meter_id', '=', 'm.id')
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('c'),
       (join) => join.onTrue(),
     )
     .select([
@@ -26,7 +33,9 @@ export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref
       'm.created_at as readAt',
       sql<string>`coalesce(c.reading, r.reading)`.as('reading'),
       sql<string>`coalesce(c.value, r.value)`.as('value'),
-      sql<'correction' | 'reading' | 'manual'>`CASE WHEN c.reading IS NOT NULL THEN 'correction' WHEN m.mode = 'manual' THEN 'manual' ELSE 'reading' END`.as(
+      sql<
+        'correction' | 'reading' | 'manual'
+      >`CASE WHEN c.reading IS NOT NULL THEN 'correction' WHEN m.mode = 'manual' THEN 'manual' ELSE 'reading' END`.as(
         'source',
       ),
     ])
@@ -38,7 +47,10 @@ export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref
  * Consumption over a span: the last trusted value in it less the last trusted value before it. Null
  * when either is missing (no reading in the span, or none before it to start from).
  */
-export function consumption(lastInSpan: string | number | null | undefined, lastBefore: string | number | null | undefined): number | null {
+export function consumption(
+  lastInSpan: string | number | null | undefined,
+  lastBefore: string | number | null | undefined,
+): number | null {
   if (lastInSpan === null || lastInSpan === undefined || lastBefore === null || lastBefore === undefined) return null;
   return roundVolume(Number(lastInSpan) - Number(lastBefore));
 }
@@ -55,7 +67,11 @@ export interface MonthlyConsumption {
 /** Consumption per calendar month (UTC), newest first, for the months that have a trusted reading. */
 export async function monthlyConsumption(db: Db, meterPointId: string): Promise<MonthlyConsumption[]> {
   const months = await db
-    .selectFrom(trustedSubmissions(db, meterPointId).select(sql<string>`to_char(date_trunc('month', m.created_at, 'UTC'), 'YYYY-MM')`.as('month')).as('t'))
+    .selectFrom(
+      trustedSubmissions(db, meterPointId)
+        .select(sql<string>`to_char(date_trunc('month', m.created_at, 'UTC'), 'YYYY-MM')`.as('month'))
+        .as('t'),
+    )
     .select(['month', 'reading', 'value'])
     .distinctOn('month')
     .orderBy('month', 'desc')

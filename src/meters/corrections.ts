@@ -9,7 +9,9 @@ import { submissionJson, submissionRecords, type SubmissionRecord } from './reco
 import { holdReviewThreshold, refreshNeedsReview } from './review.ts';
 
 /** Who corrects: an API key or a dashboard user, and how to name them in the record. */
-export type Corrector = { apiKeyId: string; userId?: undefined; label: string } | { userId: string; apiKeyId?: undefined; label: string };
+export type Corrector =
+  | { apiKeyId: string; userId?: undefined; label: string }
+  | { userId: string; apiKeyId?: undefined; label: string };
 
 /**
  * What a correction writes to: the database, and the queue its `reading.corrected` webhooks and
@@ -40,7 +42,9 @@ export function correctReading(
   by: Corrector,
 ): Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>> {
   // A correction brings its own reading, so there is always one to store.
-  return storeCorrection(deps, accountId, referenceId, by, () => reading) as Promise<Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>>;
+  return storeCorrection(deps, accountId, referenceId, by, () => reading) as Promise<
+    Exclude<CorrectionOutcome, { outcome: 'nothing_to_confirm' }>
+  >;
 }
 
 /**
@@ -49,7 +53,12 @@ export function correctReading(
  * was flagged (`implausible`, `suspicious`) becomes the meter's reference: a meter whose reference
  * was wrong is released. A failed submission has no reading to confirm.
  */
-export function confirmReading(deps: CorrectionDeps, accountId: string, referenceId: string, by: Corrector): Promise<CorrectionOutcome> {
+export function confirmReading(
+  deps: CorrectionDeps,
+  accountId: string,
+  referenceId: string,
+  by: Corrector,
+): Promise<CorrectionOutcome> {
   return storeCorrection(deps, accountId, referenceId, by, (machineReading) => machineReading);
 }
 
@@ -88,16 +97,33 @@ async function storeCorrection(
       .select(sql<number>`count(*)::int`.as('count'))
       .where('meter_id', '=', meter.id)
       .executeTakeFirstOrThrow();
-    checkBound(count, CORRECTIONS_PER_SUBMISSION, 'corrections', `This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`);
+    checkBound(
+      count,
+      CORRECTIONS_PER_SUBMISSION,
+      'corrections',
+      `This submission has ${CORRECTIONS_PER_SUBMISSION} corrections, the most one may have`,
+    );
     await tx
       .insertInto('reading_corrections')
-      .values({ meter_id: meter.id, reading, value: reading, api_key_id: by.apiKeyId ?? null, user_id: by.userId ?? null, corrected_by: by.label })
+      .values({
+        meter_id: meter.id,
+        reading,
+        value: reading,
+        api_key_id: by.apiKeyId ?? null,
+        user_id: by.userId ?? null,
+        corrected_by: by.label,
+      })
       .execute();
     await refreshNeedsReview(tx, { meterId: meter.id });
     // The corrected or confirmed value is the submission's trusted value now.
     if (meter.meter_point_id) anomalies = await checkMeterAnomalies(tx, deps, meter.meter_point_id);
     const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
-    await queueAccountEvent(tx, deps.boss, { accountId, type: 'reading.corrected', data: submissionJson(record), meterId: meter.id });
+    await queueAccountEvent(tx, deps.boss, {
+      accountId,
+      type: 'reading.corrected',
+      data: submissionJson(record),
+      meterId: meter.id,
+    });
     return { outcome: 'corrected', record };
   });
   observeAnomalies(anomalies);

@@ -3,7 +3,16 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { loadJpeg, type PhotoDeps } from '../photos/meter-photos.ts';
 
-export const LABELS_HEADER = ['file', 'reading', 'quad', 'label', 'machine_reading', 'reference_id', 'meter_id', 'labelled_at'];
+export const LABELS_HEADER = [
+  'file',
+  'reading',
+  'quad',
+  'label',
+  'machine_reading',
+  'reference_id',
+  'meter_id',
+  'labelled_at',
+];
 
 export interface ExportedPhoto {
   file: string;
@@ -33,12 +42,27 @@ export async function exportDataset(
     .selectFrom('meters as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .leftJoinLateral(
-      (eb) => eb.selectFrom('reading_corrections').select(['reading', 'created_at']).whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
+      (eb) =>
+        eb
+          .selectFrom('reading_corrections')
+          .select(['reading', 'created_at'])
+          .whereRef('meter_id', '=', 'm.id')
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('c'),
       (join) => join.onTrue(),
     )
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
-    .select(['m.id', 'm.reference_id', 'p.external_id', 'c.reading as label', 'r.reading as machine_reading', 'r.counter_box', labelledAt.as('labelled_at')])
+    .select([
+      'm.id',
+      'm.reference_id',
+      'p.external_id',
+      'c.reading as label',
+      'r.reading as machine_reading',
+      'r.counter_box',
+      labelledAt.as('labelled_at'),
+    ])
     .where((eb) => {
       const byPerson = eb('c.reading', 'is not', null);
       if (!filter.withHosted) return byPerson;
@@ -77,7 +101,18 @@ export async function exportDataset(
         .map((coordinate) => Math.round(coordinate))
         .join(' ') ?? '';
     // Every cell is digits, a uuid, an ISO time or a meter_id ([A-Za-z0-9._:/-]): none needs quoting.
-    lines.push([file, reading, quad, label, row.machine_reading ?? '', row.reference_id, row.external_id ?? '', row.labelled_at.toISOString()].join(','));
+    lines.push(
+      [
+        file,
+        reading,
+        quad,
+        label,
+        row.machine_reading ?? '',
+        row.reference_id,
+        row.external_id ?? '',
+        row.labelled_at.toISOString(),
+      ].join(','),
+    );
     exported.push({ file, reading, label });
   }
   await writeFile(path.join(dir, 'labels.csv'), `${lines.join('\n')}\n`);

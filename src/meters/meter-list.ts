@@ -13,7 +13,13 @@ export const METER_LIST_MAX_LIMIT = 100;
 export interface MeterSummary {
   meterId: string;
   createdAt: Date;
-  lastTrusted: { reading: string; value: number; source: 'correction' | 'reading' | 'manual'; readAt: Date; referenceId: string } | null;
+  lastTrusted: {
+    reading: string;
+    value: number;
+    source: 'correction' | 'reading' | 'manual';
+    readAt: Date;
+    referenceId: string;
+  } | null;
   /** m³; null without a trusted reading in the 30 days or before them. */
   consumption30Days: number | null;
   /** Its submissions with needs_review, all of them: what `needs_review=true&meter_id=…` lists. */
@@ -38,12 +44,22 @@ export async function meterList(
   let query = db
     .selectFrom('meter_points as p')
     .leftJoinLateral(
-      () => trustedSubmissions(db, sql.ref('p.id')).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(1).as('last'),
+      () =>
+        trustedSubmissions(db, sql.ref('p.id'))
+          .orderBy('m.created_at', 'desc')
+          .orderBy('m.id', 'desc')
+          .limit(1)
+          .as('last'),
       (join) => join.onTrue(),
     )
     .leftJoinLateral(
       () =>
-        trustedSubmissions(db, sql.ref('p.id')).where('m.created_at', '<', since).orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(1).as('before'),
+        trustedSubmissions(db, sql.ref('p.id'))
+          .where('m.created_at', '<', since)
+          .orderBy('m.created_at', 'desc')
+          .orderBy('m.id', 'desc')
+          .limit(1)
+          .as('before'),
       (join) => join.onTrue(),
     )
     .leftJoinLateral(
@@ -81,9 +97,19 @@ export async function meterList(
     meterId: row.meterId,
     createdAt: row.createdAt,
     lastTrusted:
-      row.reading === null || row.value === null || row.source === null || row.readAt === null || row.referenceId === null
+      row.reading === null ||
+      row.value === null ||
+      row.source === null ||
+      row.readAt === null ||
+      row.referenceId === null
         ? null
-        : { reading: row.reading, value: Number(row.value), source: row.source, readAt: row.readAt, referenceId: row.referenceId },
+        : {
+            reading: row.reading,
+            value: Number(row.value),
+            source: row.source,
+            readAt: row.readAt,
+            referenceId: row.referenceId,
+          },
     consumption30Days: row.readAt && row.readAt >= since ? consumption(row.value, row.valueBefore) : null,
     waitingForReview: row.waitingForReview,
     anomaly: row.anomaly,

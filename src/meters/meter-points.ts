@@ -54,7 +54,10 @@ function isWheelCount(value: unknown, least: number, most: number): value is num
  * Whether a layout setting (the API's, the dashboard's) may name these wheels: 1–WHOLE_WHEELS_LIMIT whole-unit
  * ones and 0–FRACTIONAL_WHEELS_LIMIT fractional ones.
  */
-export function isLayoutSetting(layout: { whole: unknown; fraction: unknown }): layout is Pick<MeterLayout, 'whole' | 'fraction'> {
+export function isLayoutSetting(layout: {
+  whole: unknown;
+  fraction: unknown;
+}): layout is Pick<MeterLayout, 'whole' | 'fraction'> {
   return isWheelCount(layout.whole, 1, WHOLE_WHEELS_LIMIT) && isWheelCount(layout.fraction, 0, FRACTIONAL_WHEELS_LIMIT);
 }
 
@@ -81,7 +84,9 @@ export async function setMeterSettings(db: Db, accountId: string, externalId: st
 function settingColumns(change: SettingsChange) {
   return {
     ...(change.maxFlow === undefined ? {} : { max_flow_m3_per_hour: change.maxFlow }),
-    ...(change.layout === undefined ? {} : { whole_wheels: change.layout?.whole ?? null, fractional_wheels: change.layout?.fraction ?? null }),
+    ...(change.layout === undefined
+      ? {}
+      : { whole_wheels: change.layout?.whole ?? null, fractional_wheels: change.layout?.fraction ?? null }),
   };
 }
 
@@ -91,7 +96,12 @@ export async function meterPointWithinBound(tx: Tx, accountId: string, externalI
 }
 
 /** A meter created with the settings `change` gives; it leaves those it does not give as a concurrent request set them. */
-async function createMeterPoint(tx: Tx, accountId: string, externalId: string, change: SettingsChange): Promise<string> {
+async function createMeterPoint(
+  tx: Tx,
+  accountId: string,
+  externalId: string,
+  change: SettingsChange,
+): Promise<string> {
   await lockAccount(tx, accountId);
   const { count } = await tx
     .selectFrom('meter_points')
@@ -111,7 +121,9 @@ async function createMeterPoint(tx: Tx, accountId: string, externalId: string, c
     .insertInto('meter_points')
     .values({ account_id: accountId, external_id: externalId, ...settings })
     // A submission, which does not take the account's lock, may have created it meanwhile.
-    .onConflict((conflict) => conflict.columns(['account_id', 'external_id']).doUpdateSet({ external_id: externalId, ...settings }))
+    .onConflict((conflict) =>
+      conflict.columns(['account_id', 'external_id']).doUpdateSet({ external_id: externalId, ...settings }),
+    )
     .returning('id')
     .executeTakeFirstOrThrow();
   return point.id;
@@ -125,7 +137,13 @@ export async function meterSettings(db: Db, meterPointId: string) {
   const row = await db
     .selectFrom('meter_points as p')
     .innerJoin('accounts as a', 'a.id', 'p.account_id')
-    .select(['p.external_id', 'p.max_flow_m3_per_hour', 'p.whole_wheels', 'p.fractional_wheels', 'a.max_flow_m3_per_hour as account_max_flow'])
+    .select([
+      'p.external_id',
+      'p.max_flow_m3_per_hour',
+      'p.whole_wheels',
+      'p.fractional_wheels',
+      'a.max_flow_m3_per_hour as account_max_flow',
+    ])
     .where('p.id', '=', meterPointId)
     .executeTakeFirstOrThrow();
   const own = row.max_flow_m3_per_hour === null ? null : Number(row.max_flow_m3_per_hour);
@@ -140,6 +158,10 @@ export async function meterSettings(db: Db, meterPointId: string) {
 
 /** The account's default max flow, for meters without their own; false when there is no such account. */
 export async function setAccountMaxFlow(db: Db, accountId: string, maxFlow: number): Promise<boolean> {
-  const updated = await db.updateTable('accounts').set({ max_flow_m3_per_hour: maxFlow }).where('id', '=', accountId).executeTakeFirst();
+  const updated = await db
+    .updateTable('accounts')
+    .set({ max_flow_m3_per_hour: maxFlow })
+    .where('id', '=', accountId)
+    .executeTakeFirst();
   return updated.numUpdatedRows > 0n;
 }

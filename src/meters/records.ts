@@ -52,12 +52,18 @@ export function submissionRecords(db: Db, accountId: string) {
       'c.value as correctedValue',
       'c.corrected_by as correctedBy',
       'c.created_at as correctedAt',
-      sql<boolean | null>`CASE WHEN m.status IN ('completed', 'failed') THEN ${storedNeedsReview} END`.as('needsReview'),
+      sql<boolean | null>`CASE WHEN m.status IN ('completed', 'failed') THEN ${storedNeedsReview} END`.as(
+        'needsReview',
+      ),
     ])
     .where('m.account_id', '=', accountId);
 }
 
-export function submissionRecord(db: Db, accountId: string, referenceId: string): Promise<SubmissionRecord | undefined> {
+export function submissionRecord(
+  db: Db,
+  accountId: string,
+  referenceId: string,
+): Promise<SubmissionRecord | undefined> {
   return submissionRecords(db, accountId).where('m.reference_id', '=', referenceId).executeTakeFirst();
 }
 
@@ -77,7 +83,8 @@ export function billableReading(record: SubmissionRecord): { reading: string; va
  */
 export function submissionJson(record: SubmissionRecord): MeterResult {
   const submitted = { reference_id: record.referenceId, created_at: record.createdAt.toISOString() };
-  if (record.status === 'pending' || record.status === 'processing') return { ...submitted, status: record.status, finished_at: null };
+  if (record.status === 'pending' || record.status === 'processing')
+    return { ...submitted, status: record.status, finished_at: null };
   // Set as it finished, in the transaction that stored its reading or its error.
   const finished = { ...submitted, finished_at: record.finishedAt!.toISOString(), correction: correctionJson(record) };
   if (record.status === 'failed') {
@@ -101,7 +108,8 @@ export function submissionJson(record: SubmissionRecord): MeterResult {
         model: record.model!,
         digitConfidences: record.digitConfidences,
         counterBox: record.counterBox,
-        frame: record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
+        frame:
+          record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
       },
       { meterId: record.meterId, plausibility: storedPlausibilityJson(record), needsReview: record.needsReview! },
     ),

@@ -17,7 +17,10 @@ export interface ReviewFacts {
 }
 
 /** Why a reading needs review: it failed, its plausibility is flagged, or it is less confident than the account's threshold. */
-export type ReviewReason = { kind: 'failed' } | { kind: 'flagged'; plausibility: Plausibility } | { kind: 'unsure'; confidence: number; reviewBelow: number };
+export type ReviewReason =
+  | { kind: 'failed' }
+  | { kind: 'flagged'; plausibility: Plausibility }
+  | { kind: 'unsure'; confidence: number; reviewBelow: number };
 
 /**
  * Why a finished submission's reading needs a person's look, if it does: nothing when a person gave,
@@ -28,7 +31,8 @@ export function reviewReasons(facts: ReviewFacts): ReviewReason[] {
   if (facts.byPerson) return [];
   const reasons: ReviewReason[] = [];
   if (facts.status === 'failed') reasons.push({ kind: 'failed' });
-  if (facts.plausibility && FLAGGED.includes(facts.plausibility)) reasons.push({ kind: 'flagged', plausibility: facts.plausibility });
+  if (facts.plausibility && FLAGGED.includes(facts.plausibility))
+    reasons.push({ kind: 'flagged', plausibility: facts.plausibility });
   if (facts.status === 'completed' && (facts.confidence ?? 0) < facts.reviewBelow)
     reasons.push({ kind: 'unsure', confidence: facts.confidence ?? 0, reviewBelow: facts.reviewBelow });
   return reasons;
@@ -78,9 +82,16 @@ export async function refreshNeedsReview(tx: Db, of: { meterId: string } | { acc
  * account-wide refresh had passed it, and keep the wrong flag. Taken before the transaction locks any
  * of the account's submissions, so the two kinds wait for each other, never in a circle.
  */
-export async function holdReviewThreshold(tx: Db, accountId: string, mode: 'shared' | 'exclusive' = 'shared'): Promise<void> {
+export async function holdReviewThreshold(
+  tx: Db,
+  accountId: string,
+  mode: 'shared' | 'exclusive' = 'shared',
+): Promise<void> {
   const key = sql`hashtextextended(${`meterlens review threshold ${accountId}`}, 0)`;
-  await (mode === 'shared' ? sql`SELECT pg_advisory_xact_lock_shared(${key})` : sql`SELECT pg_advisory_xact_lock(${key})`).execute(tx);
+  await (mode === 'shared'
+    ? sql`SELECT pg_advisory_xact_lock_shared(${key})`
+    : sql`SELECT pg_advisory_xact_lock(${key})`
+  ).execute(tx);
 }
 
 /** needs_review as stored (refreshNeedsReview), in a query of `meters as m`: false while a submission is unfinished. */
@@ -143,7 +154,11 @@ export function isUsualM3PerDay(value: number): boolean {
  * Sets what is given of an account's review settings; the settings after, or undefined when there is
  * no such account. A new threshold applies to the readings already stored too.
  */
-export async function setReviewSettings(db: Db, accountId: string, change: Partial<ReviewSettings>): Promise<ReviewSettings | undefined> {
+export async function setReviewSettings(
+  db: Db,
+  accountId: string,
+  change: Partial<ReviewSettings>,
+): Promise<ReviewSettings | undefined> {
   return db.transaction().execute(async (tx) => {
     if (change.reviewBelow !== undefined) await holdReviewThreshold(tx, accountId, 'exclusive');
     const row = await tx
@@ -157,6 +172,12 @@ export async function setReviewSettings(db: Db, accountId: string, change: Parti
       .returning(['review_below', 'usual_m3_per_day', 'train_on_hosted'])
       .executeTakeFirst();
     if (row && change.reviewBelow !== undefined) await refreshNeedsReview(tx, { accountId });
-    return row && { reviewBelow: row.review_below, usualM3PerDay: Number(row.usual_m3_per_day), trainOnHosted: row.train_on_hosted };
+    return (
+      row && {
+        reviewBelow: row.review_below,
+        usualM3PerDay: Number(row.usual_m3_per_day),
+        trainOnHosted: row.train_on_hosted,
+      }
+    );
   });
 }

@@ -45,7 +45,9 @@ export function usualConsumption(points: TrustedPoint[], defaultPerDay: number):
   if (intervals.length < MIN_INTERVALS) return { perDay: defaultPerDay, spread: 0, basis: 'default' };
   const days = intervals.reduce((sum, interval) => sum + interval.days, 0);
   const perDay = intervals.reduce((sum, interval) => sum + interval.volume, 0) / days;
-  const variance = intervals.reduce((sum, interval) => sum + interval.days * (interval.volume / interval.days - perDay) ** 2, 0) / days;
+  const variance =
+    intervals.reduce((sum, interval) => sum + interval.days * (interval.volume / interval.days - perDay) ** 2, 0) /
+    days;
   return { perDay: round(perDay), spread: round(Math.sqrt(variance)), basis: 'history' };
 }
 

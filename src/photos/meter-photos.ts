@@ -22,7 +22,11 @@ export const jpegName = (referenceId: string) => `${referenceId}/upright.jpg`;
  * A new submission's upload, stored before its meter row is written (so a queued job always finds
  * it): the meter_images columns that say where it is.
  */
-export async function keepUpload(photos: PhotoStore, referenceId: string, upload: Buffer): Promise<{ upload: Buffer | null; upload_object: string | null }> {
+export async function keepUpload(
+  photos: PhotoStore,
+  referenceId: string,
+  upload: Buffer,
+): Promise<{ upload: Buffer | null; upload_object: string | null }> {
   const place = await photos.put(uploadName(referenceId), upload);
   return { upload: place.bytes, upload_object: place.object };
 }
@@ -41,7 +45,11 @@ export async function loadPhoto(deps: PhotoDeps, meterId: string): Promise<Meter
 
 /** The upright JPEG of a meter; undefined until the read step has made it, or once retention removed it. */
 export async function loadJpeg(deps: PhotoDeps, meterId: string): Promise<Buffer | undefined> {
-  const row = await deps.db.selectFrom('meter_images').select(['jpeg', 'jpeg_object']).where('meter_id', '=', meterId).executeTakeFirst();
+  const row = await deps.db
+    .selectFrom('meter_images')
+    .select(['jpeg', 'jpeg_object'])
+    .where('meter_id', '=', meterId)
+    .executeTakeFirst();
   return row && deps.photos.get({ bytes: row.jpeg, object: row.jpeg_object });
 }
 
@@ -51,13 +59,29 @@ export async function loadJpeg(deps: PhotoDeps, meterId: string): Promise<Buffer
  * retried job to overwrite; one after it leaves the upload's object to the orphan sweep.
  */
 export async function keepNormalised(deps: PhotoDeps, meterId: string, image: NormalisedImage): Promise<void> {
-  const meter = await deps.db.selectFrom('meters').select('reference_id').where('id', '=', meterId).executeTakeFirstOrThrow();
+  const meter = await deps.db
+    .selectFrom('meters')
+    .select('reference_id')
+    .where('id', '=', meterId)
+    .executeTakeFirstOrThrow();
   const place = await deps.photos.put(jpegName(meter.reference_id), image.jpeg);
   const replaced = await deps.db.transaction().execute(async (tx) => {
-    const before = await tx.selectFrom('meter_images').select('upload_object').where('meter_id', '=', meterId).forUpdate().executeTakeFirst();
+    const before = await tx
+      .selectFrom('meter_images')
+      .select('upload_object')
+      .where('meter_id', '=', meterId)
+      .forUpdate()
+      .executeTakeFirst();
     await tx
       .updateTable('meter_images')
-      .set({ jpeg: place.bytes, jpeg_object: place.object, width: image.width, height: image.height, upload: null, upload_object: null })
+      .set({
+        jpeg: place.bytes,
+        jpeg_object: place.object,
+        width: image.width,
+        height: image.height,
+        upload: null,
+        upload_object: null,
+      })
       .where('meter_id', '=', meterId)
       .execute();
     return before?.upload_object ?? null;

@@ -32,7 +32,9 @@ export async function migratePhotos(
   onBatch: (progress: MigrateProgress) => void | Promise<void>,
 ): Promise<MigrateProgress> {
   const toBucket = deps.photos.bucket !== undefined;
-  const notMoved = toBucket ? sql<boolean>`(upload IS NOT NULL OR jpeg IS NOT NULL)` : sql<boolean>`(upload_object IS NOT NULL OR jpeg_object IS NOT NULL)`;
+  const notMoved = toBucket
+    ? sql<boolean>`(upload IS NOT NULL OR jpeg IS NOT NULL)`
+    : sql<boolean>`(upload_object IS NOT NULL OR jpeg_object IS NOT NULL)`;
   const { total } = await deps.db
     .selectFrom('meter_images')
     .select((eb) => eb.fn.countAll<string>().as('total'))
@@ -63,7 +65,9 @@ export async function migratePhotos(
 /** Moves a row's photo (upload or upright JPEG, whichever it holds); false when the row changed meanwhile. */
 async function movePhotos(deps: PhotoDeps, row: Row): Promise<boolean> {
   const isJpeg = row.jpeg !== null || row.jpeg_object !== null;
-  const [bytesColumn, objectColumn] = isJpeg ? (['jpeg', 'jpeg_object'] as const) : (['upload', 'upload_object'] as const);
+  const [bytesColumn, objectColumn] = isJpeg
+    ? (['jpeg', 'jpeg_object'] as const)
+    : (['upload', 'upload_object'] as const);
   const original = { bytes: row[bytesColumn], object: row[objectColumn] };
   const bytes = await deps.photos.get(original);
   // Deleted (by retention, or replaced by its JPEG) since the batch was listed.
@@ -73,7 +77,11 @@ async function movePhotos(deps: PhotoDeps, row: Row): Promise<boolean> {
     .updateTable('meter_images')
     .set({ [bytesColumn]: copy.bytes, [objectColumn]: copy.object })
     .where('meter_id', '=', row.meter_id)
-    .where(original.object === null ? sql<boolean>`${sql.ref(bytesColumn)} IS NOT NULL` : sql<boolean>`${sql.ref(objectColumn)} = ${original.object}`)
+    .where(
+      original.object === null
+        ? sql<boolean>`${sql.ref(bytesColumn)} IS NOT NULL`
+        : sql<boolean>`${sql.ref(objectColumn)} = ${original.object}`,
+    )
     .executeTakeFirst();
   const taken = updated.numUpdatedRows > 0n;
   await deps.photos.remove([taken ? original.object : copy.object]);

@@ -1,4 +1,12 @@
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import type { Config } from '../config.ts';
 import { DomainError, isDomainError } from '../errors.ts';
 
@@ -87,9 +95,12 @@ export class PhotoStore {
     for (const [bucket, keys] of byBucket) {
       for (let start = 0; start < keys.length; start += DELETE_BATCH) {
         const batch = keys.slice(start, start + DELETE_BATCH).map((Key) => ({ Key }));
-        const result = await this.#call((s3) => s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch, Quiet: true } })));
+        const result = await this.#call((s3) =>
+          s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch, Quiet: true } })),
+        );
         const failed = result.Errors ?? [];
-        if (failed.length > 0) throw new Error(`${failed.length} photo objects were not deleted: ${failed[0]!.Key}: ${failed[0]!.Message}`);
+        if (failed.length > 0)
+          throw new Error(`${failed.length} photo objects were not deleted: ${failed[0]!.Key}: ${failed[0]!.Message}`);
       }
     }
   }
@@ -100,7 +111,9 @@ export class PhotoStore {
     if (!bucket) return;
     let token: string | undefined;
     do {
-      const page = await this.#call((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket.name, Prefix: bucket.prefix, ContinuationToken: token })));
+      const page = await this.#call((s3) =>
+        s3.send(new ListObjectsV2Command({ Bucket: bucket.name, Prefix: bucket.prefix, ContinuationToken: token })),
+      );
       yield (page.Contents ?? [])
         .filter((object) => object.Key && object.LastModified && object.LastModified < cutoff)
         .map((object) => objectUrl(bucket.name, object.Key!));
@@ -136,7 +149,8 @@ function s3Client(settings: Config['photoStore']): S3Client {
 /** No answer, a server error or throttling: the store may be back soon. Anything else (access denied, no such bucket) is the operator's to fix. */
 function isOutage(error: unknown): boolean {
   // The SDK's network errors (refused, reset, timed out) carry $metadata but no HTTP status.
-  if (!(error instanceof S3ServiceException)) return typeof (error as { $metadata?: unknown } | null)?.$metadata === 'object';
+  if (!(error instanceof S3ServiceException))
+    return typeof (error as { $metadata?: unknown } | null)?.$metadata === 'object';
   const status = error.$metadata.httpStatusCode ?? 0;
   return status === 0 || status >= 500 || status === 429;
 }

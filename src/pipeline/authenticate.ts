@@ -30,8 +30,17 @@ export async function authenticate(db: Db, authorization: string | undefined): P
     .selectFrom('api_keys as k')
     .leftJoin('subscriptions as s', 's.account_id', 'k.account_id')
     .leftJoin('plans as p', 'p.code', 's.plan_code')
-    .leftJoin('api_usage as u', (join) => join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`))
-    .select(['k.id', 'k.account_id', 's.period_end', 'p.code as plan_code', 'p.monthly_request_limit', 'u.request_count'])
+    .leftJoin('api_usage as u', (join) =>
+      join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`),
+    )
+    .select([
+      'k.id',
+      'k.account_id',
+      's.period_end',
+      'p.code as plan_code',
+      'p.monthly_request_limit',
+      'u.request_count',
+    ])
     .select(subscriptionState('s').$castTo<SubscriptionState | null>().as('state'))
     .where('k.key_sha256', '=', hashApiKey(key))
     .where('k.status', '=', 'active')
@@ -40,7 +49,12 @@ export async function authenticate(db: Db, authorization: string | undefined): P
   if (!row) throw invalidKey();
   const subscription =
     row.state && row.period_end && row.plan_code && row.monthly_request_limit !== null
-      ? { state: row.state, periodEnd: row.period_end, planCode: row.plan_code, monthlyRequestLimit: row.monthly_request_limit }
+      ? {
+          state: row.state,
+          periodEnd: row.period_end,
+          planCode: row.plan_code,
+          monthlyRequestLimit: row.monthly_request_limit,
+        }
       : undefined;
   return { keyId: row.id, accountId: row.account_id, subscription, monthlyUsage: row.request_count ?? 0 };
 }

@@ -29,7 +29,11 @@ export async function monthlyUsage(db: Db, accountId: string): Promise<number> {
  * earlier request's stored response, which needs no quota, or refused before anything is stored.
  * The count that decides is `reserveUsage`, inside the transaction that accepts the submission.
  */
-export async function checkUsage(monthlyUsage: number, plan: ActivePlan, mayBeRetry: () => Promise<boolean> = async () => false): Promise<void> {
+export async function checkUsage(
+  monthlyUsage: number,
+  plan: ActivePlan,
+  mayBeRetry: () => Promise<boolean> = async () => false,
+): Promise<void> {
   if (monthlyUsage >= plan.monthlyRequestLimit && !(await mayBeRetry())) throw usageLimitReached(plan);
 }
 

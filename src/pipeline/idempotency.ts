@@ -99,7 +99,13 @@ export async function isKeyTaken(db: Db, accountId: string, key: string): Promis
  * is still running), with `Idempotent-Replayed: true`. Returns true when it replayed: the reply is sent.
  * The same key with another route, upload or text field is a 422 `idempotency` naming what differs.
  */
-export async function replayOrClaim(db: Db, request: FastifyRequest, reply: FastifyReply, accountId: string, upload: Upload): Promise<boolean> {
+export async function replayOrClaim(
+  db: Db,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  accountId: string,
+  upload: Upload,
+): Promise<boolean> {
   const key = idempotencyKey(request);
   if (key === undefined) return false;
   const claim = { accountId, key };
@@ -119,11 +125,18 @@ export async function replayOrClaim(db: Db, request: FastifyRequest, reply: Fast
     const differences = existing ? differingParts(existing, fingerprint) : [];
     if (differences.length > 0) {
       const verb = differences.length > 1 ? 'differ' : 'differs';
-      throw idempotencyError('invalid', `This Idempotency-Key was used with another request: ${differences.join(', ')} ${verb}`);
+      throw idempotencyError(
+        'invalid',
+        `This Idempotency-Key was used with another request: ${differences.join(', ')} ${verb}`,
+      );
     }
     if (existing?.status_code != null && existing.response_body !== null) {
       // Not the reply itself: a FastifyReply is a thenable, which an async function would await.
-      replay(reply, { statusCode: existing.status_code, headers: existing.response_headers ?? {}, body: existing.response_body });
+      replay(reply, {
+        statusCode: existing.status_code,
+        headers: existing.response_headers ?? {},
+        body: existing.response_body,
+      });
       return true;
     }
     if (Date.now() > deadline) {
@@ -143,12 +156,17 @@ export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
 }
 
 function requestFingerprint(route: string, upload: Upload): Fingerprint {
-  const fields = Object.fromEntries(UPLOAD_TEXT_FIELDS.map((name) => [name, upload.fields[name] === undefined ? null : sha256(upload.fields[name])]));
+  const fields = Object.fromEntries(
+    UPLOAD_TEXT_FIELDS.map((name) => [name, upload.fields[name] === undefined ? null : sha256(upload.fields[name])]),
+  );
   return { routeAndUpload: createHash('sha256').update(route).update('\0').update(upload.image).digest('hex'), fields };
 }
 
 /** The parts of the stored request that the new one changes. A key claimed before its fields were recorded compares route and upload only. */
-function differingParts(stored: { request_sha256: string; fields_sha256: Record<string, string | null> | null }, fingerprint: Fingerprint): string[] {
+function differingParts(
+  stored: { request_sha256: string; fields_sha256: Record<string, string | null> | null },
+  fingerprint: Fingerprint,
+): string[] {
   const parts = stored.request_sha256 === fingerprint.routeAndUpload ? [] : ['image or endpoint'];
   const storedFields = stored.fields_sha256;
   if (!storedFields) return parts;
@@ -182,7 +200,9 @@ function createdMeter(statusCode: number, body: string): boolean {
 }
 
 async function storeResponse(db: Db, claim: Claim, reply: FastifyReply, body: string): Promise<void> {
-  const headers = Object.fromEntries(REPLAYED_HEADERS.flatMap((name) => (reply.hasHeader(name) ? [[name, String(reply.getHeader(name))]] : [])));
+  const headers = Object.fromEntries(
+    REPLAYED_HEADERS.flatMap((name) => (reply.hasHeader(name) ? [[name, String(reply.getHeader(name))]] : [])),
+  );
   await db
     .updateTable('idempotency_keys')
     .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: body })
@@ -192,7 +212,11 @@ async function storeResponse(db: Db, claim: Claim, reply: FastifyReply, body: st
 }
 
 async function releaseClaim(db: Db, claim: Claim): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('account_id', '=', claim.accountId).where('idempotency_key', '=', claim.key).execute();
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('account_id', '=', claim.accountId)
+    .where('idempotency_key', '=', claim.key)
+    .execute();
 }
 
 function replay(reply: FastifyReply, stored: StoredResponse): void {

@@ -22,9 +22,14 @@ export function identifyMeter(fields: UploadFields): MeterIdentity {
   if (fields.meter_id !== undefined) identity.meterId = meterIdField(fields.meter_id);
   if (fields.previous_reading !== undefined) {
     identity.previousReading = { reading: readingField(fields.previous_reading, 'previous_reading') };
-    if (fields.previous_read_at !== undefined) identity.previousReading.readAt = readAtField(fields.previous_read_at, 'previous_read_at');
+    if (fields.previous_read_at !== undefined)
+      identity.previousReading.readAt = readAtField(fields.previous_read_at, 'previous_read_at');
   } else if (fields.previous_read_at !== undefined) {
-    throw new DomainError('invalid', 'previous_read_at', 'previous_read_at needs previous_reading: send the reading it was taken at');
+    throw new DomainError(
+      'invalid',
+      'previous_read_at',
+      'previous_read_at needs previous_reading: send the reading it was taken at',
+    );
   }
   return identity;
 }
@@ -40,7 +45,12 @@ export function meterIdField(value: string): string {
 export function readingField(value: unknown, field: string): string {
   const text = typeof value === 'number' && Number.isFinite(value) && value >= 0 ? String(value) : value;
   const parsed = typeof text === 'string' && text.trim().length <= MAX_READING_LENGTH ? parseReading(text) : undefined;
-  if (!parsed) throw new DomainError('invalid', field, `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point`);
+  if (!parsed)
+    throw new DomainError(
+      'invalid',
+      field,
+      `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point`,
+    );
   return parsed.reading;
 }
 
@@ -51,6 +61,7 @@ export function readAtField(value: unknown, field: string): Date {
     field,
     `${field} must be an ISO 8601 date, or date-time with its offset, such as 2026-11-01T08:00:00Z`,
   );
-  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS) throw new DomainError('invalid', field, `${field} is in the future`);
+  if (readAt.getTime() > Date.now() + CLOCK_SKEW_MS)
+    throw new DomainError('invalid', field, `${field} is in the future`);
   return readAt;
 }

@@ -9,7 +9,11 @@ import { ReadFailure } from '../readers/chain.ts';
  * dashboard shows, in place of the upload. An upload that passed the header check but does not
  * decode is `invalid_image`.
  */
-export async function normaliseUpload(deps: PhotoDeps & { config: Config }, meterId: string, upload: Buffer): Promise<Buffer> {
+export async function normaliseUpload(
+  deps: PhotoDeps & { config: Config },
+  meterId: string,
+  upload: Buffer,
+): Promise<Buffer> {
   const { config } = deps;
   let image: NormalisedImage;
   try {

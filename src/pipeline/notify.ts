@@ -7,8 +7,22 @@ import type { ReadContext } from './plausibility.ts';
 import { freshReadingResult } from './reading-result.ts';
 
 export type MeterOutcome =
-  | { status: 'completed'; meterId: string; accountId: string; referenceId: string; reading: ChainReading; readingId: string; context: ReadContext }
-  | { status: 'failed'; meterId: string; accountId: string; referenceId: string; error: { code: string; message: string } };
+  | {
+      status: 'completed';
+      meterId: string;
+      accountId: string;
+      referenceId: string;
+      reading: ChainReading;
+      readingId: string;
+      context: ReadContext;
+    }
+  | {
+      status: 'failed';
+      meterId: string;
+      accountId: string;
+      referenceId: string;
+      error: { code: string; message: string };
+    };
 
 /**
  * Step 8, for async meters: inside the transaction that records the outcome, one webhook
@@ -17,10 +31,19 @@ export type MeterOutcome =
  */
 export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promise<void> {
   const type: WebhookEvent = outcome.status === 'completed' ? 'reading.completed' : 'reading.failed';
-  await queueAccountEvent(tx, boss, { accountId: outcome.accountId, type, data: eventData(outcome), meterId: outcome.meterId });
+  await queueAccountEvent(tx, boss, {
+    accountId: outcome.accountId,
+    type,
+    data: eventData(outcome),
+    meterId: outcome.meterId,
+  });
 }
 
 function eventData(outcome: MeterOutcome): Record<string, unknown> {
-  if (outcome.status === 'failed') return { reference_id: outcome.referenceId, error: outcome.error, needs_review: true };
-  return { reference_id: outcome.referenceId, ...freshReadingResult(outcome.reading, outcome.readingId, outcome.context) };
+  if (outcome.status === 'failed')
+    return { reference_id: outcome.referenceId, error: outcome.error, needs_review: true };
+  return {
+    reference_id: outcome.referenceId,
+    ...freshReadingResult(outcome.reading, outcome.readingId, outcome.context),
+  };
 }

@@ -32,7 +32,13 @@ export interface AcceptedMeter {
  */
 export async function persistAndEnqueue(
   deps: { db: Db; photos: PhotoStore; boss: PgBoss },
-  submission: { key: AuthenticatedKey; plan: ActivePlan; image: CheckedImage; mode: MeterMode; identity?: MeterIdentity },
+  submission: {
+    key: AuthenticatedKey;
+    plan: ActivePlan;
+    image: CheckedImage;
+    mode: MeterMode;
+    identity?: MeterIdentity;
+  },
 ): Promise<AcceptedMeter> {
   const { key, plan, image, mode, identity = {} } = submission;
   const referenceId = randomUUID();
@@ -82,7 +88,9 @@ export async function persistAndEnqueue(
           .updateTable('api_keys')
           .set({ last_used_at: new Date() })
           .where('id', '=', key.keyId)
-          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)])),
+          .where((eb) =>
+            eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)]),
+          ),
       )
       .selectFrom('meter')
       .select(['meter.id', 'meter.reference_id'])
@@ -103,7 +111,11 @@ export async function persistAndEnqueue(
  */
 export async function withdrawSubmission(db: Db, accountId: string, accepted: AcceptedMeter): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
-    const withdrawn = await tx.deleteFrom('meters').where('id', '=', accepted.meterId).where('status', 'in', ['pending', 'processing']).executeTakeFirst();
+    const withdrawn = await tx
+      .deleteFrom('meters')
+      .where('id', '=', accepted.meterId)
+      .where('status', 'in', ['pending', 'processing'])
+      .executeTakeFirst();
     if (withdrawn.numDeletedRows === 0n) return false;
     await releaseUsage(tx, accountId, accepted.usageMonth);
     return true;

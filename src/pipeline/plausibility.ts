@@ -69,7 +69,13 @@ export async function readContext(db: Db, meterId: string): Promise<ReadContext>
   const history = meter.meter_point_id ? await trustedHistory(db, meter.meter_point_id, meter) : [];
   const expected = meterExpectation({
     previous: meter.previous_reading
-      ? { reading: meter.previous_reading, source: 'previous_reading', readAt: meter.previous_read_at, meterRowId: null, referenceId: null }
+      ? {
+          reading: meter.previous_reading,
+          source: 'previous_reading',
+          readAt: meter.previous_read_at,
+          meterRowId: null,
+          referenceId: null,
+        }
       : undefined,
     history,
     takenAt: meter.created_at,
@@ -106,9 +112,13 @@ export function meterExpectation(facts: MeterFacts): MeterExpectation {
   const layout = knownLayout(facts.layoutSet, facts.previous ? [facts.previous, ...facts.history] : facts.history);
   const reference = facts.previous ?? facts.history[0];
   if (!reference) return { layout };
-  const points = facts.history.filter((point) => point.readAt !== null).map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
+  const points = facts.history
+    .filter((point) => point.readAt !== null)
+    .map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
   const usual = usualConsumption(points, facts.usualPerDay);
-  const usualMax = roundVolume(Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, facts.takenAt) / 24));
+  const usualMax = roundVolume(
+    Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, facts.takenAt) / 24),
+  );
   return {
     reference,
     window: { ...plausibilityWindow(reference, facts.takenAt, facts.maxFlow), usualMax },
@@ -118,7 +128,10 @@ export function meterExpectation(facts: MeterFacts): MeterExpectation {
 }
 
 /** The layout set for a meter, else the one the first of `values` (newest first) that shows one shows. */
-export function knownLayout(set: MeterLayout | undefined, values: Array<Pick<MeterReference, 'reading'>>): MeterLayout | undefined {
+export function knownLayout(
+  set: MeterLayout | undefined,
+  values: Array<Pick<MeterReference, 'reading'>>,
+): MeterLayout | undefined {
   if (set) return set;
   for (const value of values) {
     const shown = layoutShownBy(value.reading);
@@ -128,13 +141,22 @@ export function knownLayout(set: MeterLayout | undefined, values: Array<Pick<Met
 }
 
 /** The layout a meter point row has set, if any. */
-export function layoutSetting(row: { whole_wheels: number | null; fractional_wheels: number | null }): MeterLayout | undefined {
-  return row.whole_wheels === null || row.fractional_wheels === null ? undefined : { whole: row.whole_wheels, fraction: row.fractional_wheels };
+export function layoutSetting(row: {
+  whole_wheels: number | null;
+  fractional_wheels: number | null;
+}): MeterLayout | undefined {
+  return row.whole_wheels === null || row.fractional_wheels === null
+    ? undefined
+    : { whole: row.whole_wheels, fraction: row.fractional_wheels };
 }
 
 /** The layout a meter's next reading is judged in (knownLayout), from its setting and all its trusted values. */
 export async function meterLayout(db: Db, meterPointId: string): Promise<MeterLayout | undefined> {
-  const point = await db.selectFrom('meter_points').select(['whole_wheels', 'fractional_wheels']).where('id', '=', meterPointId).executeTakeFirstOrThrow();
+  const point = await db
+    .selectFrom('meter_points')
+    .select(['whole_wheels', 'fractional_wheels'])
+    .where('id', '=', meterPointId)
+    .executeTakeFirstOrThrow();
   return knownLayout(layoutSetting(point), await trustedHistory(db, meterPointId));
 }
 
@@ -149,7 +171,11 @@ export function plausibilityWindow(
 ): PlausibilityWindow {
   const value = Number(reference.reading);
   const allowance = maxFlowPerHour * Math.max(elapsedHours(reference, takenAt), MIN_ELAPSED_HOURS);
-  return { reference: reference.reading, min: roundVolume(value - fastestWheelStep(reference.reading)), max: roundVolume(value + allowance) };
+  return {
+    reference: reference.reading,
+    min: roundVolume(value - fastestWheelStep(reference.reading)),
+    max: roundVolume(value + allowance),
+  };
 }
 
 /** One step of a reading's fastest (rightmost) wheel, m³: `00606.494` → 0.001, `00606` → 1. A wheel half-way may be read either way. */
@@ -171,7 +197,9 @@ export function plausibilityJson(
     reference: context.reference?.reading ?? null,
     reference_source: context.reference?.source ?? null,
     reference_submission: context.reference?.referenceId ?? null,
-    window: context.window ? { min: context.window.min, max: context.window.max, ...(context.usual ? { usual_max: context.usual.max } : {}) } : null,
+    window: context.window
+      ? { min: context.window.min, max: context.window.max, ...(context.usual ? { usual_max: context.usual.max } : {}) }
+      : null,
     ...(reading.unconstrainedReading ? { unconstrained_reading: reading.unconstrainedReading } : {}),
     ...(reading.plausibilityReason ? { reason: reading.plausibilityReason } : {}),
   };
@@ -217,8 +245,13 @@ export function storedPlausibilityJson(stored: StoredPlausibility): Plausibility
     },
     {
       reference:
-        referenceReading && referenceSource ? { reading: referenceReading, source: referenceSource, referenceId: stored.referenceSubmission } : undefined,
-      window: referenceReading && windowMin !== null && windowMax !== null ? { min: Number(windowMin), max: Number(windowMax) } : undefined,
+        referenceReading && referenceSource
+          ? { reading: referenceReading, source: referenceSource, referenceId: stored.referenceSubmission }
+          : undefined,
+      window:
+        referenceReading && windowMin !== null && windowMax !== null
+          ? { min: Number(windowMin), max: Number(windowMax) }
+          : undefined,
       usual: usualMax === null ? undefined : { max: Number(usualMax) },
     },
   );
@@ -236,12 +269,23 @@ export const isTrusted = sql<SqlBool>`(c.reading IS NOT NULL OR (r.reading IS NO
  * when the meter showed them): of each submission its value if trusted (isTrusted), else the
  * `previous_reading` it came with. A manual reading is a submission whose time is its read_at.
  */
-async function trustedHistory(db: Db, meterPointId: string, before?: { id: string; created_at: Date }): Promise<MeterReference[]> {
+async function trustedHistory(
+  db: Db,
+  meterPointId: string,
+  before?: { id: string; created_at: Date },
+): Promise<MeterReference[]> {
   let query = db
     .selectFrom('meters as m')
     .leftJoin('readings as r', 'r.meter_id', 'm.id')
     .leftJoinLateral(
-      (eb) => eb.selectFrom('reading_corrections').select('reading').whereRef('meter_id', '=', 'm.id').orderBy('id', 'desc').limit(1).as('c'),
+      (eb) =>
+        eb
+          .selectFrom('reading_corrections')
+          .select('reading')
+          .whereRef('meter_id', '=', 'm.id')
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('c'),
       (join) => join.onTrue(),
     )
     .select([
@@ -266,7 +310,12 @@ async function trustedHistory(db: Db, meterPointId: string, before?: { id: strin
     const of = { meterRowId: row.id, referenceId: row.reference_id };
     if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at, ...of };
     if (row.reading && !FLAGGED.includes(row.plausibility!)) {
-      return { reading: row.reading, source: row.mode === 'manual' ? 'manual' : 'reading', readAt: row.created_at, ...of };
+      return {
+        reading: row.reading,
+        source: row.mode === 'manual' ? 'manual' : 'reading',
+        readAt: row.created_at,
+        ...of,
+      };
     }
     return { reading: row.previous_reading!, source: 'previous_reading', readAt: row.previous_read_at, ...of };
   });

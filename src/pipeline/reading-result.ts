@@ -42,7 +42,11 @@ export function readingResult(recorded: RecordedReading, judgement: ReadingJudge
   };
   if (judgement.plausibility) result.plausibility = judgement.plausibility;
   if (recorded.counterBox && recorded.frame) {
-    result.counter_box = { corners: recorded.counterBox, image_width: recorded.frame.width, image_height: recorded.frame.height };
+    result.counter_box = {
+      corners: recorded.counterBox,
+      image_width: recorded.frame.width,
+      image_height: recorded.frame.height,
+    };
   }
   const digits = wheelDigits(recorded.reading, recorded.digitConfidences);
   if (digits) result.digits = digits;

@@ -69,9 +69,11 @@ export async function recordReading(
       .returning('id')
       .executeTakeFirstOrThrow();
     await refreshNeedsReview(tx, { meterId: meter.meterId });
-    if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
+    if (meter.mode === 'async')
+      await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
     // A reading nobody flagged is a trusted value of its meter.
-    if (finished.meterPointId && !FLAGGED.includes(result.plausibility)) anomalies = await checkMeterAnomalies(tx, deps, finished.meterPointId);
+    if (finished.meterPointId && !FLAGGED.includes(result.plausibility))
+      anomalies = await checkMeterAnomalies(tx, deps, finished.meterPointId);
     return readingId;
   });
   if (readingId) {
@@ -81,7 +83,11 @@ export async function recordReading(
   return readingId;
 }
 
-export async function recordFailure(deps: { db: Db; boss: PgBoss }, meter: MeterRef, reason: FailureReason): Promise<boolean> {
+export async function recordFailure(
+  deps: { db: Db; boss: PgBoss },
+  meter: MeterRef,
+  reason: FailureReason,
+): Promise<boolean> {
   const failed = await deps.db.transaction().execute(async (tx) => {
     await holdReviewThreshold(tx, meter.accountId);
     if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
@@ -105,7 +111,12 @@ export async function markProcessing(db: Db, meterId: string): Promise<boolean> 
 }
 
 /** Its meter point, or undefined when the meter had already finished. */
-async function finish(tx: Db, meterId: string, status: 'completed' | 'failed', reason?: FailureReason): Promise<{ meterPointId: string | null } | undefined> {
+async function finish(
+  tx: Db,
+  meterId: string,
+  status: 'completed' | 'failed',
+  reason?: FailureReason,
+): Promise<{ meterPointId: string | null } | undefined> {
   const updated = await tx
     .updateTable('meters')
     .set({ status, finished_at: new Date(), error_code: reason?.code ?? null, error_message: reason?.message ?? null })

@@ -24,7 +24,10 @@ const DISCARD_TIMEOUT_MS = 10_000;
  * Step 4: the upload is exactly one file, `image`, and the allowed text fields; its header says
  * it is a raster photo within the pixel limit. No pixel is decoded here: the read step does that.
  */
-export async function validateImage(request: FastifyRequest, config: Config): Promise<{ image: CheckedImage; fields: UploadFields }> {
+export async function validateImage(
+  request: FastifyRequest,
+  config: Config,
+): Promise<{ image: CheckedImage; fields: UploadFields }> {
   const { image, fields } = await readUpload(request);
   try {
     return { image: await checkImageHeader(image, { maxPixels: config.maxImagePixels }), fields };
@@ -52,7 +55,12 @@ async function collectParts(request: FastifyRequest): Promise<Upload> {
   let image: Buffer | undefined;
   const fields: UploadFields = {};
   // One part beyond what is allowed of each kind, so that the extra one is named in the answer.
-  const limits = { fileSize: MAX_IMAGE_BYTES, files: 2, fields: UPLOAD_TEXT_FIELDS.length + 1, parts: UPLOAD_TEXT_FIELDS.length + 3 };
+  const limits = {
+    fileSize: MAX_IMAGE_BYTES,
+    files: 2,
+    fields: UPLOAD_TEXT_FIELDS.length + 1,
+    parts: UPLOAD_TEXT_FIELDS.length + 3,
+  };
   for await (const part of request.parts({ limits })) {
     if (part.type === 'file') image = await readImagePart(part, image);
     else addTextField(fields, part);
@@ -77,7 +85,9 @@ function addTextField(fields: UploadFields, part: MultipartValue): void {
   const name = UPLOAD_TEXT_FIELDS.find((allowed) => allowed === part.fieldname);
   if (part.fieldname === IMAGE_FIELD) throw imageError(`The field "${IMAGE_FIELD}" must be a file, not text`);
   if (!name) {
-    throw imageError(`Unexpected field "${part.fieldname}": an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`);
+    throw imageError(
+      `Unexpected field "${part.fieldname}": an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`,
+    );
   }
   if (fields[name] !== undefined) throw imageError(`The field "${name}" is sent twice`);
   if (part.valueTruncated) throw imageError(`The field "${name}" is too long`);

@@ -1,6 +1,14 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Config } from '../config.ts';
-import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, meterPrompt, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
+import {
+  askModel,
+  JPEG_MEDIA_TYPE,
+  METER_ANSWER_SCHEMA,
+  meterPrompt,
+  parseAnswerText,
+  readingFromAnswer,
+  sdkClientOptions,
+} from './hosted.ts';
 import type { MeterLayout } from './layout.ts';
 import type { MeterReader, MeterReading, PlausibilityWindow } from './reader.ts';
 
@@ -21,7 +29,12 @@ export function createAnthropicReader(config: Config): MeterReader {
   return {
     name: NAME,
     hosted: true,
-    async read(image: Buffer, signal: AbortSignal, _window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading> {
+    async read(
+      image: Buffer,
+      signal: AbortSignal,
+      _window?: PlausibilityWindow,
+      layout?: MeterLayout,
+    ): Promise<MeterReading> {
       const message = await askModel(NAME, isAnthropicError, () =>
         client.messages.create(
           {
@@ -39,7 +52,10 @@ export function createAnthropicReader(config: Config): MeterReader {
               {
                 role: 'user',
                 content: [
-                  { type: 'image', source: { type: 'base64', media_type: JPEG_MEDIA_TYPE, data: image.toString('base64') } },
+                  {
+                    type: 'image',
+                    source: { type: 'base64', media_type: JPEG_MEDIA_TYPE, data: image.toString('base64') },
+                  },
                   { type: 'text', text: meterPrompt(layout) },
                 ],
               },

@@ -2,7 +2,14 @@ import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import type { MeterLayout } from './layout.ts';
 import { judgeReading, type JudgedReading } from './plausibility.ts';
-import { ReaderError, type MeterReader, type MeterReading, type Plausibility, type PlausibilityWindow, type ReaderFailureKind } from './reader.ts';
+import {
+  ReaderError,
+  type MeterReader,
+  type MeterReading,
+  type Plausibility,
+  type PlausibilityWindow,
+  type ReaderFailureKind,
+} from './reader.ts';
 
 export interface ReadAttempt {
   reader: string;
@@ -61,14 +68,22 @@ export class ReaderChain {
   readonly #thresholds: Pick<Config, 'escalateBelow' | 'hostedEscalateBelow'>;
   readonly #deadlineMs: number;
 
-  constructor(readers: MeterReader[], config: Pick<Config, 'escalateBelow' | 'hostedEscalateBelow' | 'readerTimeoutMs' | 'readerRetries'>) {
+  constructor(
+    readers: MeterReader[],
+    config: Pick<Config, 'escalateBelow' | 'hostedEscalateBelow' | 'readerTimeoutMs' | 'readerRetries'>,
+  ) {
     this.readers = readers;
     this.#thresholds = { escalateBelow: config.escalateBelow, hostedEscalateBelow: config.hostedEscalateBelow };
     // A reader's own retries each get readerTimeoutMs; this bounds all of them together.
     this.#deadlineMs = config.readerTimeoutMs * (config.readerRetries + 1);
   }
 
-  async read(image: Buffer, signal?: AbortSignal, window?: PlausibilityWindow, layout?: MeterLayout): Promise<ChainReading> {
+  async read(
+    image: Buffer,
+    signal?: AbortSignal,
+    window?: PlausibilityWindow,
+    layout?: MeterLayout,
+  ): Promise<ChainReading> {
     const started = performance.now();
     const attempts: ReadAttempt[] = [];
     let best: { reading: JudgedReading; reader: MeterReader; index: number } | undefined;
@@ -78,9 +93,14 @@ export class ReaderChain {
       const elapsed = () => Math.round(performance.now() - attemptStarted);
       try {
         const deadline = AbortSignal.timeout(this.#deadlineMs);
-        const reading = judgeReading(await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window, layout), window, layout);
+        const reading = judgeReading(
+          await reader.read(image, signal ? AbortSignal.any([signal, deadline]) : deadline, window, layout),
+          window,
+          layout,
+        );
         const confident = reading.confidence >= this.#escalateBelowFor(reader);
-        const outcome = reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
+        const outcome =
+          reading.plausibility === 'implausible' ? 'implausible' : confident ? 'accepted' : 'low_confidence';
         attempts.push({ reader: reader.name, outcome, ms: elapsed(), confidence: reading.confidence });
         // An accepted answer stands even against an earlier, more confident one held to a stricter threshold.
         if (outcome === 'accepted' || !best || preferred(reading, best.reading)) best = { reading, reader, index };

@@ -32,7 +32,9 @@ export function meterPrompt(layout?: Pick<MeterLayout, 'whole' | 'fraction'>): s
   if (!layout) return METER_PROMPT;
   const { whole, fraction } = layout;
   const wheels = `${counted(whole, 'black whole-unit wheel')} and ${fraction ? counted(fraction, 'red wheel') : 'no red wheels'}`;
-  const write = fraction ? `${counted(whole, 'digit')}, ".", then ${counted(fraction, 'digit')}` : `${counted(whole, 'digit')} and no "."`;
+  const write = fraction
+    ? `${counted(whole, 'digit')}, ".", then ${counted(fraction, 'digit')}`
+    : `${counted(whole, 'digit')} and no "."`;
   return `${METER_PROMPT}\n\nThis meter's counter has ${wheels}: write ${write}.`;
 }
 
@@ -84,7 +86,10 @@ export function parseAnswerText(readerName: string, text: string): unknown {
 /** Turns the model's JSON answer into a reading, or says why it is not one. */
 export function readingFromAnswer(readerName: string, answer: unknown, model: string): MeterReading {
   if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
-    throw new ReaderError('unparseable', `${readerName}: answer is not a JSON object: ${excerpt(JSON.stringify(answer))}`);
+    throw new ReaderError(
+      'unparseable',
+      `${readerName}: answer is not a JSON object: ${excerpt(JSON.stringify(answer))}`,
+    );
   }
   const { reading, confidence, unobstructed } = answer as Partial<Record<keyof MeterAnswer, unknown>>;
   if (unobstructed === false) {
@@ -133,7 +138,11 @@ export function sdkClientOptions(keyVariable: string, api: HostedApi, config: Co
  * the model could not be asked: timeouts, aborts, connection errors, 429 and 5xx after the SDK's own
  * retries, and also 4xx such as a bad key or unknown model, which the contract has no other kind for.
  */
-export async function askModel<Answer>(readerName: string, isSdkError: (error: unknown) => error is Error, request: () => Promise<Answer>): Promise<Answer> {
+export async function askModel<Answer>(
+  readerName: string,
+  isSdkError: (error: unknown) => error is Error,
+  request: () => Promise<Answer>,
+): Promise<Answer> {
   try {
     return await request();
   } catch (error) {

@@ -22,7 +22,12 @@ export async function createLocalReader(config: Config): Promise<MeterReader | u
       worker.off('error', reject);
       worker.off('message', onMessage);
       if (message.type === 'ready') resolve();
-      else reject(new Error(`local model failed to load: ${message.type === 'failed-to-load' ? message.message : message.type}`));
+      else
+        reject(
+          new Error(
+            `local model failed to load: ${message.type === 'failed-to-load' ? message.message : message.type}`,
+          ),
+        );
     };
     worker.on('message', onMessage);
     worker.once('error', reject);

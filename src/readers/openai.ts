@@ -1,6 +1,14 @@
 import OpenAI from 'openai';
 import type { Config } from '../config.ts';
-import { askModel, JPEG_MEDIA_TYPE, METER_ANSWER_SCHEMA, meterPrompt, parseAnswerText, readingFromAnswer, sdkClientOptions } from './hosted.ts';
+import {
+  askModel,
+  JPEG_MEDIA_TYPE,
+  METER_ANSWER_SCHEMA,
+  meterPrompt,
+  parseAnswerText,
+  readingFromAnswer,
+  sdkClientOptions,
+} from './hosted.ts';
 import type { MeterLayout } from './layout.ts';
 import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
 
@@ -18,7 +26,12 @@ export function createOpenAIReader(config: Config): MeterReader {
   return {
     name: NAME,
     hosted: true,
-    async read(image: Buffer, signal: AbortSignal, _window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading> {
+    async read(
+      image: Buffer,
+      signal: AbortSignal,
+      _window?: PlausibilityWindow,
+      layout?: MeterLayout,
+    ): Promise<MeterReading> {
       const completion = await askModel(NAME, isOpenAIError, () =>
         client.chat.completions.create(
           {
@@ -27,7 +40,10 @@ export function createOpenAIReader(config: Config): MeterReader {
               {
                 role: 'user',
                 content: [
-                  { type: 'image_url', image_url: { url: `data:${JPEG_MEDIA_TYPE};base64,${image.toString('base64')}`, detail: 'high' } },
+                  {
+                    type: 'image_url',
+                    image_url: { url: `data:${JPEG_MEDIA_TYPE};base64,${image.toString('base64')}`, detail: 'high' },
+                  },
                   { type: 'text', text: meterPrompt(layout) },
                 ],
               },

@@ -25,8 +25,12 @@ export function judgeReading(reading: MeterReading, window?: PlausibilityWindow,
 }
 
 /** Why `reading` lies outside the window; undefined when it lies inside. */
-export function outsideWindowReason({ reading, value }: Pick<MeterReading, 'reading' | 'value'>, window: PlausibilityWindow): string | undefined {
-  if (value < window.min) return `${reading} is below the reference reading ${window.reference} (meters do not run backwards)`;
+export function outsideWindowReason(
+  { reading, value }: Pick<MeterReading, 'reading' | 'value'>,
+  window: PlausibilityWindow,
+): string | undefined {
+  if (value < window.min)
+    return `${reading} is below the reference reading ${window.reference} (meters do not run backwards)`;
   if (value > window.max) {
     return `${reading} is more than the meter can have run since the reference reading ${window.reference} (at most ${formatM3(window.max)} m³)`;
   }
@@ -42,7 +46,8 @@ export function judgeUsual<T extends Pick<JudgedReading, 'reading' | 'value' | '
   reading: T,
   usual: { max: number; perDay: number; basis: 'history' | 'default' } | undefined,
 ): T {
-  if (!usual || (reading.plausibility !== 'ok' && reading.plausibility !== 'corrected') || reading.value <= usual.max) return reading;
+  if (!usual || (reading.plausibility !== 'ok' && reading.plausibility !== 'corrected') || reading.value <= usual.max)
+    return reading;
   const usually =
     usual.basis === 'history'
       ? `this meter usually uses about ${formatM3(usual.perDay)} m³ a day`

@@ -19,10 +19,12 @@ export async function createReaderChain(config: Config): Promise<ReaderChain> {
   const readers: MeterReader[] = [];
   for (const name of config.readerChain ?? defaultChain(config)) {
     const create = READERS[name];
-    if (!create) throw new Error(`READER_CHAIN names an unknown reader "${name}" (known: ${Object.keys(READERS).join(', ')})`);
+    if (!create)
+      throw new Error(`READER_CHAIN names an unknown reader "${name}" (known: ${Object.keys(READERS).join(', ')})`);
     const reader = await create(config);
     if (reader) readers.push(reader);
-    else if (config.readerChain) throw new Error(`READER_CHAIN names "${name}", which is not available (no model weights)`);
+    else if (config.readerChain)
+      throw new Error(`READER_CHAIN names "${name}", which is not available (no model weights)`);
   }
   return new ReaderChain(readers, config);
 }

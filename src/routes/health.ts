@@ -5,7 +5,12 @@ import { errorBody } from '../errors.ts';
 import { errorEnvelope } from '../schemas/meter-reading.ts';
 
 const healthStatus = (status: string) => Type.Object({ status: Type.Literal(status) }, { description: status });
-const Alive = { tags: ['Health'], operationId: 'checkLiveness', summary: 'The process is up', response: { 200: healthStatus('ok') } };
+const Alive = {
+  tags: ['Health'],
+  operationId: 'checkLiveness',
+  summary: 'The process is up',
+  response: { 200: healthStatus('ok') },
+};
 const Ready = {
   tags: ['Health'],
   operationId: 'checkReadiness',

@@ -12,8 +12,16 @@ export function isReferenceId(value: string): boolean {
   return REFERENCE_ID_PATTERN.test(value);
 }
 
-export const ReferenceId = Type.String({ format: 'uuid', description: 'The submission’s reference, returned when it was accepted' });
-export const MeterStatus = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
+export const ReferenceId = Type.String({
+  format: 'uuid',
+  description: 'The submission’s reference, returned when it was accepted',
+});
+export const MeterStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('processing'),
+  Type.Literal('completed'),
+  Type.Literal('failed'),
+]);
 
 const CounterBox = Type.Object(
   {
@@ -25,7 +33,10 @@ const CounterBox = Type.Object(
     image_width: Type.Integer({ description: 'Width of the stored upright image the corners are in' }),
     image_height: Type.Integer({ description: 'Height of the stored upright image the corners are in' }),
   },
-  { $id: 'CounterBox', description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image' },
+  {
+    $id: 'CounterBox',
+    description: 'Where the reader found the counter, in the pixel frame of the stored upright (normalised) image',
+  },
 );
 
 const DigitConfidence = Type.Object(
@@ -51,7 +62,13 @@ const Plausibility = Type.Object(
   {
     status: PlausibilityStatus,
     reference: Type.Union([Type.String(), Type.Null()], { description: 'The reading the window was built around' }),
-    reference_source: Type.Union([Type.Literal('previous_reading'), Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual'), Type.Null()]),
+    reference_source: Type.Union([
+      Type.Literal('previous_reading'),
+      Type.Literal('reading'),
+      Type.Literal('correction'),
+      Type.Literal('manual'),
+      Type.Null(),
+    ]),
     reference_submission: Type.Union([ReferenceId, Type.Null()], {
       description:
         "The reference_id of the submission the reference is the value of (null: this submission's own previous_reading, or none): the one to confirm or correct if the reference is wrong",
@@ -60,14 +77,23 @@ const Plausibility = Type.Object(
       Type.Object({
         min: Type.Number(),
         max: Type.Number({ description: 'The physical limit: reference + max flow × hours' }),
-        usual_max: Type.Optional(Type.Number({ description: "Above this the reading is suspicious: the meter's usual consumption since the reference" })),
+        usual_max: Type.Optional(
+          Type.Number({
+            description: "Above this the reading is suspicious: the meter's usual consumption since the reference",
+          }),
+        ),
       }),
       Type.Null(),
     ]),
-    unconstrained_reading: Type.Optional(Type.String({ description: "The free decode, when the window or the meter's layout changed it" })),
+    unconstrained_reading: Type.Optional(
+      Type.String({ description: "The free decode, when the window or the meter's layout changed it" }),
+    ),
     reason: Type.Optional(Type.String({ description: 'Why the reading is implausible or suspicious' })),
   },
-  { $id: 'Plausibility', description: 'How the reading compares with what the meter can show since its reference (README "Plausibility")' },
+  {
+    $id: 'Plausibility',
+    description: 'How the reading compares with what the meter can show since its reference (README "Plausibility")',
+  },
 );
 
 /** needs_review, the one flag to bill on (docs/readings.md, "needs_review"; src/meters/review.ts). */
@@ -84,7 +110,8 @@ export const ReadingFields = {
   confidence: Type.Integer({
     minimum: 0,
     maximum: 100,
-    description: "The local reader's estimated chance in % that the reading is exact (calibrated); a hosted reader's model's own estimate",
+    description:
+      "The local reader's estimated chance in % that the reading is exact (calibrated); a hosted reader's model's own estimate",
   }),
   escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),
@@ -94,7 +121,9 @@ export const ReadingFields = {
   needs_review: NeedsReview,
   counter_box: Type.Optional(ref(CounterBox)),
   digits: Type.Optional(
-    Type.Array(ref(DigitConfidence), { description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them' }),
+    Type.Array(ref(DigitConfidence), {
+      description: 'One entry per wheel, left to right (decimal point excluded), when the reader gives them',
+    }),
   ),
 };
 const ReadingResult = Type.Object(ReadingFields);
@@ -102,7 +131,9 @@ export type ReadingResult = Static<typeof ReadingResult>;
 
 export const FailureError = Type.Object(
   {
-    code: Type.String({ description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`' }),
+    code: Type.String({
+      description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`',
+    }),
     message: Type.String(),
   },
   { $id: 'Failure', description: 'Why the submission failed' },
@@ -110,7 +141,9 @@ export const FailureError = Type.Object(
 
 /** Present only on a replayed response. */
 const replayedHeader = {
-  'idempotent-replayed': Type.Literal('true', { description: 'Only on a retry with a known Idempotency-Key: this is the first request’s response' }),
+  'idempotent-replayed': Type.Literal('true', {
+    description: 'Only on a retry with a known Idempotency-Key: this is the first request’s response',
+  }),
 };
 
 export const AcceptedMeterResponse = Type.Object(
@@ -170,7 +203,9 @@ const submitted = { reference_id: ReferenceId, created_at: Type.String({ format:
 /** What a finished (completed or failed) submission has besides its outcome. */
 const finished = {
   finished_at: Type.String({ format: 'date-time' }),
-  correction: Type.Union([ref(Correction), Type.Null()], { description: 'The newest correction a person gave, or null' }),
+  correction: Type.Union([ref(Correction), Type.Null()], {
+    description: 'The newest correction a person gave, or null',
+  }),
 };
 
 const UnfinishedSubmission = Type.Object(
@@ -218,7 +253,10 @@ const FailedSubmission = Type.Object(
     correction: finished.correction,
     needs_review: NeedsReview,
   },
-  { $id: 'FailedSubmission', description: 'Not read: `error` says why; a person may still give its reading as a correction' },
+  {
+    $id: 'FailedSubmission',
+    description: 'Not read: `error` says why; a person may still give its reading as a correction',
+  },
 );
 
 /**
@@ -227,7 +265,8 @@ const FailedSubmission = Type.Object(
  */
 export const MeterResult = Type.Union([ref(UnfinishedSubmission), ref(CompletedSubmission), ref(FailedSubmission)], {
   $id: 'Submission',
-  description: 'A submission, by its `status`: `pending` or `processing`; `completed` with its reading; `failed` with its error',
+  description:
+    'A submission, by its `status`: `pending` or `processing`; `completed` with its reading; `failed` with its error',
   discriminator: {
     propertyName: 'status',
     mapping: {
@@ -251,22 +290,42 @@ export const MeterResultList = Type.Object(
   { $id: 'SubmissionPage', description: 'A page of submissions' },
 );
 
-export const MeterReferenceParams = Type.Object({ reference_id: Type.String({ description: 'The submission’s reference_id (a UUID)' }) });
+export const MeterReferenceParams = Type.Object({
+  reference_id: Type.String({ description: 'The submission’s reference_id (a UUID)' }),
+});
 
 const MAX_LIST_LIMIT = 100;
 export const MeterListQuery = Type.Object(
   {
     status: Type.Optional(MeterStatus),
-    created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created after this instant (RFC 3339)' })),
-    created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only submissions created before this instant (RFC 3339)' })),
-    meter_id: Type.Optional(Type.String({ pattern: METER_ID_PATTERN.source, description: 'Only submissions of this meter (the client’s meter_id)' })),
-    plausibility: Type.Optional(Type.Union(PlausibilityStatus.anyOf, { description: 'Only completed submissions whose reading has this plausibility' })),
-    needs_review: Type.Optional(Type.Boolean({ description: 'Only finished submissions whose `needs_review` is this' })),
+    created_after: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Only submissions created after this instant (RFC 3339)' }),
+    ),
+    created_before: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Only submissions created before this instant (RFC 3339)' }),
+    ),
+    meter_id: Type.Optional(
+      Type.String({
+        pattern: METER_ID_PATTERN.source,
+        description: 'Only submissions of this meter (the client’s meter_id)',
+      }),
+    ),
+    plausibility: Type.Optional(
+      Type.Union(PlausibilityStatus.anyOf, {
+        description: 'Only completed submissions whose reading has this plausibility',
+      }),
+    ),
+    needs_review: Type.Optional(
+      Type.Boolean({ description: 'Only finished submissions whose `needs_review` is this' }),
+    ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 20 })),
-    starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' })),
+    starting_after: Type.Optional(
+      Type.String({ format: 'uuid', description: 'A reference_id from the previous page (its `next_cursor`)' }),
+    ),
     format: Type.Optional(
       Type.Union([Type.Literal('json'), Type.Literal('csv')], {
-        description: '`csv`: the billing export, every matching submission (as `Accept: text/csv` asks); JSON pages otherwise',
+        description:
+          '`csv`: the billing export, every matching submission (as `Accept: text/csv` asks); JSON pages otherwise',
       }),
     ),
   },
@@ -290,7 +349,8 @@ const ErrorEnvelope = Type.Object(
   },
   {
     $id: 'ErrorEnvelope',
-    description: 'Every error: `{"errors":{"<field>":["<message>"]}}`, sometimes with reference_id, status or request_id beside it',
+    description:
+      'Every error: `{"errors":{"<field>":["<message>"]}}`, sometimes with reference_id, status or request_id beside it',
     additionalProperties: true,
     examples: [{ errors: { image: ['Missing the field "image": attach the meter photo as a file'] } }],
   },
@@ -308,7 +368,8 @@ export const INPUT_ERROR =
   'Invalid input; the field names the problem: `authorization` (bad or inactive key), `subscription`, `usage` (monthly limit), `image`, `idempotency`, or a query parameter';
 export const SERVER_ERROR = 'Unexpected error; `request_id` says which request to quote';
 
-const PHOTOS_UNAVAILABLE = '`photos`: the photo store (PHOTO_STORE) cannot be reached; an async submission was not stored';
+const PHOTOS_UNAVAILABLE =
+  '`photos`: the photo store (PHOTO_STORE) cannot be reached; an async submission was not stored';
 const RETRY_AFTER = { 'retry-after': Type.String({ description: 'Seconds to wait before submitting again' }) };
 
 /** The errors both POST endpoints can answer besides their own. */
@@ -328,15 +389,22 @@ const MeterPhotoUpload = Type.Object(
       description: 'The meter photo: JPEG, PNG, WebP, AVIF/HEIF, TIFF or GIF, at most 10 MB (10 485 760 bytes)',
     }),
     meter_id: Type.Optional(
-      Type.String({ pattern: METER_ID_PATTERN.source, description: 'Your identifier of the physical meter, to keep its readings together' }),
+      Type.String({
+        pattern: METER_ID_PATTERN.source,
+        description: 'Your identifier of the physical meter, to keep its readings together',
+      }),
     ),
     previous_reading: Type.Optional(
-      Type.String({ pattern: READING_PATTERN.source, description: 'The meter’s last known reading, e.g. "02380.114": digits, optionally one decimal point' }),
+      Type.String({
+        pattern: READING_PATTERN.source,
+        description: 'The meter’s last known reading, e.g. "02380.114": digits, optionally one decimal point',
+      }),
     ),
     previous_read_at: Type.Optional(
       Type.String({
         pattern: INSTANT_PATTERN.source,
-        description: 'When the previous reading was taken: a date (2026-11-01), or a date-time with its offset (2026-11-01T08:00:00Z)',
+        description:
+          'When the previous reading was taken: a date (2026-11-01), or a date-time with its offset (2026-11-01T08:00:00Z)',
       }),
     ),
   },
@@ -360,7 +428,12 @@ const SubmissionHeaders = Type.Object({
   ),
 });
 
-const submission = { tags: ['Readings'], consumes: ['multipart/form-data'], headers: SubmissionHeaders, documentation: { body: ref(MeterPhotoUpload) } };
+const submission = {
+  tags: ['Readings'],
+  consumes: ['multipart/form-data'],
+  headers: SubmissionHeaders,
+  documentation: { body: ref(MeterPhotoUpload) },
+};
 
 /** Route schema of POST /api/meter-reading. */
 export const AsyncSubmission = {
@@ -370,7 +443,10 @@ export const AsyncSubmission = {
   response: {
     202: ref(AcceptedMeterResponse, {
       description: 'Accepted: the meter, its image and its read job are stored; the result comes by webhook',
-      headers: { location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }), ...replayedHeader },
+      headers: {
+        location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }),
+        ...replayedHeader,
+      },
     }),
     ...SubmissionErrors,
   },
@@ -385,8 +461,13 @@ export const SyncSubmission = {
   response: {
     200: ref(CompletedReadingResponse, { description: 'Read', headers: replayedHeader }),
     ...SubmissionErrors,
-    422: errorEnvelope(`${INPUT_ERROR}. Also \`image\` with \`reference_id\` and \`status: failed\` when the readers found no reading`),
-    503: errorEnvelope(`\`reader\`: no reader could be reached; the meter is failed (\`reference_id\`, \`status\`). Or ${PHOTOS_UNAVAILABLE}`, RETRY_AFTER),
+    422: errorEnvelope(
+      `${INPUT_ERROR}. Also \`image\` with \`reference_id\` and \`status: failed\` when the readers found no reading`,
+    ),
+    503: errorEnvelope(
+      `\`reader\`: no reader could be reached; the meter is failed (\`reference_id\`, \`status\`). Or ${PHOTOS_UNAVAILABLE}`,
+      RETRY_AFTER,
+    ),
   },
 };
 

@@ -4,7 +4,12 @@ import { CONSUMPTION_DAYS } from '../meters/consumption.ts';
 import { HISTORY_MAX_LIMIT } from '../meters/history.ts';
 import { METER_LIST_MAX_LIMIT } from '../meters/meter-list.ts';
 import { CORRECTIONS_PER_SUBMISSION } from '../meters/corrections.ts';
-import { FRACTIONAL_WHEELS_LIMIT, MAX_FLOW_LIMIT, METER_POINTS_PER_ACCOUNT, WHOLE_WHEELS_LIMIT } from '../meters/meter-points.ts';
+import {
+  FRACTIONAL_WHEELS_LIMIT,
+  MAX_FLOW_LIMIT,
+  METER_POINTS_PER_ACCOUNT,
+  WHOLE_WHEELS_LIMIT,
+} from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { errorEnvelope, MeterReferenceParams, MeterResult, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
 import { named, ref } from './named.ts';
@@ -37,15 +42,24 @@ const CORRECTED_SUBMISSION_EXAMPLE = {
     window: { min: 606.099, max: 666.1 },
     reason: 'The reading 600.494 is below the reference reading 00606.100',
   },
-  correction: { reading: '00606.494', value: 606.494, corrected_by: 'api key 3', corrected_at: '2026-11-22T10:20:00.000Z' },
+  correction: {
+    reading: '00606.494',
+    value: 606.494,
+    corrected_by: 'api key 3',
+    corrected_at: '2026-11-22T10:20:00.000Z',
+  },
 };
 
 const MeterHistoryPage = Type.Object(
   {
     meter_id: Type.String(),
-    readings: Type.Array(ref(MeterResult), { description: 'Every submission of the meter (pending and failed too), newest first' }),
+    readings: Type.Array(ref(MeterResult), {
+      description: 'Every submission of the meter (pending and failed too), newest first',
+    }),
     has_more: Type.Boolean({ description: 'The meter has older submissions' }),
-    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'For `starting_after`; null on the last page' }),
+    next_cursor: Type.Union([Type.String(), Type.Null()], {
+      description: 'For `starting_after`; null on the last page',
+    }),
   },
   {
     $id: 'MeterHistoryPage',
@@ -84,10 +98,14 @@ export const MeterAnomaly = Type.Object(
       from_reading: Type.String(),
       to_reading: Type.String(),
       consumption_m3: Type.Number({ description: 'to_reading less from_reading: negative when it ran backwards' }),
-      usual_m3_per_day: nullableNumber('Its usual daily consumption before the span, from its own trusted history; null for `backwards`'),
+      usual_m3_per_day: nullableNumber(
+        'Its usual daily consumption before the span, from its own trusted history; null for `backwards`',
+      ),
       usual_spread_m3_per_day: nullableNumber('How much that varies (standard deviation); null for `backwards`'),
       usual_m3: nullableNumber('What it usually uses over the span (usual_m3_per_day × days); null for `backwards`'),
-      limit_m3: nullableNumber('`leak` only: consumption over the span above this is a leak (ANOMALY_LEAK_FACTOR); null otherwise'),
+      limit_m3: nullableNumber(
+        '`leak` only: consumption over the span above this is a leak (ANOMALY_LEAK_FACTOR); null otherwise',
+      ),
     }),
   },
   { $id: 'MeterAnomaly', description: 'Why a meter needs a visit' },
@@ -103,23 +121,30 @@ const MeterSummary = Type.Object(
           reading: Type.String(),
           value: Type.Number(),
           source: Type.Union([Type.Literal('reading'), Type.Literal('correction'), Type.Literal('manual')], {
-            description: 'The machine’s reading, a person’s correction or confirmation, or a reading a person entered without a photo',
+            description:
+              'The machine’s reading, a person’s correction or confirmation, or a reading a person entered without a photo',
           }),
           read_at: Type.String({ format: 'date-time', description: 'When its photo was submitted' }),
           reference_id: ReferenceId,
         }),
         Type.Null(),
       ],
-      { description: 'The newest submission’s correction, else its reading when that was not implausible; null: none yet' },
+      {
+        description:
+          'The newest submission’s correction, else its reading when that was not implausible; null: none yet',
+      },
     ),
     consumption_30_days_m3: Type.Union([Type.Number(), Type.Null()], {
       description: `The last trusted reading of the last ${CONSUMPTION_DAYS} days less the last one before them; null when either is missing`,
     }),
     waiting_for_review: Type.Integer({
       minimum: 0,
-      description: 'How many of its submissions need review now (`needs_review: true`): those `GET /api/meter-readings?meter_id=…&needs_review=true` lists',
+      description:
+        'How many of its submissions need review now (`needs_review: true`): those `GET /api/meter-readings?meter_id=…&needs_review=true` lists',
     }),
-    anomaly: Type.Union([ref(MeterAnomaly), Type.Null()], { description: 'Why the meter needs a visit: its newest open episode; null when none is open' }),
+    anomaly: Type.Union([ref(MeterAnomaly), Type.Null()], {
+      description: 'Why the meter needs a visit: its newest open episode; null when none is open',
+    }),
   },
   { $id: 'Meter', description: 'A meter of the account, with its last trusted reading and consumption' },
 );
@@ -165,26 +190,47 @@ const MeterIdPattern = { pattern: METER_ID_PATTERN.source };
 /** The query of GET /api/meters. */
 export const MetersQuery = Type.Object(
   {
-    meter_id_prefix: Type.Optional(Type.String({ ...MeterIdPattern, description: 'Only meters whose meter_id starts with this' })),
+    meter_id_prefix: Type.Optional(
+      Type.String({ ...MeterIdPattern, description: 'Only meters whose meter_id starts with this' }),
+    ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: METER_LIST_MAX_LIMIT, default: 20 })),
-    starting_after: Type.Optional(Type.String({ ...MeterIdPattern, description: 'A meter_id from the previous page (its `next_cursor`)' })),
+    starting_after: Type.Optional(
+      Type.String({ ...MeterIdPattern, description: 'A meter_id from the previous page (its `next_cursor`)' }),
+    ),
   },
   { additionalProperties: false },
 );
 
 const layoutFields = {
-  whole_wheels: Type.Integer({ minimum: 1, maximum: WHOLE_WHEELS_LIMIT, description: 'Whole-unit (black) wheels, left of the point' }),
-  fractional_wheels: Type.Integer({ minimum: 0, maximum: FRACTIONAL_WHEELS_LIMIT, description: 'Fractional (red) wheels, right of the point' }),
-  unit: Type.Literal('m3', { description: 'What a whole-unit wheel counts: m³, the unit the service reads, judges and bills in' }),
+  whole_wheels: Type.Integer({
+    minimum: 1,
+    maximum: WHOLE_WHEELS_LIMIT,
+    description: 'Whole-unit (black) wheels, left of the point',
+  }),
+  fractional_wheels: Type.Integer({
+    minimum: 0,
+    maximum: FRACTIONAL_WHEELS_LIMIT,
+    description: 'Fractional (red) wheels, right of the point',
+  }),
+  unit: Type.Literal('m3', {
+    description: 'What a whole-unit wheel counts: m³, the unit the service reads, judges and bills in',
+  }),
 };
-const Layout = Type.Object(layoutFields, { $id: 'MeterLayout', description: 'A counter layout: `00037.902` is 5 whole and 3 fractional wheels' });
+const Layout = Type.Object(layoutFields, {
+  $id: 'MeterLayout',
+  description: 'A counter layout: `00037.902` is 5 whole and 3 fractional wheels',
+});
 
 const MeterSettings = Type.Object(
   {
     meter_id: Type.String(),
-    max_flow_m3_per_hour: Type.Union([Type.Number(), Type.Null()], { description: 'The meter’s own; null: the account’s applies' }),
+    max_flow_m3_per_hour: Type.Union([Type.Number(), Type.Null()], {
+      description: 'The meter’s own; null: the account’s applies',
+    }),
     effective_max_flow_m3_per_hour: Type.Number({ description: 'The max flow its plausibility windows use' }),
-    layout: Type.Union([ref(Layout), Type.Null()], { description: 'The layout set for the meter; null: none, its readings show it' }),
+    layout: Type.Union([ref(Layout), Type.Null()], {
+      description: 'The layout set for the meter; null: none, its readings show it',
+    }),
     effective_layout: Type.Union(
       [
         Type.Object({
@@ -195,7 +241,10 @@ const MeterSettings = Type.Object(
         }),
         Type.Null(),
       ],
-      { description: 'The layout its next reading is judged in (a submission’s own `previous_reading` may show another); null: not known' },
+      {
+        description:
+          'The layout its next reading is judged in (a submission’s own `previous_reading` may show another); null: not known',
+      },
     ),
   },
   {
@@ -228,7 +277,9 @@ export const MeterList = {
   querystring: MetersQuery,
   response: {
     200: ref(MeterListPage),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}, or a query parameter (\`limit\`, \`starting_after\`, \`meter_id_prefix\`) malformed or unknown`),
+    422: errorEnvelope(
+      `${AUTHORIZATION_ERROR}, or a query parameter (\`limit\`, \`starting_after\`, \`meter_id_prefix\`) malformed or unknown`,
+    ),
     500: errorEnvelope(SERVER_ERROR),
   },
 };
@@ -238,7 +289,9 @@ export const MeterHistoryQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: HISTORY_MAX_LIMIT, default: 20 })),
     starting_after: Type.Optional(Type.String({ description: 'The `next_cursor` of the previous page' })),
-    cursor: Type.Optional(Type.String({ deprecated: true, description: 'The old name of `starting_after`, still accepted' })),
+    cursor: Type.Optional(
+      Type.String({ deprecated: true, description: 'The old name of `starting_after`, still accepted' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -278,7 +331,11 @@ export const MeterSettingsChange = {
             description: 'In m³/h; null: the account’s default again',
           }),
         ),
-        layout: Type.Optional(Type.Union([ref(Layout), Type.Null()], { description: 'The counter’s wheels; null: the layout its readings show again' })),
+        layout: Type.Optional(
+          Type.Union([ref(Layout), Type.Null()], {
+            description: 'The counter’s wheels; null: the layout its readings show again',
+          }),
+        ),
       },
       { examples: [{ max_flow_m3_per_hour: 6 }, { layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }] },
     ),
@@ -317,7 +374,9 @@ export const ReadingCorrection = {
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope('`reference_id`: the submission is still being read'),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already; or \`reading\` malformed`),
+    422: errorEnvelope(
+      `${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already; or \`reading\` malformed`,
+    ),
     500: errorEnvelope(SERVER_ERROR),
   },
 };
@@ -334,8 +393,12 @@ export const ReadingConfirmation = {
   response: {
     200: ref(MeterResult, { description: 'The submission, with the confirmation as its correction' }),
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
-    409: errorEnvelope('`reference_id`: the submission is still being read, or it failed and has no reading to confirm'),
-    422: errorEnvelope(`${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already`),
+    409: errorEnvelope(
+      '`reference_id`: the submission is still being read, or it failed and has no reading to confirm',
+    ),
+    422: errorEnvelope(
+      `${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already`,
+    ),
     500: errorEnvelope(SERVER_ERROR),
   },
 };
@@ -354,9 +417,12 @@ export const ManualReading = {
     body: Type.Object(
       {
         reading: Type.Union([Type.String(), Type.Number({ minimum: 0 })], {
-          description: 'As the dial shows it, in the meter’s layout (e.g. 5 whole and 3 fractional wheels: "00123.456", or "123.456")',
+          description:
+            'As the dial shows it, in the meter’s layout (e.g. 5 whole and 3 fractional wheels: "00123.456", or "123.456")',
         }),
-        read_at: Type.String({ description: 'When the meter showed it: a date, or a date-time with its offset; not in the future' }),
+        read_at: Type.String({
+          description: 'When the meter showed it: a date, or a date-time with its offset; not in the future',
+        }),
       },
       { examples: [{ reading: '00123.456', read_at: '2026-10-01T08:00:00Z' }] },
     ),

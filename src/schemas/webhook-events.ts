@@ -36,10 +36,14 @@ const SubscriptionChange = Type.Object(
  */
 const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema }> = {
   'webhook.test': {
-    summary: 'Sent by the dashboard’s “send test event” (an example of any other event is marked `"test": true` in its data)',
+    summary:
+      'Sent by the dashboard’s “send test event” (an example of any other event is marked `"test": true` in its data)',
     data: Type.Object({ endpoint_id: Type.Integer() }),
   },
-  'reading.completed': { summary: 'A submission was read', data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }) },
+  'reading.completed': {
+    summary: 'A submission was read',
+    data: Type.Object({ reference_id: ReferenceId, ...ReadingFields }),
+  },
   'reading.failed': {
     summary: 'A submission could not be read',
     data: Type.Object({ reference_id: ReferenceId, error: ref(FailureError), needs_review: NeedsReview }),
@@ -53,24 +57,35 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
     summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`,
     data: ref(UsageMilestone),
   },
-  'usage.limit_reached': { summary: 'The month’s submissions reached the plan’s limit (once a month)', data: ref(UsageMilestone) },
+  'usage.limit_reached': {
+    summary: 'The month’s submissions reached the plan’s limit (once a month)',
+    data: ref(UsageMilestone),
+  },
   'subscription.created': { summary: 'The account got its first subscription', data: ref(SubscriptionChange) },
   'subscription.renewed': { summary: 'The subscription was extended on the same plan', data: ref(SubscriptionChange) },
   'subscription.updated': { summary: 'The subscription changed plan or period', data: ref(SubscriptionChange) },
   'subscription.cancelled': { summary: 'The subscription was cancelled', data: ref(SubscriptionChange) },
-  'subscription.expired': { summary: 'The subscription’s period ended (once per period end)', data: ref(SubscriptionChange) },
+  'subscription.expired': {
+    summary: 'The subscription’s period ended (once per period end)',
+    data: ref(SubscriptionChange),
+  },
   'webhook_endpoint.disabled': {
-    summary: 'Another endpoint of the account was disabled: it answered 410 Gone, or every attempt to it failed for a day',
+    summary:
+      'Another endpoint of the account was disabled: it answered 410 Gone, or every attempt to it failed for a day',
     data: Type.Object({
       endpoint_id: Type.Integer({ description: 'The endpoint that was disabled' }),
       url: Type.String(),
       reason: Type.String({ description: 'Why, as the dashboard shows it' }),
-      failing_since: Type.String({ format: 'date-time', description: 'The first failed attempt of the run that ended in disabling it' }),
+      failing_since: Type.String({
+        format: 'date-time',
+        description: 'The first failed attempt of the run that ended in disabling it',
+      }),
       failed_attempts: Type.Integer({ description: 'Attempts in a row that failed' }),
     }),
   },
   'meter.anomaly': {
-    summary: 'A meter needs a visit: it stopped, ran backwards or uses far more than usual (once per episode, when it starts)',
+    summary:
+      'A meter needs a visit: it stopped, ran backwards or uses far more than usual (once per episode, when it starts)',
     data: Type.Object({ meter_id: Type.String(), ...MeterAnomaly.properties }),
   },
 };
@@ -84,7 +99,10 @@ export const WEBHOOK_PAYLOADS = Object.entries(WEBHOOK_EVENT_DATA).map(([event, 
   event,
   summary,
   operationId: `receive${pascalCase(event)}`,
-  payload: Type.Object({ event: Type.Literal(event), timestamp: Type.String({ format: 'date-time' }), data }, { $id: `${pascalCase(event)}Event` }),
+  payload: Type.Object(
+    { event: Type.Literal(event), timestamp: Type.String({ format: 'date-time' }), data },
+    { $id: `${pascalCase(event)}Event` },
+  ),
 }));
 
 /** `webhook_endpoint.disabled` → `WebhookEndpointDisabled`. */

@@ -57,7 +57,9 @@ function isOwnAddress(address: ipaddr.IPv4 | ipaddr.IPv6): boolean {
 export class PrivateAddressError extends Error {
   constructor(hostname: string, address: string) {
     const target = hostname === address ? address : `${hostname} (${address})`;
-    super(`Refused to connect to ${target}: a loopback, private or otherwise non-public address (WEBHOOK_ALLOW_PRIVATE=1 allows it)`);
+    super(
+      `Refused to connect to ${target}: a loopback, private or otherwise non-public address (WEBHOOK_ALLOW_PRIVATE=1 allows it)`,
+    );
     this.name = 'PrivateAddressError';
   }
 }

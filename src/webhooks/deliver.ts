@@ -10,7 +10,13 @@ import { DomainError, requireId } from '../errors.ts';
 import { observeWebhookAttempt } from '../metrics.ts';
 import { enqueueDelivery } from '../queue.ts';
 import { publicOnlyAgent } from './address-guard.ts';
-import { disableEndpoint, endpointDisabledError, endpointNotFound, lockEndpoint, requireEndpointId } from './endpoints.ts';
+import {
+  disableEndpoint,
+  endpointDisabledError,
+  endpointNotFound,
+  lockEndpoint,
+  requireEndpointId,
+} from './endpoints.ts';
 import { EXAMPLE_EVENT_DATA, TEST_EVENT_KINDS, type DeliveryEvent, type WebhookEvent } from './events.ts';
 import { webhookHeaders } from './signature.ts';
 
@@ -19,7 +25,19 @@ import { webhookHeaders } from './signature.ts';
  * attempt that follows the last step (the 12th, about 70.7 hours after the first), a delivery
  * that never got a 2xx answer fails. A longer Retry-After replaces a step, up to the longest step.
  */
-export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [5, 30, 2 * 60, 10 * 60, 30 * 60, 60 * 60, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 24 * 3600];
+export const WEBHOOK_RETRY_DELAYS_SECONDS: readonly number[] = [
+  5,
+  30,
+  2 * 60,
+  10 * 60,
+  30 * 60,
+  60 * 60,
+  3 * 3600,
+  6 * 3600,
+  12 * 3600,
+  24 * 3600,
+  24 * 3600,
+];
 const LONGEST_DELAY_SECONDS = Math.max(...WEBHOOK_RETRY_DELAYS_SECONDS);
 
 /**
@@ -76,7 +94,8 @@ export async function queueEvent(
     .returning(['id', 'endpoint_id'])
     .$narrowType<{ endpoint_id: string }>()
     .execute();
-  for (const { id, endpoint_id } of deliveries) await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id, endpointId: endpoint_id });
+  for (const { id, endpoint_id } of deliveries)
+    await enqueueDelivery(boss, bossAdapter(tx), { deliveryId: id, endpointId: endpoint_id });
   return deliveries.map(({ id }) => id);
 }
 
@@ -91,7 +110,11 @@ export async function queueAccountEvent(
 ): Promise<void> {
   const { accountId, type } = event;
   await queueEvent(tx, boss, { type, data: event.data, meterId: event.meterId ?? null }, (eb) =>
-    eb.and([eb('account_id', '=', accountId), eb('enabled', '=', true), eb(eb.val<string>(type), '=', eb.fn.any('events'))]),
+    eb.and([
+      eb('account_id', '=', accountId),
+      eb('enabled', '=', true),
+      eb(eb.val<string>(type), '=', eb.fn.any('events')),
+    ]),
   );
 }
 
@@ -113,11 +136,24 @@ interface AttemptResult {
  * then record the attempt and what comes next (done, retry at a time, or failed) in one
  * transaction. Throws only when that cannot be recorded, so pg-boss retries the job.
  */
-export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Config }, deliveryId: string): Promise<void> {
+export async function deliverWebhook(
+  deps: { db: Db; boss: PgBoss; config: Config },
+  deliveryId: string,
+): Promise<void> {
   const delivery = await deps.db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select(['d.id', 'd.event_id', 'd.status', 'd.attempt_count', 'e.id as endpoint_id', 'e.url', 'e.secret', 'e.enabled', 'e.disabled_reason'])
+    .select([
+      'd.id',
+      'd.event_id',
+      'd.status',
+      'd.attempt_count',
+      'e.id as endpoint_id',
+      'e.url',
+      'e.secret',
+      'e.enabled',
+      'e.disabled_reason',
+    ])
     // The json column's exact text: pg would parse it, and the signature is over these bytes.
     .select(sql<string>`d.payload::text`.as('payload'))
     .where('d.id', '=', deliveryId)
@@ -173,7 +209,12 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
       .execute();
     const disabled = await recordOnEndpoint(tx, deps.boss, delivery.endpoint_id, startedAt, result, next.gone === true);
     if (next.retryAt && !disabled) {
-      await enqueueDelivery(deps.boss, bossAdapter(tx), { deliveryId: delivery.id, endpointId: delivery.endpoint_id }, next.retryAt);
+      await enqueueDelivery(
+        deps.boss,
+        bossAdapter(tx),
+        { deliveryId: delivery.id, endpointId: delivery.endpoint_id },
+        next.retryAt,
+      );
     }
   });
 }
@@ -183,7 +224,14 @@ export async function deliverWebhook(deps: { db: Db; boss: PgBoss; config: Confi
  * endpoint after 410 Gone or a long enough run, telling the account's other endpoints. Returns
  * whether it disabled the endpoint.
  */
-async function recordOnEndpoint(tx: Tx, boss: PgBoss, endpointId: string, startedAt: Date, result: AttemptResult, gone: boolean): Promise<boolean> {
+async function recordOnEndpoint(
+  tx: Tx,
+  boss: PgBoss,
+  endpointId: string,
+  startedAt: Date,
+  result: AttemptResult,
+  gone: boolean,
+): Promise<boolean> {
   if (result.error === null) {
     await tx
       .updateTable('webhook_endpoints')
@@ -227,10 +275,19 @@ async function recordOnEndpoint(tx: Tx, boss: PgBoss, endpointId: string, starte
   return true;
 }
 
-async function post(delivery: { event_id: string; url: string; secret: string; payload: string }, startedAt: Date, config: Config): Promise<AttemptResult> {
+async function post(
+  delivery: { event_id: string; url: string; secret: string; payload: string },
+  startedAt: Date,
+  config: Config,
+): Promise<AttemptResult> {
   const started = performance.now();
   const timing = () => ({ durationMs: Math.round(performance.now() - started) });
-  const headers = webhookHeaders(delivery.secret, delivery.event_id, Math.floor(startedAt.getTime() / 1000), delivery.payload);
+  const headers = webhookHeaders(
+    delivery.secret,
+    delivery.event_id,
+    Math.floor(startedAt.getTime() / 1000),
+    delivery.payload,
+  );
   const signal = AbortSignal.timeout(config.webhookTimeoutMs);
   try {
     const response = await request(delivery.url, {
@@ -244,7 +301,9 @@ async function post(delivery: { event_id: string; url: string; secret: string; p
     const ok = response.statusCode >= 200 && response.statusCode < 300;
     return {
       statusCode: response.statusCode,
-      error: ok ? null : `The receiver answered HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim(),
+      error: ok
+        ? null
+        : `The receiver answered HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim(),
       responseBodyStart,
       retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
       ...timing(),
@@ -320,7 +379,8 @@ export async function redeliver(db: Db, boss: PgBoss, accountId: string, deliver
       .forUpdate('d')
       .executeTakeFirst();
     if (!delivery) throw notFound();
-    if (delivery.status === 'pending') throw new DomainError('invalid', 'delivery id', 'This delivery is already scheduled');
+    if (delivery.status === 'pending')
+      throw new DomainError('invalid', 'delivery id', 'This delivery is already scheduled');
     assertEnabled(delivery.enabled);
     await countManualSend(tx, accountId, delivery.endpoint_id);
     await tx
@@ -377,19 +437,33 @@ export async function sendTestEvent(
  */
 async function countManualSend(tx: Tx, accountId: string, endpointId: string): Promise<void> {
   await lockEndpoint(tx, endpointId);
-  await tx.deleteFrom('webhook_manual_sends').where('account_id', '=', accountId).where('sent_at', '<=', sql<Date>`now() - interval '1 minute'`).execute();
+  await tx
+    .deleteFrom('webhook_manual_sends')
+    .where('account_id', '=', accountId)
+    .where('sent_at', '<=', sql<Date>`now() - interval '1 minute'`)
+    .execute();
   const endpoint = await manualSendWindow(tx, 'endpoint_id', endpointId);
   if (endpoint.count >= MANUAL_SENDS_PER_MINUTE)
-    throw tooManyManualSends(`${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint`, endpoint);
+    throw tooManyManualSends(
+      `${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint`,
+      endpoint,
+    );
   const account = await manualSendWindow(tx, 'account_id', accountId);
   if (account.count >= MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE) {
-    throw tooManyManualSends(`${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} test events and redeliveries a minute go to the endpoints of one account`, account);
+    throw tooManyManualSends(
+      `${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} test events and redeliveries a minute go to the endpoints of one account`,
+      account,
+    );
   }
   await tx.insertInto('webhook_manual_sends').values({ account_id: accountId, endpoint_id: endpointId }).execute();
 }
 
 /** The sends of the last minute to one endpoint or one account, and the seconds until the oldest leaves the window. */
-async function manualSendWindow(tx: Tx, column: 'endpoint_id' | 'account_id', id: string): Promise<{ count: number; retryAfterSeconds: number }> {
+async function manualSendWindow(
+  tx: Tx,
+  column: 'endpoint_id' | 'account_id',
+  id: string,
+): Promise<{ count: number; retryAfterSeconds: number }> {
   const window = await tx
     .selectFrom('webhook_manual_sends')
     .select((eb) => [

@@ -44,7 +44,11 @@ async function assertEndpointSlot(tx: Tx, accountId: string, limit: number): Pro
     .where('account_id', '=', accountId)
     .executeTakeFirstOrThrow();
   if (Number(count) >= limit) {
-    throw new DomainError('conflict', 'endpoints', `This account already has ${count} webhook endpoints, the most it may have (${limit})`);
+    throw new DomainError(
+      'conflict',
+      'endpoints',
+      `This account already has ${count} webhook endpoints, the most it may have (${limit})`,
+    );
   }
 }
 
@@ -63,7 +67,11 @@ async function assertUrlUnused(tx: Tx, accountId: string, url: string, exceptEnd
     .execute();
   const same = others.find((other) => sameReceiver(other.url, url));
   if (same) {
-    throw new DomainError('conflict', 'url', `Endpoint ${same.id} already has this URL (${same.url}): change its events instead of adding it twice`);
+    throw new DomainError(
+      'conflict',
+      'url',
+      `Endpoint ${same.id} already has this URL (${same.url}): change its events instead of adding it twice`,
+    );
   }
 }
 
@@ -95,7 +103,12 @@ export async function updateWebhookEndpoint(
 ): Promise<void> {
   const id = requireEndpointId(input.id);
   // Someone else's endpoint is not found, whatever the form holds.
-  const owned = await db.selectFrom('webhook_endpoints').select('id').where('id', '=', id).where('account_id', '=', input.accountId).executeTakeFirst();
+  const owned = await db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('id', '=', id)
+    .where('account_id', '=', input.accountId)
+    .executeTakeFirst();
   if (!owned) throw endpointNotFound();
   const url = await validateUrl(input.url, config);
   const events = validateEvents(input.events);
@@ -124,7 +137,11 @@ export async function updateWebhookEndpoint(
  * FOR UPDATE, so events being queued for the endpoint are waited for (and ended here) and events
  * queued after skip it.
  */
-export async function deleteWebhookEndpoint(db: Db, accountId: string | undefined, endpointId: string): Promise<{ url: string; endedDeliveries: number }> {
+export async function deleteWebhookEndpoint(
+  db: Db,
+  accountId: string | undefined,
+  endpointId: string,
+): Promise<{ url: string; endedDeliveries: number }> {
   return db.transaction().execute(async (tx) => {
     const endpoint = await tx
       .selectFrom('webhook_endpoints')
@@ -136,11 +153,19 @@ export async function deleteWebhookEndpoint(db: Db, accountId: string | undefine
     if (!endpoint) throw endpointNotFound();
     const ended = await tx
       .updateTable('webhook_deliveries')
-      .set({ status: 'failed', next_attempt_at: null, last_error: endpointDeletedError(accountId === undefined ? 'by the operator' : 'by the account') })
+      .set({
+        status: 'failed',
+        next_attempt_at: null,
+        last_error: endpointDeletedError(accountId === undefined ? 'by the operator' : 'by the account'),
+      })
       .where('endpoint_id', '=', endpoint.id)
       .where('status', '=', 'pending')
       .executeTakeFirst();
-    await tx.updateTable('webhook_deliveries').set({ endpoint_id: null, deleted_endpoint_url: endpoint.url }).where('endpoint_id', '=', endpoint.id).execute();
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ endpoint_id: null, deleted_endpoint_url: endpoint.url })
+      .where('endpoint_id', '=', endpoint.id)
+      .execute();
     await tx.deleteFrom('webhook_endpoints').where('id', '=', endpoint.id).execute();
     return { url: endpoint.url, endedDeliveries: Number(ended.numUpdatedRows) };
   });
@@ -148,7 +173,10 @@ export async function deleteWebhookEndpoint(db: Db, accountId: string | undefine
 
 const endpointDeletedError = (by: string): string => `Endpoint deleted ${by} before this delivery succeeded`;
 
-export type WebhookEndpointSummary = Omit<WebhookEndpoint, 'secret' | 'account_id' | 'failing_since' | 'consecutive_failures'>;
+export type WebhookEndpointSummary = Omit<
+  WebhookEndpoint,
+  'secret' | 'account_id' | 'failing_since' | 'consecutive_failures'
+>;
 
 export async function listWebhookEndpoints(db: Db, accountId: string): Promise<WebhookEndpointSummary[]> {
   return db
@@ -163,7 +191,12 @@ export async function listWebhookEndpoints(db: Db, accountId: string): Promise<W
  * The account's switch (dashboard), or the operator's (CLI: no account). Enabling starts a new
  * run of failures from nothing; disabling ends the endpoint's pending deliveries at once.
  */
-export async function setWebhookEndpointEnabled(db: Db, accountId: string | undefined, id: string, enabled: boolean): Promise<void> {
+export async function setWebhookEndpointEnabled(
+  db: Db,
+  accountId: string | undefined,
+  id: string,
+  enabled: boolean,
+): Promise<void> {
   await db.transaction().execute(async (tx) => {
     const endpoint = await tx
       .selectFrom('webhook_endpoints')
@@ -173,7 +206,12 @@ export async function setWebhookEndpointEnabled(db: Db, accountId: string | unde
       .forNoKeyUpdate()
       .executeTakeFirst();
     if (!endpoint) throw endpointNotFound();
-    if (!enabled) return disableEndpoint(tx, endpoint.id, accountId === undefined ? 'Disabled by the operator' : 'Disabled by the account');
+    if (!enabled)
+      return disableEndpoint(
+        tx,
+        endpoint.id,
+        accountId === undefined ? 'Disabled by the operator' : 'Disabled by the account',
+      );
     await tx
       .updateTable('webhook_endpoints')
       .set({ enabled: true, disabled_reason: null, failing_since: null, consecutive_failures: 0 })
@@ -187,7 +225,11 @@ export async function setWebhookEndpointEnabled(db: Db, accountId: string | unde
  * last error, instead of waiting out their retries.
  */
 export async function disableEndpoint(tx: Tx, endpointId: string, reason: string): Promise<void> {
-  await tx.updateTable('webhook_endpoints').set({ enabled: false, disabled_reason: reason }).where('id', '=', endpointId).execute();
+  await tx
+    .updateTable('webhook_endpoints')
+    .set({ enabled: false, disabled_reason: reason })
+    .where('id', '=', endpointId)
+    .execute();
   await tx
     .updateTable('webhook_deliveries')
     .set({ status: 'failed', next_attempt_at: null, last_error: endpointDisabledError(reason) })
@@ -204,7 +246,8 @@ export async function lockEndpoint(tx: Tx, endpointId: string): Promise<void> {
   await tx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).forNoKeyUpdate().execute();
 }
 
-export const endpointDisabledError = (reason: string | null): string => `Endpoint disabled: ${reason ?? 'no reason given'}`;
+export const endpointDisabledError = (reason: string | null): string =>
+  `Endpoint disabled: ${reason ?? 'no reason given'}`;
 
 /** The old secret stops working at once; deliveries still pending are signed with the new one. */
 export async function rotateWebhookSecret(db: Db, accountId: string, id: string): Promise<{ secret: string }> {
@@ -229,7 +272,8 @@ export function endpointNotFound(): DomainError {
 }
 
 async function validateUrl(raw: string, config: Config): Promise<string> {
-  if (raw.length > MAX_URL_LENGTH) throw new DomainError('invalid', 'url', `The URL is longer than ${MAX_URL_LENGTH} characters`);
+  if (raw.length > MAX_URL_LENGTH)
+    throw new DomainError('invalid', 'url', `The URL is longer than ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
     url = new URL(raw);
@@ -256,7 +300,11 @@ function validateEvents(events: readonly string[]): WebhookEvent[] {
   if (events.length === 0) throw new DomainError('invalid', 'events', 'Choose at least one event');
   const unknown = events.filter((event) => !isWebhookEvent(event));
   if (unknown.length) {
-    throw new DomainError('invalid', 'events', `Unknown events: ${unknown.join(', ')}; known events are ${WEBHOOK_EVENTS.join(', ')}`);
+    throw new DomainError(
+      'invalid',
+      'events',
+      `Unknown events: ${unknown.join(', ')}; known events are ${WEBHOOK_EVENTS.join(', ')}`,
+    );
   }
   return [...new Set(events.filter(isWebhookEvent))];
 }

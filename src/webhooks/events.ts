@@ -72,7 +72,12 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     reading_id: 42,
     meter_id: 'SN-4711',
     needs_review: false,
-    correction: { reading: '02390.716', value: 2390.716, corrected_by: 'billing@example.com', corrected_at: '2026-11-23T08:02:11.000Z' },
+    correction: {
+      reading: '02390.716',
+      value: 2390.716,
+      corrected_by: 'billing@example.com',
+      corrected_at: '2026-11-23T08:02:11.000Z',
+    },
   },
   'usage.threshold_reached': { month: '2026-11', count: 800, limit: 1000, plan: 'starter' },
   'usage.limit_reached': { month: '2026-11', count: 1000, limit: 1000, plan: 'starter' },
@@ -84,7 +89,8 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
   'webhook_endpoint.disabled': {
     endpoint_id: 7,
     url: 'https://example.com/meterlens',
-    reason: 'Every attempt since 2026-11-21T08:00:00.000Z failed (31 attempts, over 24 hours); the last: The receiver answered HTTP 503 Service Unavailable',
+    reason:
+      'Every attempt since 2026-11-21T08:00:00.000Z failed (31 attempts, over 24 hours); the last: The receiver answered HTTP 503 Service Unavailable',
     failing_since: '2026-11-21T08:00:00.000Z',
     failed_attempts: 31,
   },

@@ -14,7 +14,12 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
   return `v1,${mac}`;
 }
 
-export function webhookHeaders(secret: string, id: string, timestampSeconds: number, body: string): Record<string, string> {
+export function webhookHeaders(
+  secret: string,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Record<string, string> {
   return {
     'content-type': 'application/json',
     'webhook-id': id,

@@ -16,7 +16,13 @@ const photo = await renderMeterPhoto();
 async function addEndpoint(accountId: string, events: readonly WebhookEvent[] = WEBHOOK_EVENTS) {
   await db
     .insertInto('webhook_endpoints')
-    .values({ account_id: accountId, url: 'http://127.0.0.1:9/hook', secret: newWebhookSecret(), events: [...events], disabled_reason: null })
+    .values({
+      account_id: accountId,
+      url: 'http://127.0.0.1:9/hook',
+      secret: newWebhookSecret(),
+      events: [...events],
+      disabled_reason: null,
+    })
     .execute();
 }
 
@@ -50,12 +56,21 @@ t.test('usage events: exactly one of each under 20 concurrent submissions crossi
   const customer = await createCustomer(db, { monthlyLimit: 25 });
   await addEndpoint(customer.accountId);
   // 10 already counted: the 20 cross 80% (20) and reach the limit (25); 5 are refused.
-  await db.insertInto('api_usage').values({ account_id: customer.accountId, month: usageMonth(), request_count: 10 }).execute();
+  await db
+    .insertInto('api_usage')
+    .values({ account_id: customer.accountId, month: usageMonth(), request_count: 10 })
+    .execute();
   const statuses = await submitConcurrently(service, customer.key, 20);
   t.equal(statuses.filter((status) => status === 202).length, 15);
   t.equal(statuses.filter((status) => status === 422).length, 5);
   const events = await eventsOf(customer.accountId, 'usage.');
-  const planCode = (await db.selectFrom('subscriptions').select('plan_code').where('account_id', '=', customer.accountId).executeTakeFirstOrThrow()).plan_code;
+  const planCode = (
+    await db
+      .selectFrom('subscriptions')
+      .select('plan_code')
+      .where('account_id', '=', customer.accountId)
+      .executeTakeFirstOrThrow()
+  ).plan_code;
   const month = usageMonth().slice(0, 7);
   t.same(events, [
     { type: 'usage.threshold_reached', data: { month, count: 20, limit: 25, plan: planCode } },
@@ -79,7 +94,10 @@ t.test('usage events go only to endpoints that chose them, once a month even if 
 
   // A bigger plan mid-month: the threshold of this month was announced already.
   await createPlan(db, { code: `bigger_${customer.accountId}`, name: 'Bigger', monthlyRequestLimit: 6 });
-  await changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode: `bigger_${customer.accountId}`, months: 1 });
+  await changeSubscription(
+    { db, boss },
+    { action: 'set', accountId: customer.accountId, planCode: `bigger_${customer.accountId}`, months: 1 },
+  );
   t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
   t.same(
     (await eventsOf(customer.accountId, 'usage.')).map((event) => event.type),
@@ -87,28 +105,37 @@ t.test('usage events go only to endpoints that chose them, once a month even if 
   );
 });
 
-t.test('subscription events: created, renewed, updated, cancelled, each in the transaction of the change', async (t) => {
-  const customer = await createCustomer(db, { subscription: 'none' });
-  await addEndpoint(customer.accountId);
-  const change = (planCode: string, months: number) => changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode, months });
-  await change('starter', 1);
-  await change('starter', 12);
-  await change('pro', 12);
-  await changeSubscription({ db, boss }, { action: 'cancel', accountId: customer.accountId });
-  await changeSubscription({ db, boss }, { action: 'cancel', accountId: customer.accountId });
-  const events = await eventsOf(customer.accountId, 'subscription.');
-  t.same(
-    events.map((event) => event.type),
-    ['subscription.created', 'subscription.renewed', 'subscription.updated', 'subscription.cancelled'],
-    'cancelling a cancelled subscription announces nothing',
-  );
-  t.match(events[0].data, { account_id: Number(customer.accountId), plan: 'starter', status: 'active', previous: null });
-  t.match(events[2].data, { plan: 'pro', previous: { plan: 'starter', status: 'active' } });
-  t.match(events[3].data, { plan: 'pro', status: 'cancelled', previous: { plan: 'pro', status: 'active' } });
+t.test(
+  'subscription events: created, renewed, updated, cancelled, each in the transaction of the change',
+  async (t) => {
+    const customer = await createCustomer(db, { subscription: 'none' });
+    await addEndpoint(customer.accountId);
+    const change = (planCode: string, months: number) =>
+      changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode, months });
+    await change('starter', 1);
+    await change('starter', 12);
+    await change('pro', 12);
+    await changeSubscription({ db, boss }, { action: 'cancel', accountId: customer.accountId });
+    await changeSubscription({ db, boss }, { action: 'cancel', accountId: customer.accountId });
+    const events = await eventsOf(customer.accountId, 'subscription.');
+    t.same(
+      events.map((event) => event.type),
+      ['subscription.created', 'subscription.renewed', 'subscription.updated', 'subscription.cancelled'],
+      'cancelling a cancelled subscription announces nothing',
+    );
+    t.match(events[0].data, {
+      account_id: Number(customer.accountId),
+      plan: 'starter',
+      status: 'active',
+      previous: null,
+    });
+    t.match(events[2].data, { plan: 'pro', previous: { plan: 'starter', status: 'active' } });
+    t.match(events[3].data, { plan: 'pro', status: 'cancelled', previous: { plan: 'pro', status: 'active' } });
 
-  await t.rejects(change('no-such-plan', 1));
-  t.equal((await eventsOf(customer.accountId, 'subscription.')).length, 4, 'a refused change announces nothing');
-});
+    await t.rejects(change('no-such-plan', 1));
+    t.equal((await eventsOf(customer.accountId, 'subscription.')).length, 4, 'a refused change announces nothing');
+  },
+);
 
 t.test('subscription.expired: found by the scheduled job once per period end', async (t) => {
   const customer = await createCustomer(db);
@@ -121,7 +148,10 @@ t.test('subscription.expired: found by the scheduled job once per period end', a
   t.match(expired[0].data, { status: 'expired' });
 
   // Renewed, then expired again: a new period end, a new announcement.
-  await changeSubscription({ db, boss }, { action: 'set', accountId: customer.accountId, planCode: 'starter', months: 1 });
+  await changeSubscription(
+    { db, boss },
+    { action: 'set', accountId: customer.accountId, planCode: 'starter', months: 1 },
+  );
   await endPeriod(customer.accountId);
   await announceExpiredSubscriptions({ db, boss });
   t.equal((await eventsOf(customer.accountId, 'subscription.expired')).length, 2);

@@ -1,7 +1,14 @@
 import t from 'tap';
 import { createAccount } from '../../src/accounts/accounts.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../src/accounts/api-key-format.ts';
-import { API_KEYS_PER_ACCOUNT, createApiKey, deleteApiKey, listApiKeys, PROJECT_NAME_MAX_LENGTH, setApiKeyStatus } from '../../src/accounts/api-keys.ts';
+import {
+  API_KEYS_PER_ACCOUNT,
+  createApiKey,
+  deleteApiKey,
+  listApiKeys,
+  PROJECT_NAME_MAX_LENGTH,
+  setApiKeyStatus,
+} from '../../src/accounts/api-keys.ts';
 import { createPlan, listPlans } from '../../src/accounts/plans.ts';
 import { cancelSubscription, getSubscription, setSubscription } from '../../src/accounts/subscriptions.ts';
 import { createDatabase } from '../../src/db/database.ts';
@@ -50,7 +57,11 @@ t.test('plans', async (t) => {
 
 t.test('an account created with a plan has an active one-month subscription', async (t) => {
   const account = await createAccount(db, { name: 'Acme', planCode: 'starter' });
-  t.match(account, { id: /^\d+$/, name: 'Acme', subscription: { planCode: 'starter', status: 'active', state: 'active' } });
+  t.match(account, {
+    id: /^\d+$/,
+    name: 'Acme',
+    subscription: { planCode: 'starter', status: 'active', state: 'active' },
+  });
   const subscription = await getSubscription(db, account.id);
   t.same(subscription, account.subscription);
   const days = (subscription!.periodEnd.getTime() - subscription!.periodStart.getTime()) / DAY_MS;
@@ -90,7 +101,11 @@ t.test('setSubscription and cancelSubscription', async (t) => {
   t.equal(dated.periodEnd.getTime(), until.getTime());
   t.ok(Math.abs(dated.periodStart.getTime() - Date.now()) < 60_000, 'a future period starts now');
 
-  const expired = await setSubscription(db, { accountId: id, planCode: 'trial', until: new Date('2020-01-01T00:00:00Z') });
+  const expired = await setSubscription(db, {
+    accountId: id,
+    planCode: 'trial',
+    until: new Date('2020-01-01T00:00:00Z'),
+  });
   t.match(expired, { status: 'active', state: 'expired' });
   t.ok(expired.periodStart < expired.periodEnd, 'a past period still starts before it ends');
   await t.rejects(planSeenByApi(id), { message: /expired/ }, 'the API refuses it');
@@ -119,8 +134,16 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
 
   const row = await db.selectFrom('api_keys').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
   t.equal(row.key_sha256, hashApiKey(created.key));
-  t.notOk(JSON.stringify(row).includes(created.key.slice('meterlens_live_'.length)), 'the key itself is stored nowhere');
-  t.match(await authenticate(db, `Bearer ${created.key}`), { keyId: created.id, accountId, subscription: { planCode: 'trial' }, monthlyUsage: 0 });
+  t.notOk(
+    JSON.stringify(row).includes(created.key.slice('meterlens_live_'.length)),
+    'the key itself is stored nowhere',
+  );
+  t.match(await authenticate(db, `Bearer ${created.key}`), {
+    keyId: created.id,
+    accountId,
+    subscription: { planCode: 'trial' },
+    monthlyUsage: 0,
+  });
 
   const listed = await listApiKeys(db, accountId);
   t.same(listed, [
@@ -137,13 +160,25 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
   ]);
 
   const inactive = await createApiKey(db, { accountId, projectName: 'Later', status: 'inactive' });
-  await t.rejects(authenticate(db, `Bearer ${inactive.key}`), { message: 'Invalid or inactive API key' }, 'an inactive key does not authenticate');
+  await t.rejects(
+    authenticate(db, `Bearer ${inactive.key}`),
+    { message: 'Invalid or inactive API key' },
+    'an inactive key does not authenticate',
+  );
   t.match(await setApiKeyStatus(db, accountId, inactive.id, 'active'), { id: inactive.id, status: 'active' });
   await authenticate(db, `Bearer ${inactive.key}`);
-  t.match(await setApiKeyStatus(db, undefined, inactive.id, 'inactive'), { status: 'inactive' }, 'the operator needs no account');
+  t.match(
+    await setApiKeyStatus(db, undefined, inactive.id, 'inactive'),
+    { status: 'inactive' },
+    'the operator needs no account',
+  );
 
   const other = await createAccount(db, { name: 'Other' });
-  await t.rejects(setApiKeyStatus(db, other.id, created.id, 'inactive'), notFound, "another account's key is not found");
+  await t.rejects(
+    setApiKeyStatus(db, other.id, created.id, 'inactive'),
+    notFound,
+    "another account's key is not found",
+  );
   await t.rejects(deleteApiKey(db, other.id, created.id), notFound);
   await t.rejects(setApiKeyStatus(db, accountId, created.id, 'paused' as 'active'), invalid);
 
@@ -153,7 +188,11 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
     [inactive.id],
     'deleted keys are not listed',
   );
-  await t.rejects(authenticate(db, `Bearer ${created.key}`), { message: 'Invalid or inactive API key' }, 'a deleted key does not authenticate');
+  await t.rejects(
+    authenticate(db, `Bearer ${created.key}`),
+    { message: 'Invalid or inactive API key' },
+    'a deleted key does not authenticate',
+  );
   await t.rejects(deleteApiKey(db, undefined, created.id), notFound, 'a key is deleted once');
   await t.rejects(setApiKeyStatus(db, undefined, created.id, 'active'), notFound, 'a deleted key cannot be revived');
 
@@ -161,33 +200,40 @@ t.test('API keys are stored as hashes and shown by prefix and suffix', async (t)
   await t.rejects(createApiKey(db, { accountId, projectName: '' }), invalid);
 });
 
-t.test('an account has at most API_KEYS_PER_ACCOUNT keys, exactly under a parallel burst; project names are bounded', async (t) => {
-  const { id: accountId } = await createAccount(db, { name: 'Many keys' });
-  // A pool of its own, so that the creations really run side by side.
-  const burstDb = createDatabase(database.url, 10);
-  t.teardown(() => burstDb.destroy());
-  const burst = await Promise.allSettled(
-    Array.from({ length: API_KEYS_PER_ACCOUNT + 5 }, (_, i) =>
-      createApiKey(burstDb, { accountId, projectName: `site ${i}`, status: i % 2 ? 'inactive' : 'active' }),
-    ),
-  );
-  const created = burst.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
-  t.equal(created.length, API_KEYS_PER_ACCOUNT, 'inactive keys count too: they can be enabled again');
-  for (const result of burst.filter((result) => result.status === 'rejected')) t.match(result.reason, keysFull);
-  t.equal((await listApiKeys(db, accountId)).length, API_KEYS_PER_ACCOUNT);
+t.test(
+  'an account has at most API_KEYS_PER_ACCOUNT keys, exactly under a parallel burst; project names are bounded',
+  async (t) => {
+    const { id: accountId } = await createAccount(db, { name: 'Many keys' });
+    // A pool of its own, so that the creations really run side by side.
+    const burstDb = createDatabase(database.url, 10);
+    t.teardown(() => burstDb.destroy());
+    const burst = await Promise.allSettled(
+      Array.from({ length: API_KEYS_PER_ACCOUNT + 5 }, (_, i) =>
+        createApiKey(burstDb, { accountId, projectName: `site ${i}`, status: i % 2 ? 'inactive' : 'active' }),
+      ),
+    );
+    const created = burst.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    t.equal(created.length, API_KEYS_PER_ACCOUNT, 'inactive keys count too: they can be enabled again');
+    for (const result of burst.filter((result) => result.status === 'rejected')) t.match(result.reason, keysFull);
+    t.equal((await listApiKeys(db, accountId)).length, API_KEYS_PER_ACCOUNT);
 
-  await t.rejects(createApiKey(db, { accountId, projectName: 'one more' }), keysFull);
-  await deleteApiKey(db, accountId, created[0]!.id);
-  await createApiKey(db, { accountId, projectName: 'replacement' });
-  await t.rejects(createApiKey(db, { accountId, projectName: 'one more' }), keysFull, 'a deleted key frees its place, once');
-  const { id: other } = await createAccount(db, { name: 'Other keys' });
-  await createApiKey(db, { accountId: other, projectName: 'own bound' });
+    await t.rejects(createApiKey(db, { accountId, projectName: 'one more' }), keysFull);
+    await deleteApiKey(db, accountId, created[0]!.id);
+    await createApiKey(db, { accountId, projectName: 'replacement' });
+    await t.rejects(
+      createApiKey(db, { accountId, projectName: 'one more' }),
+      keysFull,
+      'a deleted key frees its place, once',
+    );
+    const { id: other } = await createAccount(db, { name: 'Other keys' });
+    await createApiKey(db, { accountId: other, projectName: 'own bound' });
 
-  const longest = 'p'.repeat(PROJECT_NAME_MAX_LENGTH);
-  t.match(await createApiKey(db, { accountId: other, projectName: ` ${longest} ` }), { id: String });
-  await t.rejects(createApiKey(db, { accountId: other, projectName: `${longest}p` }), {
-    ...invalid,
-    field: 'project name',
-    message: `project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`,
-  });
-});
+    const longest = 'p'.repeat(PROJECT_NAME_MAX_LENGTH);
+    t.match(await createApiKey(db, { accountId: other, projectName: ` ${longest} ` }), { id: String });
+    await t.rejects(createApiKey(db, { accountId: other, projectName: `${longest}p` }), {
+      ...invalid,
+      field: 'project name',
+      message: `project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`,
+    });
+  },
+);

@@ -14,7 +14,10 @@ import { createCustomer, startTestService, submitPhoto, type TestService } from 
 const root = path.join(import.meta.dirname, '..', '..');
 
 /** bin/meterlens.js with --json against the service's database: exit code and the parsed output. */
-async function meterlens(service: TestService, args: string[]): Promise<{ code: unknown; result: any; stderr: string }> {
+async function meterlens(
+  service: TestService,
+  args: string[],
+): Promise<{ code: unknown; result: any; stderr: string }> {
   const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args, '--json'], {
     env: { ...process.env, DATABASE_URL: service.databaseUrl },
     cwd: root,
@@ -34,7 +37,8 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   const photo = await renderMeterPhoto();
   const customer = await createCustomer(service.db);
   const other = await createCustomer(service.db);
-  const submit = async (key: string) => (await submitPhoto(service, { key, image: photo, sync: true })).body.reference_id as string;
+  const submit = async (key: string) =>
+    (await submitPhoto(service, { key, image: photo, sync: true })).body.reference_id as string;
 
   const corrected = await submit(customer.key);
   const confirmed = await submit(customer.key);
@@ -45,7 +49,10 @@ t.test('dataset export: corrected and confirmed photos, read back by the eval lo
   await correctReading(service, customer.accountId, corrected, '02390.900', by); // the newest correction counts
   await correctReading(service, customer.accountId, confirmed, '02390.276', by);
   const beforeOthers = new Date();
-  await correctReading(service, other.accountId, othersCorrected, '00001.000', { apiKeyId: other.keyId, label: 'test' });
+  await correctReading(service, other.accountId, othersCorrected, '00001.000', {
+    apiKeyId: other.keyId,
+    label: 'test',
+  });
 
   const dir = path.join(scratch, 'all');
   const exported = await exportDataset(service, dir, { accountId: customer.accountId });
@@ -92,9 +99,17 @@ t.test("meters max-flow: the account default and one meter's, used by the window
     form.append('previous_reading', '100');
     form.append('previous_read_at', new Date(Date.now() - 10 * 3_600_000).toISOString());
     form.append('image', new Blob([photo]), 'meter.jpg');
-    const response = await fetch(`${service.url}/api/meter-reading`, { method: 'POST', headers: { authorization: `Bearer ${customer.key}` }, body: form });
+    const response = await fetch(`${service.url}/api/meter-reading`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${customer.key}` },
+      body: form,
+    });
     const { reference_id } = (await response.json()) as { reference_id: string };
-    const meter = await service.db.selectFrom('meters').select('id').where('reference_id', '=', reference_id).executeTakeFirstOrThrow();
+    const meter = await service.db
+      .selectFrom('meters')
+      .select('id')
+      .where('reference_id', '=', reference_id)
+      .executeTakeFirstOrThrow();
     return (await readContext(service.db, meter.id)).window!;
   };
   t.ok(Math.abs((await submitWith('A')).max - 125) < 0.01, 'default: 2.5 m³/h over 10 hours');
@@ -103,18 +118,48 @@ t.test("meters max-flow: the account default and one meter's, used by the window
     code: 0,
     result: { maxFlowM3PerHour: 1 },
   });
-  t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--meter', 'B', '--m3-per-hour', '10']), {
-    code: 0,
-    result: { meter: 'B', maxFlowM3PerHour: 10, effectiveMaxFlowM3PerHour: 10 },
-  });
+  t.match(
+    await meterlens(service, [
+      'meters',
+      'max-flow',
+      '--account',
+      customer.accountId,
+      '--meter',
+      'B',
+      '--m3-per-hour',
+      '10',
+    ]),
+    {
+      code: 0,
+      result: { meter: 'B', maxFlowM3PerHour: 10, effectiveMaxFlowM3PerHour: 10 },
+    },
+  );
   t.ok(Math.abs((await submitWith('A')).max - 110) < 0.01, 'the account default');
   t.ok(Math.abs((await submitWith('B')).max - 200) < 0.01, "the meter's own");
-  t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--meter', 'B', '--m3-per-hour', 'account']), {
-    code: 0,
-    result: { maxFlowM3PerHour: null, effectiveMaxFlowM3PerHour: 1 },
+  t.match(
+    await meterlens(service, [
+      'meters',
+      'max-flow',
+      '--account',
+      customer.accountId,
+      '--meter',
+      'B',
+      '--m3-per-hour',
+      'account',
+    ]),
+    {
+      code: 0,
+      result: { maxFlowM3PerHour: null, effectiveMaxFlowM3PerHour: 1 },
+    },
+  );
+  t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--m3-per-hour', '0']), {
+    code: 2,
+    stderr: /above 0/,
   });
-  t.match(await meterlens(service, ['meters', 'max-flow', '--account', customer.accountId, '--m3-per-hour', '0']), { code: 2, stderr: /above 0/ });
-  t.match(await meterlens(service, ['meters', 'max-flow', '--account', '999999', '--m3-per-hour', '3']), { code: 1, stderr: /no account/ });
+  t.match(await meterlens(service, ['meters', 'max-flow', '--account', '999999', '--m3-per-hour', '3']), {
+    code: 1,
+    stderr: /no account/,
+  });
 
   const patch = async (meterId: string, body: unknown) => {
     const response = await fetch(`${service.url}/api/meters/${meterId}`, {
@@ -130,45 +175,109 @@ t.test("meters max-flow: the account default and one meter's, used by the window
     "the API sets a meter's max flow, before its first photo too",
   );
   t.ok(Math.abs((await submitWith('C')).max - 140) < 0.01);
-  t.match(await patch('C', { max_flow_m3_per_hour: null }), { status: 200, body: { max_flow_m3_per_hour: null, effective_max_flow_m3_per_hour: 1 } });
+  t.match(await patch('C', { max_flow_m3_per_hour: null }), {
+    status: 200,
+    body: { max_flow_m3_per_hour: null, effective_max_flow_m3_per_hour: 1 },
+  });
   for (const value of [0, -1, 'fast', 1e9]) {
-    t.match(await patch('C', { max_flow_m3_per_hour: value }), { status: 422, body: { errors: { max_flow_m3_per_hour: [String] } } }, String(value));
+    t.match(
+      await patch('C', { max_flow_m3_per_hour: value }),
+      { status: 422, body: { errors: { max_flow_m3_per_hour: [String] } } },
+      String(value),
+    );
   }
 });
 
-t.test("meters review: the account's review threshold and default usual consumption, used by needs_review and the usual window", async (t) => {
-  const service = await startTestService(t, { worker: false });
-  const customer = await createCustomer(service.db);
-  const submit = async (fields: Record<string, string>) => {
-    const form = new FormData();
-    for (const [name, value] of Object.entries(fields)) form.append(name, value);
-    form.append('image', new Blob([await renderMeterPhoto()]), 'meter.jpg');
-    const response = await fetch(`${service.url}/api/meter-reading/sync`, { method: 'POST', headers: { authorization: `Bearer ${customer.key}` }, body: form });
-    return (await response.json()) as { confidence: number; needs_review: boolean; plausibility: { status: string; window: { usual_max: number } } };
-  };
-  const tenDaysAgo = { previous_reading: '2380', previous_read_at: new Date(Date.now() - 10 * 86_400_000).toISOString() };
-  t.match(await submit(tenDaysAgo), { confidence: 97, needs_review: false, plausibility: { status: 'ok' } }, 'defaults: 80, and 1.5 m³ a day');
+t.test(
+  "meters review: the account's review threshold and default usual consumption, used by needs_review and the usual window",
+  async (t) => {
+    const service = await startTestService(t, { worker: false });
+    const customer = await createCustomer(service.db);
+    const submit = async (fields: Record<string, string>) => {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
+      form.append('image', new Blob([await renderMeterPhoto()]), 'meter.jpg');
+      const response = await fetch(`${service.url}/api/meter-reading/sync`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${customer.key}` },
+        body: form,
+      });
+      return (await response.json()) as {
+        confidence: number;
+        needs_review: boolean;
+        plausibility: { status: string; window: { usual_max: number } };
+      };
+    };
+    const tenDaysAgo = {
+      previous_reading: '2380',
+      previous_read_at: new Date(Date.now() - 10 * 86_400_000).toISOString(),
+    };
+    t.match(
+      await submit(tenDaysAgo),
+      { confidence: 97, needs_review: false, plausibility: { status: 'ok' } },
+      'defaults: 80, and 1.5 m³ a day',
+    );
 
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '98', '--usual-m3-per-day', '0.2']), {
-    code: 0,
-    result: { account: Number(customer.accountId), reviewBelow: 98, usualM3PerDayDefault: 0.2, trainOnHosted: false },
-  });
-  const after = await submit(tenDaysAgo);
-  t.match(after, { needs_review: true, plausibility: { status: 'suspicious' } }, '10.276 m³ in ten days is far above 0.2 m³ a day; 97 is below 98');
-  t.ok(Math.abs(after.plausibility.window.usual_max - (2380 + 3 * 0.2 * 10 + 1)) < 0.01, `usual_max ${after.plausibility.window.usual_max}`);
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '101']), { code: 2, stderr: /--below must be an integer/ });
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--usual-m3-per-day', '0']), { code: 2, stderr: /above 0/ });
-  t.match(await meterlens(service, ['meters', 'review', '--account', '999999', '--below', '80']), { code: 1, stderr: /no account/ });
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId]), {
-    code: 2,
-    stderr: /give --below, --usual-m3-per-day, --train-on-hosted or several of them/,
-  });
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--train-on-hosted', 'true']), {
-    code: 2,
-    stderr: /--train-on-hosted must be yes or no, got "true"/,
-  });
-  t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--train-on-hosted', 'yes']), {
-    code: 0,
-    result: { reviewBelow: 98, usualM3PerDayDefault: 0.2, trainOnHosted: true },
-  });
-});
+    t.match(
+      await meterlens(service, [
+        'meters',
+        'review',
+        '--account',
+        customer.accountId,
+        '--below',
+        '98',
+        '--usual-m3-per-day',
+        '0.2',
+      ]),
+      {
+        code: 0,
+        result: {
+          account: Number(customer.accountId),
+          reviewBelow: 98,
+          usualM3PerDayDefault: 0.2,
+          trainOnHosted: false,
+        },
+      },
+    );
+    const after = await submit(tenDaysAgo);
+    t.match(
+      after,
+      { needs_review: true, plausibility: { status: 'suspicious' } },
+      '10.276 m³ in ten days is far above 0.2 m³ a day; 97 is below 98',
+    );
+    t.ok(
+      Math.abs(after.plausibility.window.usual_max - (2380 + 3 * 0.2 * 10 + 1)) < 0.01,
+      `usual_max ${after.plausibility.window.usual_max}`,
+    );
+    t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--below', '101']), {
+      code: 2,
+      stderr: /--below must be an integer/,
+    });
+    t.match(
+      await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--usual-m3-per-day', '0']),
+      { code: 2, stderr: /above 0/ },
+    );
+    t.match(await meterlens(service, ['meters', 'review', '--account', '999999', '--below', '80']), {
+      code: 1,
+      stderr: /no account/,
+    });
+    t.match(await meterlens(service, ['meters', 'review', '--account', customer.accountId]), {
+      code: 2,
+      stderr: /give --below, --usual-m3-per-day, --train-on-hosted or several of them/,
+    });
+    t.match(
+      await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--train-on-hosted', 'true']),
+      {
+        code: 2,
+        stderr: /--train-on-hosted must be yes or no, got "true"/,
+      },
+    );
+    t.match(
+      await meterlens(service, ['meters', 'review', '--account', customer.accountId, '--train-on-hosted', 'yes']),
+      {
+        code: 0,
+        result: { reviewBelow: 98, usualM3PerDayDefault: 0.2, trainOnHosted: true },
+      },
+    );
+  },
+);

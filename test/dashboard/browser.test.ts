@@ -25,7 +25,11 @@ const PHONE = { width: 390, height: 844 };
 
 t.test(
   'the dashboard in chromium',
-  { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)` },
+  {
+    skip: existsSync(CHROMIUM)
+      ? false
+      : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)`,
+  },
   async (t) => {
     const service = await startTestService(t);
     const receiver = await startWebhookReceiver();
@@ -40,12 +44,17 @@ t.test(
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
     const page = await context.newPage();
     const problems = watchForProblems(page);
-    const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    const shot = (name: string, target: Page = page) =>
+      target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
     await page.goto('/');
     t.equal(new URL(page.url()).pathname, '/dashboard/login', '/ leads to sign-in');
     await page.keyboard.press('Tab');
-    t.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content', 'the first Tab reaches the skip link');
+    t.equal(
+      await page.evaluate('document.activeElement?.textContent'),
+      'Skip to content',
+      'the first Tab reaches the skip link',
+    );
     await shot('login');
 
     await page.getByRole('link', { name: 'Create an account' }).click();
@@ -73,7 +82,9 @@ t.test(
     const reading = await submitPhoto(service, { key, image: photo, sync: true });
     t.equal(reading.status, 200, 'the key reads a meter');
     // The hosted fake gives no counter box; the local reader does. Draw one to see the overlay.
-    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${reading.body.reading_id}`.execute(service.db);
+    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${reading.body.reading_id}`.execute(
+      service.db,
+    );
 
     await page.getByRole('link', { name: 'Readings' }).click();
     await page.getByRole('link', { name: reading.body.reference_id }).waitFor();
@@ -82,7 +93,9 @@ t.test(
     await page.getByRole('link', { name: reading.body.reference_id }).click();
     const image = page.getByRole('img', { name: 'The submitted meter photo, turned upright' });
     await image.waitFor();
-    const loaded = page.waitForFunction("document.querySelector('.photo img').naturalWidth > 0", undefined, { timeout: 5000 });
+    const loaded = page.waitForFunction("document.querySelector('.photo img').naturalWidth > 0", undefined, {
+      timeout: 5000,
+    });
     t.ok(
       await loaded.then(
         () => true,
@@ -100,14 +113,23 @@ t.test(
     // A meter whose values need a wide value axis, and a list to filter by it.
     const owner = await service.db.selectFrom('api_keys').select(['id', 'account_id']).executeTakeFirstOrThrow();
     await seedReadings(service.db, { accountId: owner.account_id, keyId: owner.id }, [
-      { meterId: 'SN-4711', createdAt: new Date(Date.now() - 20 * 86_400_000), reading: '12345678.125', plausibility: 'ok' },
+      {
+        meterId: 'SN-4711',
+        createdAt: new Date(Date.now() - 20 * 86_400_000),
+        reading: '12345678.125',
+        plausibility: 'ok',
+      },
       { meterId: 'SN-4711', createdAt: new Date(Date.now() - 86_400_000), reading: '12345699.500', plausibility: 'ok' },
     ]);
     await page.getByRole('link', { name: 'Readings' }).click();
     await page.getByLabel('Meter', { exact: true }).fill('SN-4711');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/meter_id=SN-4711/);
-    t.match(await page.locator('#readings-total').textContent(), /^2 matching submissions/, 'the readings filtered by meter');
+    t.match(
+      await page.locator('#readings-total').textContent(),
+      /^2 matching submissions/,
+      'the readings filtered by meter',
+    );
     await page.getByRole('link', { name: 'Meters', exact: true }).click();
     await page.getByRole('link', { name: 'SN-4711' }).click();
     const layout = await page.evaluate<{ clipped: number; overlap: number }>(`(() => {
@@ -136,7 +158,11 @@ t.test(
         .count()
         .then((count) => count === 1),
     );
-    t.equal((await page.locator('tr.delivery td[data-label="Code"]').textContent())?.trim(), '204', 'the delivery is listed with its status code');
+    t.equal(
+      (await page.locator('tr.delivery td[data-label="Code"]').textContent())?.trim(),
+      '204',
+      'the delivery is listed with its status code',
+    );
     await page.locator('tr.delivery summary').click();
     t.match(await page.locator('tr.delivery pre').textContent(), /"event": "webhook.test"/, 'with its payload');
     await shot('webhook');
@@ -152,11 +178,19 @@ t.test(
     page.once('dialog', (dialog) => dialog.accept());
     await page.getByRole('button', { name: 'Delete endpoint' }).click();
     await page.waitForURL('**/dashboard/webhooks');
-    t.equal(await page.getByRole('link', { name: `${receiver.url}/edited` }).count(), 0, 'the deleted endpoint is no longer listed');
+    t.equal(
+      await page.getByRole('link', { name: `${receiver.url}/edited` }).count(),
+      0,
+      'the deleted endpoint is no longer listed',
+    );
     t.equal(await page.locator('tr.deleted-endpoint-delivery').count(), 1, 'its delivery stays in the history');
     await shot('webhook-deleted');
 
-    const phone = await browser.newContext({ baseURL: service.url, viewport: PHONE, storageState: await context.storageState() });
+    const phone = await browser.newContext({
+      baseURL: service.url,
+      viewport: PHONE,
+      storageState: await context.storageState(),
+    });
     const phonePage = await phone.newPage();
     for (const [name, url] of [
       ['keys', '/dashboard/keys'],
@@ -168,7 +202,9 @@ t.test(
       ['team', '/dashboard/team'],
     ]) {
       await phonePage.goto(url);
-      const overflow = await phonePage.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      const overflow = await phonePage.evaluate<number>(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      );
       t.ok(overflow <= 0, `${name} fits a phone's width`);
       await shot(`${name}-phone`, phonePage);
     }
@@ -188,13 +224,24 @@ t.test(
 
 t.test(
   'a team in chromium: invite a colleague, and reset a password, through the mail the SMTP server got',
-  { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)` },
+  {
+    skip: existsSync(CHROMIUM)
+      ? false
+      : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)`,
+  },
   async (t) => {
     const smtp = await startSmtpServer();
     t.teardown(() => smtp.close());
-    const service = await startTestService(t, { worker: false, env: { SMTP_URL: smtp.url, MAIL_FROM: 'noreply@meters.example.com' } });
+    const service = await startTestService(t, {
+      worker: false,
+      env: { SMTP_URL: smtp.url, MAIL_FROM: 'noreply@meters.example.com' },
+    });
     const account = await createAccount(service.db, { name: 'Acme Water', planCode: 'starter' });
-    await createUser(service.db, { accountId: account.id, email: 'owner@acme.example', password: 'correct horse battery' });
+    await createUser(service.db, {
+      accountId: account.id,
+      email: 'owner@acme.example',
+      password: 'correct horse battery',
+    });
     const browser: Browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
@@ -212,7 +259,11 @@ t.test(
     await owner.getByLabel('Email').fill('colleague@acme.example');
     await owner.getByRole('button', { name: 'Invite' }).click();
     const [invitation] = await smtp.waitFor(1);
-    t.equal(await owner.locator('#secret-value').textContent(), linkIn(invitation).href, 'the page shows the link it mailed');
+    t.equal(
+      await owner.locator('#secret-value').textContent(),
+      linkIn(invitation).href,
+      'the page shows the link it mailed',
+    );
     await owner.screenshot({ path: path.join(SCREENSHOTS, 'team-invited.png'), fullPage: true });
 
     const colleague = await (await browser.newContext({ baseURL: service.url })).newPage();
@@ -223,7 +274,11 @@ t.test(
     await colleague.screenshot({ path: path.join(SCREENSHOTS, 'invitation.png'), fullPage: true });
     await colleague.getByRole('button', { name: 'Join' }).click();
     await colleague.getByRole('link', { name: 'Team' }).click();
-    t.equal(await colleague.getByRole('cell', { name: 'colleague@acme.example (you)' }).count(), 1, 'the colleague is signed in, on the team');
+    t.equal(
+      await colleague.getByRole('cell', { name: 'colleague@acme.example (you)' }).count(),
+      1,
+      'the colleague is signed in, on the team',
+    );
 
     await colleague.getByRole('button', { name: 'Sign out' }).click();
     await colleague.getByRole('link', { name: 'Forgot your password?' }).click();
@@ -248,11 +303,19 @@ t.test(
 
 t.test(
   'the back office in chromium: the review queue by keyboard, the readings list past 100 with a filter, the CSV export read back',
-  { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)` },
+  {
+    skip: existsSync(CHROMIUM)
+      ? false
+      : `${CHROMIUM} is missing: install Debian's chromium to run the browser tests (.ci/run does)`,
+  },
   async (t) => {
     const service = await startTestService(t, { worker: false });
     const account = await createAccount(service.db, { name: 'Acme Water', planCode: 'starter' });
-    await createUser(service.db, { accountId: account.id, email: 'billing@acme.example', password: 'correct horse battery' });
+    await createUser(service.db, {
+      accountId: account.id,
+      email: 'billing@acme.example',
+      password: 'correct horse battery',
+    });
     const apiKey = await createApiKey(service.db, { accountId: account.id, projectName: 'field app' });
     const customer = { accountId: account.id, keyId: apiKey.id };
     await seedReadings(
@@ -267,9 +330,16 @@ t.test(
     );
     // Three photos that need a person, oldest first: implausible (with a counter box), unreadable, unsure.
     const photo = await renderMeterPhoto();
-    const submit = async (fields: Record<string, string>) => (await submitPhoto(service, { key: apiKey.key, image: photo, sync: true, fields })).body;
-    const implausible = await submit({ meter_id: 'SN-7', previous_reading: '02380.000', previous_read_at: new Date(Date.now() - 3_600_000).toISOString() });
-    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${implausible.reading_id}`.execute(service.db);
+    const submit = async (fields: Record<string, string>) =>
+      (await submitPhoto(service, { key: apiKey.key, image: photo, sync: true, fields })).body;
+    const implausible = await submit({
+      meter_id: 'SN-7',
+      previous_reading: '02380.000',
+      previous_read_at: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${implausible.reading_id}`.execute(
+      service.db,
+    );
     service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
     const unreadable = await submit({ meter_id: 'SN-7' });
     service.model.setBehaviour({ answer: { reading: '02390.500', confidence: 50, unobstructed: true } });
@@ -281,25 +351,48 @@ t.test(
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
     });
     t.teardown(() => browser.close());
-    const context = await browser.newContext({ baseURL: service.url, viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+    const context = await browser.newContext({
+      baseURL: service.url,
+      viewport: { width: 1280, height: 900 },
+      acceptDownloads: true,
+    });
     const page = await context.newPage();
     const problems = watchForProblems(page);
-    const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    const shot = (name: string, target: Page = page) =>
+      target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
     await page.goto('/dashboard/login');
     await page.getByLabel('Email').fill('billing@acme.example');
     await page.getByLabel('Password').fill('correct horse battery');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL('**/dashboard/usage');
 
-    t.equal(await page.locator('#review-count').textContent(), '3 waiting', 'the navigation counts the readings waiting');
+    t.equal(
+      await page.locator('#review-count').textContent(),
+      '3 waiting',
+      'the navigation counts the readings waiting',
+    );
     await page.getByRole('link', { name: /^Review/ }).click();
     await page.locator('#review-machine-reading').waitFor();
-    t.equal(await page.locator('#review-machine-reading').textContent(), '02390.276', 'the oldest first: the implausible reading');
+    t.equal(
+      await page.locator('#review-machine-reading').textContent(),
+      '02390.276',
+      'the oldest first: the implausible reading',
+    );
     t.match(await page.locator('#review-reasons').textContent(), /implausible/, 'and why it was flagged');
-    t.match(await page.locator('#review-beside').textContent(), /02359\.000/, "the meter's last trusted readings beside it");
-    t.equal(await page.getByRole('img', { name: "The meter's counter, zoomed" }).count(), 1, 'the photo zoomed on the counter box');
+    t.match(
+      await page.locator('#review-beside').textContent(),
+      /02359\.000/,
+      "the meter's last trusted readings beside it",
+    );
+    t.equal(
+      await page.getByRole('img', { name: "The meter's counter, zoomed" }).count(),
+      1,
+      'the photo zoomed on the counter box',
+    );
     await page.getByText('Whole photo').click();
-    const whole = page.waitForFunction("document.querySelector('.whole-photo img').naturalWidth > 0", undefined, { timeout: 5000 });
+    const whole = page.waitForFunction("document.querySelector('.whole-photo img').naturalWidth > 0", undefined, {
+      timeout: 5000,
+    });
     t.ok(
       await whole.then(
         () => true,
@@ -308,17 +401,30 @@ t.test(
       'the whole photo a click away',
     );
     await shot('review');
-    const phone = await browser.newContext({ baseURL: service.url, viewport: PHONE, storageState: await context.storageState() });
+    const phone = await browser.newContext({
+      baseURL: service.url,
+      viewport: PHONE,
+      storageState: await context.storageState(),
+    });
     const phonePage = await phone.newPage();
     await phonePage.goto('/dashboard/review');
-    t.ok((await phonePage.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')) <= 0, "review fits a phone's width");
+    t.ok(
+      (await phonePage.evaluate<number>(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      )) <= 0,
+      "review fits a phone's width",
+    );
     await shot('review-phone', phonePage);
     await phone.close();
 
     await page.keyboard.press('s');
     await page.waitForURL(`**/dashboard/review?after=${implausible.reference_id}`);
     await page.getByText('The photo was unreadable to the machine, not to you.').waitFor();
-    t.match(await page.locator('#review-reasons').textContent(), /unreadable/, 'S skipped to the next: the failed photo');
+    t.match(
+      await page.locator('#review-reasons').textContent(),
+      /unreadable/,
+      'S skipped to the next: the failed photo',
+    );
     t.equal(await page.locator('#review-confirm').count(), 0, 'which has nothing to confirm');
     await shot('review-failed');
     await page.keyboard.type('02390.400');
@@ -372,10 +478,16 @@ t.test(
     t.equal(await page.locator('td[data-label="Meter"]', { hasNotText: 'SN-7' }).count(), 0, 'all of the meter');
     await shot('readings-page-2');
 
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download as CSV' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download as CSV' }).click(),
+    ]);
     const csv = await readFile(await download.path(), 'utf8');
     const [header, ...rows] = csv.trimEnd().split('\r\n');
-    t.match(header, /^reference_id,meter_id,created_at,finished_at,status,reading,value,unit,confidence,plausibility,needs_review,quality,consumption,/);
+    t.match(
+      header,
+      /^reference_id,meter_id,created_at,finished_at,status,reading,value,unit,confidence,plausibility,needs_review,quality,consumption,/,
+    );
     t.equal(rows.length, 153, 'the CSV has every row of the filter, not a page');
     const column = (name: string) => header!.split(',').indexOf(name);
     const row = (reference: string) => rows.find((line) => line.startsWith(reference))!.split(',');

@@ -34,12 +34,19 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
   const service = await startTestService(t, { worker: false, env: { SMTP_URL: smtp.url, MAIL_FROM } });
   const photo = await renderMeterPhoto();
 
-  const subscription = (accountId: string) => service.db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).executeTakeFirst();
+  const subscription = (accountId: string) =>
+    service.db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).executeTakeFirst();
   const accountOf = async (email: string) =>
-    (await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow()).account_id;
+    (await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow())
+      .account_id;
 
   /** Signs up and returns the client, the account and the mail it got. */
-  async function signedUp(): Promise<{ client: DashboardClient; email: string; accountId: string; mail: ReceivedMail }> {
+  async function signedUp(): Promise<{
+    client: DashboardClient;
+    email: string;
+    accountId: string;
+    mail: ReceivedMail;
+  }> {
     const client = new DashboardClient(service.url);
     const email = newEmail();
     const mailsBefore = smtp.received.length;
@@ -105,7 +112,11 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
     const reused = await elsewhere.get(pathOf(link));
     t.equal(reused.status, 410, 'a link works once');
     t.match(reused.text, 'This link has already been used.');
-    t.equal((await client.post('/dashboard/verify-email/resend')).location, '/dashboard', 'a verified user has nothing to resend');
+    t.equal(
+      (await client.post('/dashboard/verify-email/resend')).location,
+      '/dashboard',
+      'a verified user has nothing to resend',
+    );
   });
 
   t.test('an expired link is refused and starts nothing; a link sent again works', async (t) => {
@@ -131,9 +142,15 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
   t.test('a link followed twice at once works once', async (t) => {
     const { accountId, mail } = await signedUp();
     const path = pathOf(linkIn(mail));
-    const statuses = (await Promise.all([0, 1, 2].map(() => new DashboardClient(service.url).get(path)))).map((response) => response.status);
+    const statuses = (await Promise.all([0, 1, 2].map(() => new DashboardClient(service.url).get(path)))).map(
+      (response) => response.status,
+    );
     t.same(statuses.sort(), [200, 410, 410]);
-    t.equal((await service.db.selectFrom('subscriptions').select('account_id').where('account_id', '=', accountId).execute()).length, 1);
+    t.equal(
+      (await service.db.selectFrom('subscriptions').select('account_id').where('account_id', '=', accountId).execute())
+        .length,
+      1,
+    );
   });
 
   t.test('a link that is no link is refused clearly', async (t) => {
@@ -141,24 +158,45 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
     for (const path of ['/dashboard/verify-email?token=not-a-token', '/dashboard/verify-email']) {
       const response = await client.get(path);
       t.equal(response.status, 400, path);
-      t.match(response.text, 'This link is not valid. Copy the whole link from the mail, or sign in and send a new one.');
+      t.match(
+        response.text,
+        'This link is not valid. Copy the whole link from the mail, or sign in and send a new one.',
+      );
     }
   });
 
-  t.test(`"send it again" is limited to ${MAX_VERIFICATION_MAILS_PER_HOUR} mails an hour, the first included`, async (t) => {
-    const { client, mail } = await signedUp();
-    await client.get('/dashboard/keys');
-    for (let sent = 1; sent < MAX_VERIFICATION_MAILS_PER_HOUR; sent++) t.equal((await client.post('/dashboard/verify-email/resend')).status, 200);
-    const refused = await client.post('/dashboard/verify-email/resend');
-    t.equal(refused.status, 429);
-    t.match(refused.text, `${MAX_VERIFICATION_MAILS_PER_HOUR} mails were sent in the last hour.`);
-    t.equal(smtp.received.filter((received) => received.to[0] === mail.to[0]).length, MAX_VERIFICATION_MAILS_PER_HOUR);
-    t.equal((await client.post('/dashboard/verify-email/resend', { _csrf: 'forged' })).status, 403, 'the form carries the CSRF token');
-    t.equal((await new DashboardClient(service.url).post('/dashboard/verify-email/resend')).location, '/dashboard/login', 'signed out: sign in first');
-  });
+  t.test(
+    `"send it again" is limited to ${MAX_VERIFICATION_MAILS_PER_HOUR} mails an hour, the first included`,
+    async (t) => {
+      const { client, mail } = await signedUp();
+      await client.get('/dashboard/keys');
+      for (let sent = 1; sent < MAX_VERIFICATION_MAILS_PER_HOUR; sent++)
+        t.equal((await client.post('/dashboard/verify-email/resend')).status, 200);
+      const refused = await client.post('/dashboard/verify-email/resend');
+      t.equal(refused.status, 429);
+      t.match(refused.text, `${MAX_VERIFICATION_MAILS_PER_HOUR} mails were sent in the last hour.`);
+      t.equal(
+        smtp.received.filter((received) => received.to[0] === mail.to[0]).length,
+        MAX_VERIFICATION_MAILS_PER_HOUR,
+      );
+      t.equal(
+        (await client.post('/dashboard/verify-email/resend', { _csrf: 'forged' })).status,
+        403,
+        'the form carries the CSRF token',
+      );
+      t.equal(
+        (await new DashboardClient(service.url).post('/dashboard/verify-email/resend')).location,
+        '/dashboard/login',
+        'signed out: sign in first',
+      );
+    },
+  );
 
   t.test('PUBLIC_URL, when set, is where the link points', async (t) => {
-    const app = await buildApp({ ...service, config: { ...service.config, publicUrl: 'https://meters.example.com' } }, { logger: false });
+    const app = await buildApp(
+      { ...service, config: { ...service.config, publicUrl: 'https://meters.example.com' } },
+      { logger: false },
+    );
     t.teardown(() => app.close());
     const email = newEmail();
     const mailsBefore = smtp.received.length;
@@ -170,34 +208,40 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
     });
     t.equal(response.statusCode, 303);
     const [mail] = (await smtp.waitFor(mailsBefore + 1)).slice(mailsBefore);
-    t.ok(linkIn(mail).startsWith('https://meters.example.com/dashboard/verify-email?token='), 'not the Host the request named');
+    t.ok(
+      linkIn(mail).startsWith('https://meters.example.com/dashboard/verify-email?token='),
+      'not the Host the request named',
+    );
   });
 
-  t.test('a sign-up while the SMTP server is down still creates the account, which can send the link later', async (t) => {
-    const config = { ...service.config, smtp: { url: 'smtp://127.0.0.1:1', from: MAIL_FROM } };
-    const app = await buildApp({ ...service, config }, { logger: false });
-    t.teardown(() => app.close());
-    const email = newEmail();
-    const response = await app.inject({
-      method: 'POST',
-      url: '/dashboard/signup',
-      headers: { cookie: 'meterlens_csrf=token' },
-      payload: { _csrf: 'token', organisation: 'Acme', email, password: PASSWORD },
-    });
-    t.equal(response.statusCode, 303);
-    t.notOk(await subscription(await accountOf(email)), 'waiting for its verification');
-    const session = response.cookies.find((cookie) => cookie.name === 'meterlens_session')!.value;
-    const keys = await app.inject({ url: '/dashboard/keys', cookies: { meterlens_session: session } });
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(keys.body)![1];
-    const resend = await app.inject({
-      method: 'POST',
-      url: '/dashboard/verify-email/resend',
-      cookies: { meterlens_session: session },
-      payload: { _csrf: csrf },
-    });
-    t.equal(resend.statusCode, 503);
-    t.match(resend.body, 'The mail could not be sent just now. Try again in a few minutes.');
-  });
+  t.test(
+    'a sign-up while the SMTP server is down still creates the account, which can send the link later',
+    async (t) => {
+      const config = { ...service.config, smtp: { url: 'smtp://127.0.0.1:1', from: MAIL_FROM } };
+      const app = await buildApp({ ...service, config }, { logger: false });
+      t.teardown(() => app.close());
+      const email = newEmail();
+      const response = await app.inject({
+        method: 'POST',
+        url: '/dashboard/signup',
+        headers: { cookie: 'meterlens_csrf=token' },
+        payload: { _csrf: 'token', organisation: 'Acme', email, password: PASSWORD },
+      });
+      t.equal(response.statusCode, 303);
+      t.notOk(await subscription(await accountOf(email)), 'waiting for its verification');
+      const session = response.cookies.find((cookie) => cookie.name === 'meterlens_session')!.value;
+      const keys = await app.inject({ url: '/dashboard/keys', cookies: { meterlens_session: session } });
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(keys.body)![1];
+      const resend = await app.inject({
+        method: 'POST',
+        url: '/dashboard/verify-email/resend',
+        cookies: { meterlens_session: session },
+        payload: { _csrf: csrf },
+      });
+      t.equal(resend.statusCode, 503);
+      t.match(resend.body, 'The mail could not be sent just now. Try again in a few minutes.');
+    },
+  );
 
   t.test('users the operator creates (meterlens accounts/users create) are not asked to verify', async (t) => {
     const account = await createAccount(service.db, { name: 'Operator Water', planCode: 'starter' });
@@ -213,7 +257,13 @@ t.test('with SMTP_URL, a self-signed-up account gets its trial once its email is
     const { accountId, mail } = await signedUp();
     await service.db
       .insertInto('subscriptions')
-      .values({ account_id: accountId, plan_code: 'pro', status: 'active', period_start: new Date(), period_end: new Date(Date.now() + 86_400_000) })
+      .values({
+        account_id: accountId,
+        plan_code: 'pro',
+        status: 'active',
+        period_start: new Date(),
+        period_end: new Date(Date.now() + 86_400_000),
+      })
       .execute();
     t.equal((await new DashboardClient(service.url).get(pathOf(linkIn(mail)))).status, 200);
     t.equal((await subscription(accountId))?.plan_code, 'pro');

@@ -17,20 +17,35 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   const client = new DashboardClient(service.url);
   const email = `review.${process.pid}@example.com`;
   t.equal((await client.signUp(email)).status, 303);
-  const user = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const user = await service.db
+    .selectFrom('users')
+    .select('account_id')
+    .where('email', '=', email)
+    .executeTakeFirstOrThrow();
   const apiKey = await createApiKey(service.db, { accountId: user.account_id, projectName: 'field app' });
   const customer = { accountId: user.account_id, keyId: apiKey.id, key: apiKey.key };
-  await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: 'http://127.0.0.1:9/hook', events: ['reading.corrected'] });
+  await addWebhookEndpoint(service.db, service.config, {
+    accountId: customer.accountId,
+    url: 'http://127.0.0.1:9/hook',
+    events: ['reading.corrected'],
+  });
 
   // SN-1's trusted history, then three photos that need a look, oldest first: implausible, unreadable, unsure.
   await seedReadings(service.db, customer, [
     { meterId: 'SN-1', createdAt: new Date(Date.now() - 40 * DAY), reading: '02300.000', plausibility: 'unknown' },
     { meterId: 'SN-1', createdAt: new Date(Date.now() - 10 * DAY), reading: '02350.000', plausibility: 'ok' },
   ]);
-  const submit = async (fields: Record<string, string>) => (await submitPhoto(service, { key: customer.key, image: photo, sync: true, fields })).body;
-  const implausible = await submit({ meter_id: 'SN-1', previous_reading: '02380.000', previous_read_at: new Date(Date.now() - HOUR).toISOString() });
+  const submit = async (fields: Record<string, string>) =>
+    (await submitPhoto(service, { key: customer.key, image: photo, sync: true, fields })).body;
+  const implausible = await submit({
+    meter_id: 'SN-1',
+    previous_reading: '02380.000',
+    previous_read_at: new Date(Date.now() - HOUR).toISOString(),
+  });
   t.equal(implausible.plausibility.status, 'implausible');
-  await sql`UPDATE readings SET counter_box = '[[200,80],[400,80],[400,120],[200,120]]' WHERE id = ${implausible.reading_id}`.execute(service.db);
+  await sql`UPDATE readings SET counter_box = '[[200,80],[400,80],[400,120],[200,120]]' WHERE id = ${implausible.reading_id}`.execute(
+    service.db,
+  );
   service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
   const unreadable = await submit({ meter_id: 'SN-1' });
   service.model.setBehaviour({ answer: { reading: '00017.250', confidence: 50, unobstructed: true } });
@@ -51,10 +66,18 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   t.equal(first.status, 200);
   t.match(first.text, /id="review-waiting">3 waiting, oldest first/);
   t.match(first.text, `action="/dashboard/review/${a}/confirmation"`, 'the oldest first');
-  t.match(first.text, /<svg class="zoom" viewBox="176 56 248 88" role="img"/, 'zoomed on the counter box and a margin around it');
+  t.match(
+    first.text,
+    /<svg class="zoom" viewBox="176 56 248 88" role="img"/,
+    'zoomed on the counter box and a margin around it',
+  );
   t.match(first.text, /<summary>Whole photo<\/summary>/, 'the whole photo a click away');
   t.match(first.text, /<strong id="review-machine-reading">02390\.276<\/strong>/, "the machine's reading");
-  t.match(first.text, /<span class="badge badge-implausible">implausible<\/span>.*Reference 02380\.000 \(previous reading\)/s, 'why it was flagged');
+  t.match(
+    first.text,
+    /<span class="badge badge-implausible">implausible<\/span>.*Reference 02380\.000 \(previous reading\)/s,
+    'why it was flagged',
+  );
   const beside = /<table class="responsive compact" id="review-beside">([\s\S]*?)<\/table>/.exec(first.text)?.[1] ?? '';
   t.match(
     beside,
@@ -69,13 +92,29 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   const failed = await client.get(skip!);
   t.match(failed.text, `action="/dashboard/review/${b}/correction"`, 'the next one');
   t.notMatch(failed.text, /id="review-confirm"/, 'a failed photo has no reading to confirm');
-  t.match(failed.text, /<span class="badge badge-failed">failed<\/span> The readers could not read this photo: <code>unreadable<\/code>/);
+  t.match(
+    failed.text,
+    /<span class="badge badge-failed">failed<\/span> The readers could not read this photo: <code>unreadable<\/code>/,
+  );
   t.match(failed.text, /The photo was unreadable to the machine, not to you\./);
   t.match(failed.text, `<input type="hidden" name="after" value="${a}">`, 'the forms carry the cursor on');
 
-  t.equal((await client.post(`/dashboard/review/${b}/correction`, { reading: 'abc', after: a })).status, 400, 'a reading that is no reading');
-  t.equal((await client.post(`/dashboard/review/${b}/correction`, { reading: '02391.000', after: a, _csrf: 'forged' })).status, 403, 'CSRF checked');
-  t.equal((await client.post(`/dashboard/review/${b}/confirmation`, { after: a })).status, 400, 'nothing to confirm on a failed photo');
+  t.equal(
+    (await client.post(`/dashboard/review/${b}/correction`, { reading: 'abc', after: a })).status,
+    400,
+    'a reading that is no reading',
+  );
+  t.equal(
+    (await client.post(`/dashboard/review/${b}/correction`, { reading: '02391.000', after: a, _csrf: 'forged' }))
+      .status,
+    403,
+    'CSRF checked',
+  );
+  t.equal(
+    (await client.post(`/dashboard/review/${b}/confirmation`, { after: a })).status,
+    400,
+    'nothing to confirm on a failed photo',
+  );
   const given = await client.post(`/dashboard/review/${b}/correction`, { reading: '02391.000', after: a });
   t.equal(given.status, 303);
   t.equal(given.location, `/dashboard/review?after=${a}`, 'straight to the next item of the pass');
@@ -83,7 +122,11 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   const third = await client.get(given.location!);
   t.match(third.text, `action="/dashboard/review/${c}/confirmation"`);
   t.match(third.text, /Confidence 50, below the account's review threshold of 80\./);
-  t.match(third.text, /The submission names no meter|<tr class="review-item">/, 'SN-2 has no trusted reading yet: the item alone');
+  t.match(
+    third.text,
+    /The submission names no meter|<tr class="review-item">/,
+    'SN-2 has no trusted reading yet: the item alone',
+  );
   t.match(third.text, /id="review-count">2</, 'the count follows');
   const confirmed = await client.post(`/dashboard/review/${c}/confirmation`, { after: a });
   t.equal(confirmed.location, `/dashboard/review?after=${a}`);
@@ -115,14 +158,29 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
   t.match(
     events.map((event) => (event.payload as { data: unknown }).data),
     [
-      { reference_id: b, status: 'failed', error: { code: 'unreadable' }, correction: { reading: '02391.000', corrected_by: email }, needs_review: false },
-      { reference_id: c, reading: '00017.250', correction: { reading: '00017.250', corrected_by: email }, needs_review: false },
+      {
+        reference_id: b,
+        status: 'failed',
+        error: { code: 'unreadable' },
+        correction: { reading: '02391.000', corrected_by: email },
+        needs_review: false,
+      },
+      {
+        reference_id: c,
+        reading: '00017.250',
+        correction: { reading: '00017.250', corrected_by: email },
+        needs_review: false,
+      },
       { reference_id: a, reading: '02390.276', correction: { reading: '02390.276' }, needs_review: false },
     ],
   );
 
   t.equal((await client.get('/dashboard/review?after=not-a-position')).status, 400, 'a cursor the queue did not make');
-  t.match((await client.get(`/dashboard/review?after=${crypto.randomUUID()}`)).text, /Nothing waits for review/, 'an unknown one ends the pass');
+  t.match(
+    (await client.get(`/dashboard/review?after=${crypto.randomUUID()}`)).text,
+    /Nothing waits for review/,
+    'an unknown one ends the pass',
+  );
   const stranger = new DashboardClient(service.url);
   await stranger.signUp(`review.stranger.${process.pid}@example.com`);
   await stranger.get('/dashboard/review');
@@ -135,7 +193,11 @@ t.test("the navigation's count stops at REVIEW_COUNT_LIMIT, so that every page's
   const client = new DashboardClient(service.url);
   const email = `review.many.${process.pid}@example.com`;
   await client.signUp(email);
-  const user = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const user = await service.db
+    .selectFrom('users')
+    .select('account_id')
+    .where('email', '=', email)
+    .executeTakeFirstOrThrow();
   const apiKey = await createApiKey(service.db, { accountId: user.account_id, projectName: 'field app' });
   const flagged = (count: number) =>
     Array.from({ length: count }, (_, i) => ({

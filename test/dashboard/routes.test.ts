@@ -1,6 +1,11 @@
 import { sql } from 'kysely';
 import t from 'tap';
-import { API_KEYS_PER_ACCOUNT, createApiKey, listApiKeys, PROJECT_NAME_MAX_LENGTH } from '../../src/accounts/api-keys.ts';
+import {
+  API_KEYS_PER_ACCOUNT,
+  createApiKey,
+  listApiKeys,
+  PROJECT_NAME_MAX_LENGTH,
+} from '../../src/accounts/api-keys.ts';
 import { MAX_FAILED_LOGINS_PER_EMAIL } from '../../src/accounts/sign-in.ts';
 import { setSubscription } from '../../src/accounts/subscriptions.ts';
 import { buildApp } from '../../src/app.ts';
@@ -21,7 +26,11 @@ async function signedUp(service: TestService): Promise<{ client: DashboardClient
   const response = await client.signUp(email, PASSWORD);
   if (response.status !== 303) throw new Error(`sign-up answered ${response.status}: ${response.text}`);
   await client.get('/dashboard/keys');
-  const user = await service.db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const user = await service.db
+    .selectFrom('users')
+    .select('account_id')
+    .where('email', '=', email)
+    .executeTakeFirstOrThrow();
   return { client, accountId: user.account_id, email };
 }
 
@@ -38,7 +47,14 @@ t.test('dashboard routes', async (t) => {
   t.test('GET / leads to the dashboard, which asks to sign in; the API keeps its JSON errors', async (t) => {
     const client = new DashboardClient(service.url);
     t.equal((await client.get('/')).location, '/dashboard');
-    for (const path of ['/dashboard', '/dashboard/keys', '/dashboard/webhooks', '/dashboard/usage', '/dashboard/readings', '/dashboard/meters']) {
+    for (const path of [
+      '/dashboard',
+      '/dashboard/keys',
+      '/dashboard/webhooks',
+      '/dashboard/usage',
+      '/dashboard/readings',
+      '/dashboard/meters',
+    ]) {
       const response = await client.get(path);
       t.equal(response.status, 303, path);
       t.equal(response.location, '/dashboard/login', path);
@@ -52,55 +68,84 @@ t.test('dashboard routes', async (t) => {
     t.equal((await client.get('/dashboard/assets/dashboard.css')).status, 200);
   });
 
-  t.test('sign-up: CSRF checked, session cookie set, trial plan for one month, password hashed with scrypt', async (t) => {
-    const client = new DashboardClient(service.url);
-    const form = await client.get('/dashboard/signup');
-    t.equal(form.status, 200);
-    t.match(form.text, /<label for="email">Email<\/label>/);
-    const email = newEmail();
-    const noToken = await client.post('/dashboard/signup', { _csrf: '', organisation: 'Acme', email, password: PASSWORD });
-    t.equal(noToken.status, 403, 'no CSRF token');
-    const wrongToken = await client.post('/dashboard/signup', { _csrf: `${client.csrfToken.slice(0, -1)}x`, organisation: 'Acme', email, password: PASSWORD });
-    t.equal(wrongToken.status, 403, 'wrong CSRF token');
-    t.notOk(await service.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst(), 'no user created');
+  t.test(
+    'sign-up: CSRF checked, session cookie set, trial plan for one month, password hashed with scrypt',
+    async (t) => {
+      const client = new DashboardClient(service.url);
+      const form = await client.get('/dashboard/signup');
+      t.equal(form.status, 200);
+      t.match(form.text, /<label for="email">Email<\/label>/);
+      const email = newEmail();
+      const noToken = await client.post('/dashboard/signup', {
+        _csrf: '',
+        organisation: 'Acme',
+        email,
+        password: PASSWORD,
+      });
+      t.equal(noToken.status, 403, 'no CSRF token');
+      const wrongToken = await client.post('/dashboard/signup', {
+        _csrf: `${client.csrfToken.slice(0, -1)}x`,
+        organisation: 'Acme',
+        email,
+        password: PASSWORD,
+      });
+      t.equal(wrongToken.status, 403, 'wrong CSRF token');
+      t.notOk(
+        await service.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst(),
+        'no user created',
+      );
 
-    const short = await client.post('/dashboard/signup', { organisation: 'Acme', email, password: 'short' });
-    t.equal(short.status, 400);
-    t.match(short.text, 'The password must have at least 10 characters');
+      const short = await client.post('/dashboard/signup', { organisation: 'Acme', email, password: 'short' });
+      t.equal(short.status, 400);
+      t.match(short.text, 'The password must have at least 10 characters');
 
-    const created = await client.post('/dashboard/signup', { organisation: 'Acme <Water>', email, password: PASSWORD });
-    t.equal(created.status, 303);
-    t.equal(created.location, '/dashboard/keys');
-    const session = created.setCookies.find((cookie) => cookie.startsWith('meterlens_session='));
-    t.match(session, /HttpOnly/);
-    t.match(session, /SameSite=Lax/);
-    t.notMatch(session, /Secure/, 'not Secure over plain http');
+      const created = await client.post('/dashboard/signup', {
+        organisation: 'Acme <Water>',
+        email,
+        password: PASSWORD,
+      });
+      t.equal(created.status, 303);
+      t.equal(created.location, '/dashboard/keys');
+      const session = created.setCookies.find((cookie) => cookie.startsWith('meterlens_session='));
+      t.match(session, /HttpOnly/);
+      t.match(session, /SameSite=Lax/);
+      t.notMatch(session, /Secure/, 'not Secure over plain http');
 
-    const user = await service.db
-      .selectFrom('users as u')
-      .innerJoin('subscriptions as s', 's.account_id', 'u.account_id')
-      .select(['u.password_hash', 's.plan_code', 's.status', sql<number>`extract(epoch FROM s.period_end - s.period_start)::int`.as('seconds')])
-      .where('u.email', '=', email)
-      .executeTakeFirstOrThrow();
-    t.match(user.password_hash, /^scrypt\$15\$8\$1\$/);
-    t.notMatch(user.password_hash, PASSWORD);
-    t.equal(user.plan_code, 'trial');
-    t.equal(user.status, 'active');
-    t.ok(user.seconds >= 28 * 86400 && user.seconds <= 31 * 86400, 'one month');
-    const keys = await client.get('/dashboard/keys');
-    t.equal(keys.status, 200);
-    t.match(keys.text, 'Acme &lt;Water&gt;', 'the organisation is shown escaped');
+      const user = await service.db
+        .selectFrom('users as u')
+        .innerJoin('subscriptions as s', 's.account_id', 'u.account_id')
+        .select([
+          'u.password_hash',
+          's.plan_code',
+          's.status',
+          sql<number>`extract(epoch FROM s.period_end - s.period_start)::int`.as('seconds'),
+        ])
+        .where('u.email', '=', email)
+        .executeTakeFirstOrThrow();
+      t.match(user.password_hash, /^scrypt\$15\$8\$1\$/);
+      t.notMatch(user.password_hash, PASSWORD);
+      t.equal(user.plan_code, 'trial');
+      t.equal(user.status, 'active');
+      t.ok(user.seconds >= 28 * 86400 && user.seconds <= 31 * 86400, 'one month');
+      const keys = await client.get('/dashboard/keys');
+      t.equal(keys.status, 200);
+      t.match(keys.text, 'Acme &lt;Water&gt;', 'the organisation is shown escaped');
 
-    const again = new DashboardClient(service.url);
-    const duplicate = await again.signUp(email.toUpperCase(), PASSWORD);
-    t.equal(duplicate.status, 400, 'emails are unique whatever their case');
-    t.match(duplicate.text, 'already exists');
-  });
+      const again = new DashboardClient(service.url);
+      const duplicate = await again.signUp(email.toUpperCase(), PASSWORD);
+      t.equal(duplicate.status, 400, 'emails are unique whatever their case');
+      t.match(duplicate.text, 'already exists');
+    },
+  );
 
   t.test('the session cookie is Secure when the request came over https', async (t) => {
     const client = new DashboardClient(service.url);
     await client.get('/dashboard/signup');
-    const response = await client.post('/dashboard/signup', { organisation: 'Acme', email: newEmail(), password: PASSWORD }, { 'x-forwarded-proto': 'https' });
+    const response = await client.post(
+      '/dashboard/signup',
+      { organisation: 'Acme', email: newEmail(), password: PASSWORD },
+      { 'x-forwarded-proto': 'https' },
+    );
     t.match(
       response.setCookies.find((cookie) => cookie.startsWith('meterlens_session=')),
       /; Secure/,
@@ -150,7 +195,11 @@ t.test('dashboard routes', async (t) => {
       .execute();
     const sprayed = await sprayer.post('/dashboard/login', { email, password: PASSWORD }, from);
     t.equal(sprayed.status, 429, 'too many failures from one address');
-    const otherAddress = await sprayer.post('/dashboard/login', { email, password: PASSWORD }, { 'x-forwarded-for': '203.0.113.10' });
+    const otherAddress = await sprayer.post(
+      '/dashboard/login',
+      { email, password: PASSWORD },
+      { 'x-forwarded-for': '203.0.113.10' },
+    );
     t.equal(otherAddress.status, 303, 'another address signs in');
   });
 
@@ -160,14 +209,23 @@ t.test('dashboard routes', async (t) => {
     const login = await client.get('/dashboard/login');
     t.notMatch(login.text, '/dashboard/signup');
     t.equal((await client.get('/dashboard/signup')).status, 404);
-    t.equal((await client.post('/dashboard/signup', { organisation: 'x', email: newEmail(), password: PASSWORD })).status, 404);
+    t.equal(
+      (await client.post('/dashboard/signup', { organisation: 'x', email: newEmail(), password: PASSWORD })).status,
+      404,
+    );
   });
 
   t.test('a DEFAULT_PLAN that is not a plan stops the start, unless sign-up is closed', async (t) => {
     const { db, photos, boss, readers } = service;
     const config = { ...service.config, defaultPlan: 'gold' };
-    await t.rejects(buildApp({ config, db, photos, boss, readers }, { logger: false }), /DEFAULT_PLAN "gold" is not a plan/);
-    const closed = await buildApp({ config: { ...config, signup: 'closed' }, db, photos, boss, readers }, { logger: false });
+    await t.rejects(
+      buildApp({ config, db, photos, boss, readers }, { logger: false }),
+      /DEFAULT_PLAN "gold" is not a plan/,
+    );
+    const closed = await buildApp(
+      { config: { ...config, signup: 'closed' }, db, photos, boss, readers },
+      { logger: false },
+    );
     await closed.close();
   });
 
@@ -195,7 +253,11 @@ t.test('dashboard routes', async (t) => {
     t.equal((await client.post(`/dashboard/keys/${keyId}/disable`, { _csrf: 'forged' })).status, 403, 'CSRF checked');
     t.equal((await submitPhoto(service, { key, image: photo, sync: true })).status, 200, 'still active');
     t.equal((await client.post(`/dashboard/keys/${keyId}/disable`)).location, '/dashboard/keys');
-    t.equal((await submitPhoto(service, { key, image: photo, sync: true })).status, 422, 'inactive key refused at once');
+    t.equal(
+      (await submitPhoto(service, { key, image: photo, sync: true })).status,
+      422,
+      'inactive key refused at once',
+    );
     t.match((await client.get('/dashboard/keys')).text, 'badge-inactive');
     await client.post(`/dashboard/keys/${keyId}/enable`);
     t.equal((await submitPhoto(service, { key, image: photo, sync: true })).status, 200, 'enabled again');
@@ -204,47 +266,71 @@ t.test('dashboard routes', async (t) => {
     t.notMatch((await client.get('/dashboard/keys')).text, 'field &lt;app&gt;', 'and no longer listed');
 
     const inactive = await createKey(client, 'spare', 'inactive');
-    t.equal((await submitPhoto(service, { key: inactive.key, image: photo, sync: true })).status, 422, 'created inactive');
+    t.equal(
+      (await submitPhoto(service, { key: inactive.key, image: photo, sync: true })).status,
+      422,
+      'created inactive',
+    );
 
     const unoffered = await client.post('/dashboard/keys', { project_name: 'spare', status: 'paused' });
     t.equal(unoffered.status, 400, 'a status the form does not offer is refused');
     t.match(unoffered.text, 'status field is not what this page sends');
-    t.equal((await client.post('/dashboard/keys', { _csrf: 'forged', status: 'paused' })).status, 403, 'a forged form is refused as forged, before its fields');
+    t.equal(
+      (await client.post('/dashboard/keys', { _csrf: 'forged', status: 'paused' })).status,
+      403,
+      'a forged form is refused as forged, before its fields',
+    );
   });
 
-  t.test('API keys: a project name too long, or keys at their bound, come back on the form with the message', async (t) => {
-    const { client, accountId } = await signedUp(service);
-    const tooLong = await createKey(client, 'n'.repeat(PROJECT_NAME_MAX_LENGTH + 1));
-    t.equal(tooLong.response.status, 400);
-    t.match(tooLong.response.text, `Project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`);
-    t.match(tooLong.response.text, `maxlength="${PROJECT_NAME_MAX_LENGTH}"`, 'the field says so too');
-    for (let i = (await listApiKeys(service.db, accountId)).length; i < API_KEYS_PER_ACCOUNT; i++)
-      await createApiKey(service.db, { accountId, projectName: `site ${i}` });
-    const full = await createKey(client, 'one more');
-    t.equal(full.response.status, 403);
-    t.notOk(full.key, 'no key created');
-    t.match(full.response.text, `The account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`);
-    t.match(full.response.text, 'value="one more"', 'the name is kept');
-    t.equal((await listApiKeys(service.db, accountId)).length, API_KEYS_PER_ACCOUNT);
-  });
+  t.test(
+    'API keys: a project name too long, or keys at their bound, come back on the form with the message',
+    async (t) => {
+      const { client, accountId } = await signedUp(service);
+      const tooLong = await createKey(client, 'n'.repeat(PROJECT_NAME_MAX_LENGTH + 1));
+      t.equal(tooLong.response.status, 400);
+      t.match(tooLong.response.text, `Project name must be at most ${PROJECT_NAME_MAX_LENGTH} characters`);
+      t.match(tooLong.response.text, `maxlength="${PROJECT_NAME_MAX_LENGTH}"`, 'the field says so too');
+      for (let i = (await listApiKeys(service.db, accountId)).length; i < API_KEYS_PER_ACCOUNT; i++)
+        await createApiKey(service.db, { accountId, projectName: `site ${i}` });
+      const full = await createKey(client, 'one more');
+      t.equal(full.response.status, 403);
+      t.notOk(full.key, 'no key created');
+      t.match(
+        full.response.text,
+        `The account has ${API_KEYS_PER_ACCOUNT} API keys, the most it may have: delete one it no longer uses`,
+      );
+      t.match(full.response.text, 'value="one more"', 'the name is kept');
+      t.equal((await listApiKeys(service.db, accountId)).length, API_KEYS_PER_ACCOUNT);
+    },
+  );
 
   t.test('webhooks: add, show and rotate the secret, disable, test event, deliveries, redeliver', async (t) => {
     const { client } = await signedUp(service);
     const receiver = await startWebhookReceiver();
     t.teardown(() => receiver.close());
 
-    const invalid = await client.post('/dashboard/webhooks', { url: 'ftp://example.com', events: ['reading.completed'] });
+    const invalid = await client.post('/dashboard/webhooks', {
+      url: 'ftp://example.com',
+      events: ['reading.completed'],
+    });
     t.equal(invalid.status, 400);
     t.match(invalid.text, 'The URL must start with http:// or https://');
     const noEvents = await client.post('/dashboard/webhooks', { url: `${receiver.url}/hook` });
     t.equal(noEvents.status, 400);
     t.match(noEvents.text, 'Choose at least one event');
 
-    const added = await client.post('/dashboard/webhooks', { url: `${receiver.url}/hook`, events: ['reading.completed'] });
+    const added = await client.post('/dashboard/webhooks', {
+      url: `${receiver.url}/hook`,
+      events: ['reading.completed'],
+    });
     t.equal(added.status, 200);
     const secret = /(whsec_[A-Za-z0-9+/=]+)/.exec(added.text)?.[1];
     t.ok(secret, 'the secret is shown on creation');
-    const endpoint = await service.db.selectFrom('webhook_endpoints').selectAll().where('secret', '=', secret!).executeTakeFirstOrThrow();
+    const endpoint = await service.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('secret', '=', secret!)
+      .executeTakeFirstOrThrow();
     t.same(endpoint.events, ['reading.completed']);
     const page = `/dashboard/webhooks/${endpoint.id}`;
     t.notMatch((await client.get(page)).text, secret!, 'not shown on a plain visit');
@@ -282,10 +368,17 @@ t.test('dashboard routes', async (t) => {
     t.match(twice.text, /data-label="Attempts">2</);
     t.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id'], 'same event id');
 
-    t.match((await client.get(page)).text, '<option value="subscription.expired">', 'the test button offers every kind');
+    t.match(
+      (await client.get(page)).text,
+      '<option value="subscription.expired">',
+      'the test button offers every kind',
+    );
     t.equal((await client.post(`${page}/test`, { kind: 'usage.threshold_reached' })).location, page);
     await receiver.waitFor(3);
-    t.match(JSON.parse(receiver.received[2].body), { event: 'usage.threshold_reached', data: { test: true, limit: Number } });
+    t.match(JSON.parse(receiver.received[2].body), {
+      event: 'usage.threshold_reached',
+      data: { test: true, limit: Number },
+    });
     const unknownKind = await client.post(`${page}/test`, { kind: 'reading.maybe' });
     t.equal(unknownKind.status, 400);
     t.match(unknownKind.text, 'Unknown event kind');
@@ -295,7 +388,9 @@ t.test('dashboard routes', async (t) => {
     const { client } = await signedUp(service);
     const receiver = await startWebhookReceiver();
     t.teardown(() => receiver.close());
-    receiver.answer('/answers', (response) => response.writeHead(200, { 'content-type': 'text/html' }).end(`<b>thanks & bye</b>${'x'.repeat(300)}`));
+    receiver.answer('/answers', (response) =>
+      response.writeHead(200, { 'content-type': 'text/html' }).end(`<b>thanks & bye</b>${'x'.repeat(300)}`),
+    );
     await client.post('/dashboard/webhooks', { url: `${receiver.url}/answers`, events: ['reading.completed'] });
     await client.post('/dashboard/webhooks', { url: `${receiver.url}/other`, events: ['reading.completed'] });
     const [answering, other] = await service.db
@@ -311,14 +406,20 @@ t.test('dashboard routes', async (t) => {
       () => client.get(page),
       (response) => response.text.includes('badge-delivered'),
     );
-    t.match(answered.text, /<li class="attempt">[^<]+: <span class="attempt-outcome">HTTP 200<\/span>, <span class="attempt-duration">\d+ ms<\/span>/);
+    t.match(
+      answered.text,
+      /<li class="attempt">[^<]+: <span class="attempt-outcome">HTTP 200<\/span>, <span class="attempt-duration">\d+ ms<\/span>/,
+    );
     t.match(
       answered.text,
       `<pre class="attempt-body">&lt;b&gt;thanks &amp; bye&lt;/b&gt;${'x'.repeat(200 - 'thanks & bye'.length - 7)}</pre>`,
       'the start of the answer, escaped',
     );
 
-    const edited = await client.post(`${page}/edit`, { url: `${receiver.url}/closed`, events: ['reading.completed', 'reading.failed'] });
+    const edited = await client.post(`${page}/edit`, {
+      url: `${receiver.url}/closed`,
+      events: ['reading.completed', 'reading.failed'],
+    });
     t.equal(edited.location, page);
     const editedPage = (await client.get(page)).text;
     t.match(editedPage, `<h1 class="break">${receiver.url}/closed</h1>`);
@@ -327,7 +428,10 @@ t.test('dashboard routes', async (t) => {
     t.equal(taken.status, 409);
     t.match(taken.text, `Endpoint ${other.id} already has this URL`);
     t.match(taken.text, `value="${receiver.url}/other/"`, 'the form keeps what was typed');
-    const duplicateAdd = await client.post('/dashboard/webhooks', { url: `${receiver.url}/closed`, events: ['reading.completed'] });
+    const duplicateAdd = await client.post('/dashboard/webhooks', {
+      url: `${receiver.url}/closed`,
+      events: ['reading.completed'],
+    });
     t.equal(duplicateAdd.status, 409);
     t.match(duplicateAdd.text, `Endpoint ${answering.id} already has this URL`);
     const invalid = await client.post(`${page}/edit`, { url: 'ftp://example.com', events: ['reading.completed'] });
@@ -343,7 +447,10 @@ t.test('dashboard routes', async (t) => {
       () => client.get(page),
       (response) => response.text.includes('ECONNREFUSED'),
     );
-    t.match(refused.text, /<span class="attempt-outcome">connect ECONNREFUSED [^<]+<\/span>, <span class="attempt-duration">\d+ ms<\/span><\/li>/);
+    t.match(
+      refused.text,
+      /<span class="attempt-outcome">connect ECONNREFUSED [^<]+<\/span>, <span class="attempt-duration">\d+ ms<\/span><\/li>/,
+    );
 
     const deleted = await client.post(`${page}/delete`);
     t.equal(deleted.location, '/dashboard/webhooks');
@@ -351,7 +458,11 @@ t.test('dashboard routes', async (t) => {
     const list = await client.get('/dashboard/webhooks');
     t.match(list.text, 'Deliveries to deleted endpoints');
     t.match(list.text, /<td data-label="URL" class="break">http:\/\/127\.0\.0\.1:\d+\/gone<\/td>/);
-    t.match(list.text, 'Endpoint deleted by the account before this delivery succeeded', 'the pending retry ended, visibly');
+    t.match(
+      list.text,
+      'Endpoint deleted by the account before this delivery succeeded',
+      'the pending retry ended, visibly',
+    );
     t.equal(list.text.match(/<tr class="deleted-endpoint-delivery">/g)?.length, 2, 'its earlier delivery is kept too');
     t.match(list.text, 'badge-delivered');
     t.equal((await client.post(`${page}/delete`)).status, 404);
@@ -385,7 +496,8 @@ t.test('dashboard routes', async (t) => {
     t.equal(usage.text.match(/<rect class="bar"/g)?.length, 30, 'thirty days');
 
     const all = await client.get('/dashboard/readings');
-    for (const reference of [completed.body.reference_id, accepted.body.reference_id, failed.body.reference_id]) t.match(all.text, reference);
+    for (const reference of [completed.body.reference_id, accepted.body.reference_id, failed.body.reference_id])
+      t.match(all.text, reference);
     t.match(all.text, '02390.276');
     const onlyFailed = await client.get('/dashboard/readings?status=failed');
     t.match(onlyFailed.text, failed.body.reference_id);
@@ -395,7 +507,9 @@ t.test('dashboard routes', async (t) => {
     const withoutBox = await client.get(detailPath);
     t.match(withoutBox.text, '02390.276');
     t.notMatch(withoutBox.text, '<polygon');
-    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${completed.body.reading_id}`.execute(service.db);
+    await sql`UPDATE readings SET counter_box = '[[40,60],[530,60],[530,160],[40,160]]' WHERE id = ${completed.body.reading_id}`.execute(
+      service.db,
+    );
     const detail = await client.get(detailPath);
     t.match(detail.text, /<img src="\/dashboard\/readings\/[0-9a-f-]+\/photo" width="\d+" height="\d+"/);
     t.match(detail.text, /<polygon class="counter-box" points="\d+,\d+ \d+,\d+ \d+,\d+ \d+,\d+">/);
@@ -405,7 +519,9 @@ t.test('dashboard routes', async (t) => {
     t.same([...image.bytes.subarray(0, 2)], [0xff, 0xd8], 'a JPEG');
     t.equal((await client.get('/dashboard/readings/not-a-uuid')).status, 404);
 
-    await sql`UPDATE meters SET created_at = now() - interval '91 days' WHERE reference_id = ${completed.body.reference_id}`.execute(service.db);
+    await sql`UPDATE meters SET created_at = now() - interval '91 days' WHERE reference_id = ${completed.body.reference_id}`.execute(
+      service.db,
+    );
     t.equal((await purgeOldData(service, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);
     const removed = await client.get(detailPath);
     t.match(removed.text, /The photo was deleted on [^<]+: photos are kept for a limited time\. The reading stays\./);
@@ -417,15 +533,29 @@ t.test('dashboard routes', async (t) => {
   t.test("an account sees only its own things: another account's ids give 404", async (t) => {
     const owner = await signedUp(service);
     const { key } = await createKey(owner.client, 'owner key');
-    const keyId = /action="\/dashboard\/keys\/(\d+)\/disable"/.exec((await owner.client.get('/dashboard/keys')).text)![1];
+    const keyId = /action="\/dashboard\/keys\/(\d+)\/disable"/.exec(
+      (await owner.client.get('/dashboard/keys')).text,
+    )![1];
     const receiver = await startWebhookReceiver();
     t.teardown(() => receiver.close());
-    await owner.client.post('/dashboard/webhooks', { url: `${receiver.url}/owner`, events: ['reading.completed', 'reading.failed'] });
-    const endpoint = await service.db.selectFrom('webhook_endpoints').select('id').where('url', '=', `${receiver.url}/owner`).executeTakeFirstOrThrow();
+    await owner.client.post('/dashboard/webhooks', {
+      url: `${receiver.url}/owner`,
+      events: ['reading.completed', 'reading.failed'],
+    });
+    const endpoint = await service.db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('url', '=', `${receiver.url}/owner`)
+      .executeTakeFirstOrThrow();
     await owner.client.post(`/dashboard/webhooks/${endpoint.id}/test`);
     await receiver.waitFor(1);
     const delivery = await waitFor(
-      () => service.db.selectFrom('webhook_deliveries').select(['id', 'status']).where('endpoint_id', '=', endpoint.id).executeTakeFirstOrThrow(),
+      () =>
+        service.db
+          .selectFrom('webhook_deliveries')
+          .select(['id', 'status'])
+          .where('endpoint_id', '=', endpoint.id)
+          .executeTakeFirstOrThrow(),
       (row) => row.status !== 'pending',
     );
     const reading = await submitPhoto(service, { key, image: photo, sync: true });

@@ -4,12 +4,18 @@ import { pgConnectionOptions } from '../../src/db/connect.ts';
 const HEROKU = 'postgres://user:secret@ec2-1-2-3-4.compute-1.amazonaws.com:5432/d1abc';
 
 t.test('sslmode=require (Heroku Postgres) encrypts without verifying the certificate', async (t) => {
-  t.same(pgConnectionOptions(`${HEROKU}?sslmode=require`, {}), { connectionString: HEROKU, ssl: { rejectUnauthorized: false } });
+  t.same(pgConnectionOptions(`${HEROKU}?sslmode=require`, {}), {
+    connectionString: HEROKU,
+    ssl: { rejectUnauthorized: false },
+  });
   t.same(pgConnectionOptions(`${HEROKU}?sslmode=no-verify`, {}).ssl, { rejectUnauthorized: false });
 });
 
 t.test('PGSSLMODE applies when the URL has no sslmode; the URL wins when it has one', async (t) => {
-  t.same(pgConnectionOptions(HEROKU, { PGSSLMODE: 'no-verify' }), { connectionString: HEROKU, ssl: { rejectUnauthorized: false } });
+  t.same(pgConnectionOptions(HEROKU, { PGSSLMODE: 'no-verify' }), {
+    connectionString: HEROKU,
+    ssl: { rejectUnauthorized: false },
+  });
   t.same(pgConnectionOptions(`${HEROKU}?sslmode=disable`, { PGSSLMODE: 'require' }).ssl, false);
 });
 

@@ -14,5 +14,9 @@ t.test('a connection the server closes while it is checked out fails its query, 
   });
 
   await t.rejects(terminated, /terminat/);
-  t.equal((await sql<{ one: number }>`SELECT 1 AS one`.execute(db)).rows[0].one, 1, 'the pool goes on with a new connection');
+  t.equal(
+    (await sql<{ one: number }>`SELECT 1 AS one`.execute(db)).rows[0].one,
+    1,
+    'the pool goes on with a new connection',
+  );
 });

@@ -39,10 +39,19 @@ async function checkoutInClosedFolder(t: Test): Promise<string> {
   await chmod(closed, 0o700);
   const checkout = path.join(closed, 'meterlens');
   t.teardown(async () => {
-    for (const dataDir of [path.join(checkout, 'data'), ...(await runDirs(checkout))]) await embedded.removeEmbeddedPostgres(dataDir);
+    for (const dataDir of [path.join(checkout, 'data'), ...(await runDirs(checkout))])
+      await embedded.removeEmbeddedPostgres(dataDir);
     await rm(closed, { recursive: true, force: true });
   });
-  for (const part of ['src', 'sql', 'test/run.ts', 'test/helpers/ports.ts', 'package.json', '.taprc', 'tsconfig.json']) {
+  for (const part of [
+    'src',
+    'sql',
+    'test/run.ts',
+    'test/helpers/ports.ts',
+    'package.json',
+    '.taprc',
+    'tsconfig.json',
+  ]) {
     await cp(path.join(root, part), path.join(checkout, part), { recursive: true });
   }
   await mkdir(path.join(checkout, 'node_modules'));
@@ -60,54 +69,74 @@ async function runDirs(checkout: string): Promise<string[]> {
   return entries.filter((entry) => entry.startsWith('run-')).map((entry) => path.join(checkout, '.tap', entry));
 }
 
-t.test('as root, from a checkout in a 0700 folder', { skip: !asRoot && 'only root runs PostgreSQL as another user' }, async (t) => {
-  const checkout = await checkoutInClosedFolder(t);
+t.test(
+  'as root, from a checkout in a 0700 folder',
+  { skip: !asRoot && 'only root runs PostgreSQL as another user' },
+  async (t) => {
+    const checkout = await checkoutInClosedFolder(t);
 
-  t.test('the embedded start runs PostgreSQL from copies the postgres user can reach', async (t) => {
-    const { startEmbeddedPostgres } = (await import(pathToFileURL(path.join(checkout, 'src', 'db', 'embedded.ts')).href)) as typeof embedded;
-    const dataDir = path.join(checkout, 'data');
-    const messages: string[] = [];
-    const start = async () => startEmbeddedPostgres({ dataDir, port: await freePort(), role: 'owner', log: (message) => messages.push(message) });
-    const connects = async (url: string) => {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      const { rows } = await client.query('SELECT 1 AS one');
-      await client.end();
-      return rows[0].one === 1;
-    };
-    t.ok(await connects((await start()).url), 'connects');
-    t.match(messages.join('\n'), /running PostgreSQL from a copy in \/var\/lib\/meterlens\/postgres-/, 'says where the binaries are');
-    t.match(messages.join('\n'), /the cluster is in \/var\/lib\/meterlens\/clusters\//, 'and where the cluster is');
-    t.ok((await lstat(path.join(dataDir, 'postgres'))).isSymbolicLink(), 'DATA_DIR/postgres leads to it');
-    t.ok(existsSync(path.join(dataDir, 'postgres.log')), 'the log stays in DATA_DIR');
+    t.test('the embedded start runs PostgreSQL from copies the postgres user can reach', async (t) => {
+      const { startEmbeddedPostgres } = (await import(
+        pathToFileURL(path.join(checkout, 'src', 'db', 'embedded.ts')).href
+      )) as typeof embedded;
+      const dataDir = path.join(checkout, 'data');
+      const messages: string[] = [];
+      const start = async () =>
+        startEmbeddedPostgres({
+          dataDir,
+          port: await freePort(),
+          role: 'owner',
+          log: (message) => messages.push(message),
+        });
+      const connects = async (url: string) => {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        const { rows } = await client.query('SELECT 1 AS one');
+        await client.end();
+        return rows[0].one === 1;
+      };
+      t.ok(await connects((await start()).url), 'connects');
+      t.match(
+        messages.join('\n'),
+        /running PostgreSQL from a copy in \/var\/lib\/meterlens\/postgres-/,
+        'says where the binaries are',
+      );
+      t.match(messages.join('\n'), /the cluster is in \/var\/lib\/meterlens\/clusters\//, 'and where the cluster is');
+      t.ok((await lstat(path.join(dataDir, 'postgres'))).isSymbolicLink(), 'DATA_DIR/postgres leads to it');
+      t.ok(existsSync(path.join(dataDir, 'postgres.log')), 'the log stays in DATA_DIR');
 
-    await embedded.stopEmbeddedPostgres(dataDir);
-    await rm(dataDir, { recursive: true }); // as a user would: the cluster outside stays behind
-    t.ok(await connects((await start()).url), 'a DATA_DIR deleted and made again starts afresh');
-    t.equal(messages.filter((message) => message.startsWith('initialising')).length, 2, 'initialised again');
-  });
+      await embedded.stopEmbeddedPostgres(dataDir);
+      await rm(dataDir, { recursive: true }); // as a user would: the cluster outside stays behind
+      t.ok(await connects((await start()).url), 'a DATA_DIR deleted and made again starts afresh');
+      t.equal(messages.filter((message) => message.startsWith('initialising')).length, 2, 'initialised again');
+    });
 
-  t.test("npm test's own start (test/run.ts)", async (t) => {
-    await writeFile(
-      path.join(checkout, 'connects.test.ts'),
-      [
-        "import pg from 'pg';",
-        "import t from 'tap';",
-        "t.test('connects', async (t) => {",
-        '  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });',
-        '  await client.connect();',
-        "  t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);",
-        '  await client.end();',
-        '});',
-      ].join('\n'),
-    );
-    const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: '' }; // its own free port
-    const { stdout } = await promisify(execFile)(process.execPath, ['test/run.ts', 'connects.test.ts', '--disable-coverage'], { cwd: checkout, env });
-    t.match(stdout, /the cluster is in \/var\/lib\/meterlens\/clusters\//);
-    t.match(stdout, /# \{ total: 1, pass: 1 \}|ok 1 - connects/);
-    t.same(await runDirs(checkout), [], 'the run removes its server and data');
-  });
-});
+    t.test("npm test's own start (test/run.ts)", async (t) => {
+      await writeFile(
+        path.join(checkout, 'connects.test.ts'),
+        [
+          "import pg from 'pg';",
+          "import t from 'tap';",
+          "t.test('connects', async (t) => {",
+          '  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });',
+          '  await client.connect();',
+          "  t.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);",
+          '  await client.end();',
+          '});',
+        ].join('\n'),
+      );
+      const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: '' }; // its own free port
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['test/run.ts', 'connects.test.ts', '--disable-coverage'],
+        { cwd: checkout, env },
+      );
+      t.match(stdout, /the cluster is in \/var\/lib\/meterlens\/clusters\//);
+      t.match(stdout, /# \{ total: 1, pass: 1 \}|ok 1 - connects/);
+      t.same(await runDirs(checkout), [], 'the run removes its server and data');
+    });
+  },
+);
 
 t.test('stop stops the postmaster running now, also after a restart from outside', async (t) => {
   const dataDir = await dataDirReachableByEveryone(t);
@@ -173,60 +202,75 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-t.test('two processes on one server: whichever stops first leaves it running for the other; the last stops it', async (t) => {
-  t.test('the process that reused it stops first', async (t) => {
-    const dataDir = await dataDirReachableByEveryone(t);
-    const port = await freePort();
-    const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet });
-    const pid = await postmasterPid(dataDir);
-    const second = await otherProcess(t, dataDir, port);
-    t.match(second.output(), /reusing PostgreSQL already running/);
-    await second.stop();
-    t.ok(isRunning(pid), 'still running after the second process stopped');
-    t.ok(await answers(first.url), 'and the first still uses it');
-    await first.stop();
-    t.notOk(isRunning(pid), 'the last one out stopped it');
-  });
+t.test(
+  'two processes on one server: whichever stops first leaves it running for the other; the last stops it',
+  async (t) => {
+    t.test('the process that reused it stops first', async (t) => {
+      const dataDir = await dataDirReachableByEveryone(t);
+      const port = await freePort();
+      const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet });
+      const pid = await postmasterPid(dataDir);
+      const second = await otherProcess(t, dataDir, port);
+      t.match(second.output(), /reusing PostgreSQL already running/);
+      await second.stop();
+      t.ok(isRunning(pid), 'still running after the second process stopped');
+      t.ok(await answers(first.url), 'and the first still uses it');
+      await first.stop();
+      t.notOk(isRunning(pid), 'the last one out stopped it');
+    });
 
-  t.test('the process that started it stops first', async (t) => {
-    const dataDir = await dataDirReachableByEveryone(t);
-    const port = await freePort();
-    const messages: string[] = [];
-    const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: (message) => messages.push(message) });
-    const pid = await postmasterPid(dataDir);
-    const second = await otherProcess(t, dataDir, port);
-    await first.stop();
-    t.ok(isRunning(pid), 'left running for the second process');
-    t.ok(await answers(first.url), 'which can still use it');
-    t.match(messages.join('\n'), /leaving PostgreSQL running on .*: process \d+ still uses it/);
-    await second.stop();
-    t.notOk(isRunning(pid), 'the second, last out, stopped it');
-  });
+    t.test('the process that started it stops first', async (t) => {
+      const dataDir = await dataDirReachableByEveryone(t);
+      const port = await freePort();
+      const messages: string[] = [];
+      const first = await embedded.startEmbeddedPostgres({
+        dataDir,
+        port,
+        role: 'owner',
+        log: (message) => messages.push(message),
+      });
+      const pid = await postmasterPid(dataDir);
+      const second = await otherProcess(t, dataDir, port);
+      await first.stop();
+      t.ok(isRunning(pid), 'left running for the second process');
+      t.ok(await answers(first.url), 'which can still use it');
+      t.match(messages.join('\n'), /leaving PostgreSQL running on .*: process \d+ still uses it/);
+      await second.stop();
+      t.notOk(isRunning(pid), 'the second, last out, stopped it');
+    });
 
-  t.test('a process killed with SIGKILL does not keep it running', async (t) => {
-    const dataDir = await dataDirReachableByEveryone(t);
-    const port = await freePort();
-    const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet });
-    const pid = await postmasterPid(dataDir);
-    await (await otherProcess(t, dataDir, port)).kill();
-    await first.stop();
-    t.notOk(isRunning(pid), 'stopped: the killed process is not counted');
-  });
-});
+    t.test('a process killed with SIGKILL does not keep it running', async (t) => {
+      const dataDir = await dataDirReachableByEveryone(t);
+      const port = await freePort();
+      const first = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet });
+      const pid = await postmasterPid(dataDir);
+      await (await otherProcess(t, dataDir, port)).kill();
+      await first.stop();
+      t.notOk(isRunning(pid), 'stopped: the killed process is not counted');
+    });
+  },
+);
 
 t.test('a port taken by another PostgreSQL: one line that says so, never the other server', async (t) => {
   const port = await freePort();
   const other = await dataDirReachableByEveryone(t);
   await embedded.startEmbeddedPostgres({ dataDir: other, port, role: 'owner', log: quiet });
   const dataDir = await dataDirReachableByEveryone(t);
-  const error = await embedded.startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet }).catch((error: Error) => error);
+  const error = await embedded
+    .startEmbeddedPostgres({ dataDir, port, role: 'owner', log: quiet })
+    .catch((error: Error) => error);
   t.type(error, embedded.EmbeddedPostgresError);
-  t.match((error as Error).message, new RegExp(`^PostgreSQL did not start on port ${port}: could not bind .*Address already in use.*EMBEDDED_PG_PORT`));
+  t.match(
+    (error as Error).message,
+    new RegExp(`^PostgreSQL did not start on port ${port}: could not bind .*Address already in use.*EMBEDDED_PG_PORT`),
+  );
   t.notMatch((error as Error).message, /\n/);
 
   // test/run.ts reports the same in one line, without a stack trace.
   const env = { ...process.env, DATABASE_URL: '', TEST_EMBEDDED_PG_PORT: String(port) };
-  const failed = await promisify(execFile)(process.execPath, [path.join(root, 'test', 'run.ts')], { env }).catch((error) => error);
+  const failed = await promisify(execFile)(process.execPath, [path.join(root, 'test', 'run.ts')], { env }).catch(
+    (error) => error,
+  );
   t.equal(failed.code, 1);
   t.match(failed.stderr, new RegExp(`^npm test: PostgreSQL did not start on port ${port}: could not bind[^\\n]*\\n$`));
 });

@@ -77,7 +77,12 @@ async function migratedTables(url: string): Promise<Tables> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ table_name: string; column_name: string; udt_name: string; is_nullable: 'YES' | 'NO' }>(
+    const { rows } = await client.query<{
+      table_name: string;
+      column_name: string;
+      udt_name: string;
+      is_nullable: 'YES' | 'NO';
+    }>(
       `SELECT table_name, column_name, udt_name, is_nullable
          FROM information_schema.columns
          JOIN information_schema.tables USING (table_catalog, table_schema, table_name)
@@ -140,7 +145,8 @@ function coarseType(checker: ts.TypeChecker, members: ts.Type[]): string {
   const coarse = members
     .filter((member) => !(member.flags & (ts.TypeFlags.Null | ts.TypeFlags.Undefined)))
     .map((member) => {
-      if (checker.isArrayType(member)) return `${coarseType(checker, selectedMembers(checker, checker.getTypeArguments(member as ts.TypeReference)[0]))}[]`;
+      if (checker.isArrayType(member))
+        return `${coarseType(checker, selectedMembers(checker, checker.getTypeArguments(member as ts.TypeReference)[0]))}[]`;
       if (member.flags & ts.TypeFlags.StringLike) return 'string';
       if (member.flags & ts.TypeFlags.NumberLike) return 'number';
       if (member.flags & ts.TypeFlags.BooleanLike) return 'boolean';

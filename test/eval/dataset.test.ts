@@ -11,7 +11,9 @@ async function folderWith(files: Record<string, string>): Promise<string> {
 }
 
 t.test('labels with alternatives; the label itself is not repeated among them', async (t) => {
-  const dir = await folderWith({ 'labels.csv': 'file,reading,alternatives,quad\na.jpg,00720,00720|00721,1 2 3 4\nb.jpg,00005,00005,1 2\n' });
+  const dir = await folderWith({
+    'labels.csv': 'file,reading,alternatives,quad\na.jpg,00720,00720|00721,1 2 3 4\nb.jpg,00005,00005,1 2\n',
+  });
   t.same(await loadLabelledPhotos(dir), [
     { file: 'a.jpg', accepted: ['00720', '00721'] },
     { file: 'b.jpg', accepted: ['00005'] },
@@ -24,7 +26,10 @@ t.test('columns are found by name; extra columns such as boxes are ignored', asy
 });
 
 t.test('a file list keeps only the photos it names', async (t) => {
-  const dir = await folderWith({ 'labels.csv': 'file,reading\na.jpg,1\nb.jpg,2\nc.jpg,3\n', 'val.txt': 'a.jpg\n\nc.jpg\n' });
+  const dir = await folderWith({
+    'labels.csv': 'file,reading\na.jpg,1\nb.jpg,2\nc.jpg,3\n',
+    'val.txt': 'a.jpg\n\nc.jpg\n',
+  });
   const only = await loadFileList(path.join(dir, 'val.txt'));
   t.same(
     (await loadLabelledPhotos(dir, only)).map((p) => p.file),

@@ -93,22 +93,28 @@ const binnedCases = [
   { ...scored(['6.0'], undefined, 0), error: 'unreadable: no counter' },
 ];
 
-t.test('reliability table: confidence bins of ten against the exact share of their readings; no reading is no bin', async (t) => {
-  const reliability = summarise(binnedCases).reliability;
-  t.equal(reliability.length, 10);
-  t.same(reliability[9], { from: 90, to: 100, readings: 3, meanConfidence: 94, accuracy: 2 / 3 });
-  t.same(reliability[8], { from: 80, to: 90, readings: 1, meanConfidence: 89, accuracy: 1 });
-  t.same(reliability[0], { from: 0, to: 10, readings: 1, meanConfidence: 0, accuracy: 1 });
-  t.same(reliability[5], { from: 50, to: 60, readings: 0, meanConfidence: null, accuracy: null });
-});
+t.test(
+  'reliability table: confidence bins of ten against the exact share of their readings; no reading is no bin',
+  async (t) => {
+    const reliability = summarise(binnedCases).reliability;
+    t.equal(reliability.length, 10);
+    t.same(reliability[9], { from: 90, to: 100, readings: 3, meanConfidence: 94, accuracy: 2 / 3 });
+    t.same(reliability[8], { from: 80, to: 90, readings: 1, meanConfidence: 89, accuracy: 1 });
+    t.same(reliability[0], { from: 0, to: 10, readings: 1, meanConfidence: 0, accuracy: 1 });
+    t.same(reliability[5], { from: 50, to: 60, readings: 0, meanConfidence: null, accuracy: null });
+  },
+);
 
-t.test("calibration scores: Brier over the readings made, and the bins' gaps between confidence and accuracy", async (t) => {
-  const { brier, expectedError } = summarise(binnedCases).calibration;
-  t.ok(Math.abs(brier! - (0 + 0.08 ** 2 + 0.9 ** 2 + 0.11 ** 2 + 1) / 5) < 1e-12, `Brier ${brier}`);
-  // 90–100: 3 at 94 against 66.7% right; 80–90: 1 at 89 against 100%; 0–10: 1 at 0 against 100%.
-  t.ok(Math.abs(expectedError! - (3 * (94 - 200 / 3) + 11 + 100) / 5) < 1e-9, `expected error ${expectedError}`);
-  t.same(summarise([binnedCases[5]!]).calibration, { brier: null, expectedError: null });
-});
+t.test(
+  "calibration scores: Brier over the readings made, and the bins' gaps between confidence and accuracy",
+  async (t) => {
+    const { brier, expectedError } = summarise(binnedCases).calibration;
+    t.ok(Math.abs(brier! - (0 + 0.08 ** 2 + 0.9 ** 2 + 0.11 ** 2 + 1) / 5) < 1e-12, `Brier ${brier}`);
+    // 90–100: 3 at 94 against 66.7% right; 80–90: 1 at 89 against 100%; 0–10: 1 at 0 against 100%.
+    t.ok(Math.abs(expectedError! - (3 * (94 - 200 / 3) + 11 + 100) / 5) < 1e-9, `expected error ${expectedError}`);
+    t.same(summarise([binnedCases[5]!]).calibration, { brier: null, expectedError: null });
+  },
+);
 
 t.test('selective accuracy is null where no reading is that confident', async (t) => {
   t.equal(summarise([scored(['1'], '00001', 10)]).selective[3]!.accuracy, null);
@@ -122,46 +128,85 @@ t.test('nearest-rank percentiles', async (t) => {
   t.equal(percentile([1, 2, 3, 4], 95), 4);
 });
 
-t.test('billing errors: a consumption off by more than 1 m³ and 10% of the true one, among readings not needing review', async (t) => {
-  const billed = (accepted: string[], predicted: string | undefined, reference: string, confidence = 100, plausibility: Plausibility = 'ok'): ScoredCase => ({
-    ...scored(accepted, predicted, confidence),
-    plausibility,
-    past: { reference },
-  });
-  t.same(billingError(billed(['37.902'], '00379', '00024.807')), {
-    file: '37.902-00379.jpg',
-    reading: '00379',
-    reference: '00024.807',
-    billed: 354.193,
-    truly: 13.095,
-  });
-  t.equal(billingError(billed(['37.902'], '00038.902', '00024.807')), undefined, 'a units wheel mid-roll: off by 1 m³');
-  t.same(billingError(billed(['37.902'], '00039.902', '00024.807'))?.billed, 15.095, 'two units off 13 m³: more than 1 m³ and 10%');
-  t.equal(billingError(billed(['137.902'], '00139.902', '00024.807')), undefined, 'two units off 113 m³: within 10%');
-  t.equal(billingError(billed(['00720', '00722'], '00723', '00700')), undefined, 'the closest accepted label is the truth');
-  t.equal(billingError(scored(['37.902'], '00379')), undefined, 'no past, nothing billed');
+t.test(
+  'billing errors: a consumption off by more than 1 m³ and 10% of the true one, among readings not needing review',
+  async (t) => {
+    const billed = (
+      accepted: string[],
+      predicted: string | undefined,
+      reference: string,
+      confidence = 100,
+      plausibility: Plausibility = 'ok',
+    ): ScoredCase => ({
+      ...scored(accepted, predicted, confidence),
+      plausibility,
+      past: { reference },
+    });
+    t.same(billingError(billed(['37.902'], '00379', '00024.807')), {
+      file: '37.902-00379.jpg',
+      reading: '00379',
+      reference: '00024.807',
+      billed: 354.193,
+      truly: 13.095,
+    });
+    t.equal(
+      billingError(billed(['37.902'], '00038.902', '00024.807')),
+      undefined,
+      'a units wheel mid-roll: off by 1 m³',
+    );
+    t.same(
+      billingError(billed(['37.902'], '00039.902', '00024.807'))?.billed,
+      15.095,
+      'two units off 13 m³: more than 1 m³ and 10%',
+    );
+    t.equal(billingError(billed(['137.902'], '00139.902', '00024.807')), undefined, 'two units off 113 m³: within 10%');
+    t.equal(
+      billingError(billed(['00720', '00722'], '00723', '00700')),
+      undefined,
+      'the closest accepted label is the truth',
+    );
+    t.equal(billingError(scored(['37.902'], '00379')), undefined, 'no past, nothing billed');
 
-  const review = summariseReview([
-    billed(['37.902'], '00379', '00024.807'),
-    billed(['37.902'], '00037.902', '00024.807'),
-    billed(['37.902'], '00037.000', '00024.807', 50),
-    billed(['37.902'], '00037.902', '00024.807', 20, 'implausible'),
-    billed(['37.902'], '00379', '00024.807', 5),
-    billed(['37.902'], undefined, '00024.807', 0),
-  ]);
-  t.match(review, {
-    reviewBelow: DEFAULT_REVIEW_BELOW,
-    needsReview: 4 / 6,
-    reasons: { noReading: 1 / 6, implausible: 1 / 6, suspicious: 0, lessConfident: 2 / 6 },
-    rightInWholeUnits: { implausible: 1 / 6, suspicious: 0, lessConfident: 1 / 6 },
-    billable: 2,
-    wholeUnitsRightBillable: 1 / 2,
-    billingErrors: [{ file: '37.902-00379.jpg', reading: '00379', reference: '00024.807', billed: 354.193, truly: 13.095 }],
-  });
-  const at = (reviewBelow: number) => review.byThreshold.find((judged) => judged.reviewBelow === reviewBelow);
-  t.same(at(0), { reviewBelow: 0, needsReview: 2 / 6, billable: 4, wholeUnitsRightBillable: 2 / 4, billingErrors: 2 }, 'below 0: only no reading and flagged');
-  t.same(at(10), { reviewBelow: 10, needsReview: 3 / 6, billable: 3, wholeUnitsRightBillable: 2 / 3, billingErrors: 1 });
-  t.same(at(95), { reviewBelow: 95, needsReview: 4 / 6, billable: 2, wholeUnitsRightBillable: 1 / 2, billingErrors: 1 });
-  t.notOk(summarise([scored(['1'], '1')]).review, 'no grown past: no review summary');
-  t.ok(summarise([billed(['1'], '1', '0')]).review);
-});
+    const review = summariseReview([
+      billed(['37.902'], '00379', '00024.807'),
+      billed(['37.902'], '00037.902', '00024.807'),
+      billed(['37.902'], '00037.000', '00024.807', 50),
+      billed(['37.902'], '00037.902', '00024.807', 20, 'implausible'),
+      billed(['37.902'], '00379', '00024.807', 5),
+      billed(['37.902'], undefined, '00024.807', 0),
+    ]);
+    t.match(review, {
+      reviewBelow: DEFAULT_REVIEW_BELOW,
+      needsReview: 4 / 6,
+      reasons: { noReading: 1 / 6, implausible: 1 / 6, suspicious: 0, lessConfident: 2 / 6 },
+      rightInWholeUnits: { implausible: 1 / 6, suspicious: 0, lessConfident: 1 / 6 },
+      billable: 2,
+      wholeUnitsRightBillable: 1 / 2,
+      billingErrors: [
+        { file: '37.902-00379.jpg', reading: '00379', reference: '00024.807', billed: 354.193, truly: 13.095 },
+      ],
+    });
+    const at = (reviewBelow: number) => review.byThreshold.find((judged) => judged.reviewBelow === reviewBelow);
+    t.same(
+      at(0),
+      { reviewBelow: 0, needsReview: 2 / 6, billable: 4, wholeUnitsRightBillable: 2 / 4, billingErrors: 2 },
+      'below 0: only no reading and flagged',
+    );
+    t.same(at(10), {
+      reviewBelow: 10,
+      needsReview: 3 / 6,
+      billable: 3,
+      wholeUnitsRightBillable: 2 / 3,
+      billingErrors: 1,
+    });
+    t.same(at(95), {
+      reviewBelow: 95,
+      needsReview: 4 / 6,
+      billable: 2,
+      wholeUnitsRightBillable: 1 / 2,
+      billingErrors: 1,
+    });
+    t.notOk(summarise([scored(['1'], '1')]).review, 'no grown past: no review summary');
+    t.ok(summarise([billed(['1'], '1', '0')]).review);
+  },
+);

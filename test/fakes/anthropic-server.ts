@@ -16,7 +16,8 @@ export function startFakeAnthropic(behaviour?: FakeBehaviour): Promise<FakeServe
       endpoint: '/v1/messages',
       answer(request, answer, model, sequence) {
         // Like Claude: a forced tool is answered with a tool_use block, anything else with text.
-        const forcedTool = request.body?.tool_choice?.type === 'tool' ? String(request.body.tool_choice.name) : undefined;
+        const forcedTool =
+          request.body?.tool_choice?.type === 'tool' ? String(request.body.tool_choice.name) : undefined;
         const useTool = forcedTool !== undefined && typeof answer !== 'string';
         return {
           id: `msg_fake${sequence}`,

@@ -31,7 +31,11 @@ export interface ReaderHarness {
 }
 
 /** Starts a fake for one test and closes it when the test ends. */
-export async function harness(t: Test, under: HostedReaderUnderTest, behaviour?: FakeBehaviour): Promise<ReaderHarness> {
+export async function harness(
+  t: Test,
+  under: HostedReaderUnderTest,
+  behaviour?: FakeBehaviour,
+): Promise<ReaderHarness> {
   const fake = await under.startFake(behaviour);
   t.teardown(() => fake.close());
   const image = await renderMeterPhoto();
@@ -74,8 +78,14 @@ export function testHostedReader(t: Test, under: HostedReaderUnderTest): void {
     await reader().read(image, noAbort(), undefined, { whole: 4, fraction: 1 });
     const [unknown, fivePlusThree, six, fourPlusOne] = fake.requests.map((request) => under.promptSent(request));
     t.equal(unknown, METER_PROMPT, 'no layout known: the prompt alone, and no window in it');
-    t.equal(fivePlusThree, `${METER_PROMPT}\n\nThis meter's counter has 5 black whole-unit wheels and 3 red wheels: write 5 digits, ".", then 3 digits.`);
-    t.equal(six, `${METER_PROMPT}\n\nThis meter's counter has 6 black whole-unit wheels and no red wheels: write 6 digits and no ".".`);
+    t.equal(
+      fivePlusThree,
+      `${METER_PROMPT}\n\nThis meter's counter has 5 black whole-unit wheels and 3 red wheels: write 5 digits, ".", then 3 digits.`,
+    );
+    t.equal(
+      six,
+      `${METER_PROMPT}\n\nThis meter's counter has 6 black whole-unit wheels and no red wheels: write 6 digits and no ".".`,
+    );
     t.match(fourPlusOne, /has 4 black whole-unit wheels and 1 red wheel: write 4 digits, "\.", then 1 digit\.$/);
     for (const prompt of [unknown, fivePlusThree]) t.notMatch(prompt, /00100|99\.999|200/, 'the window is not told');
   });
@@ -98,7 +108,9 @@ export function testHostedReader(t: Test, under: HostedReaderUnderTest): void {
   });
 
   t.test('keeps leading zeros and clamps the confidence', async (t) => {
-    const { image, reader } = await harness(t, under, { answer: { reading: '00417', confidence: 140, unobstructed: true } });
+    const { image, reader } = await harness(t, under, {
+      answer: { reading: '00417', confidence: 140, unobstructed: true },
+    });
     const reading = await reader().read(image, noAbort());
     t.match(reading, { reading: '00417', value: 417, confidence: 100 });
   });
@@ -109,12 +121,16 @@ export function testHostedReader(t: Test, under: HostedReaderUnderTest): void {
   });
 
   t.test('a reading that is not digits is unparseable', async (t) => {
-    const { image, reader } = await harness(t, under, { answer: { reading: '2,390 m3', confidence: 90, unobstructed: true } });
+    const { image, reader } = await harness(t, under, {
+      answer: { reading: '2,390 m3', confidence: 90, unobstructed: true },
+    });
     await t.rejects(reader().read(image, noAbort()), { name: 'ReaderError', kind: 'unparseable' });
   });
 
   t.test('an obstructed counter is unreadable', async (t) => {
-    const { image, reader } = await harness(t, under, { answer: { reading: '02390', confidence: 10, unobstructed: false } });
+    const { image, reader } = await harness(t, under, {
+      answer: { reading: '02390', confidence: 10, unobstructed: false },
+    });
     await t.rejects(reader().read(image, noAbort()), { name: 'ReaderError', kind: 'unreadable' });
   });
 

@@ -55,7 +55,10 @@ export async function startFakeApi(api: FakeApi, initialBehaviour: FakeBehaviour
   let behaviour = initialBehaviour;
   let failuresLeft = failuresFor(behaviour);
 
-  function reply(request: RecordedRequest, method: string | undefined): { status: number; headers: Record<string, string>; body: unknown } {
+  function reply(
+    request: RecordedRequest,
+    method: string | undefined,
+  ): { status: number; headers: Record<string, string>; body: unknown } {
     if (method !== 'POST' || request.path !== api.endpoint) {
       return { status: 404, headers: {}, body: api.error(404, `no route for ${method} ${request.path}`) };
     }
@@ -68,7 +71,11 @@ export async function startFakeApi(api: FakeApi, initialBehaviour: FakeBehaviour
       };
     }
     const model = behaviour.reportedModel ?? String(request.body?.model ?? 'unknown');
-    return { status: 200, headers: {}, body: api.answer(request, behaviour.answer ?? DEFAULT_ANSWER, model, requests.length) };
+    return {
+      status: 200,
+      headers: {},
+      body: api.answer(request, behaviour.answer ?? DEFAULT_ANSWER, model, requests.length),
+    };
   }
 
   const server = http.createServer((req, res) => {
@@ -77,7 +84,11 @@ export async function startFakeApi(api: FakeApi, initialBehaviour: FakeBehaviour
     req.on('error', () => {});
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request: RecordedRequest = { path: req.url ?? '', headers: req.headers, body: parseBody(Buffer.concat(chunks)) };
+      const request: RecordedRequest = {
+        path: req.url ?? '',
+        headers: req.headers,
+        body: parseBody(Buffer.concat(chunks)),
+      };
       requests.push(request);
       const { status, headers, body } = reply(request, req.method);
       const send = () => {

@@ -26,7 +26,11 @@ export interface Drawn {
  * (white digits on dark wheels, as many meters print them), at `scale` times 700 x 500 px. With `logo`, the
  * counter's frame also holds a maker's letter left of the wheels.
  */
-export async function drawMeter(wholeUnits: string, fraction: string, { scale = 1, logo = false } = {}): Promise<Drawn> {
+export async function drawMeter(
+  wholeUnits: string,
+  fraction: string,
+  { scale = 1, logo = false } = {},
+): Promise<Drawn> {
   const wheelWidth = 34,
     wheelHeight = 52,
     left = 350 - ((wholeUnits.length + fraction.length) * wheelWidth) / 2,
@@ -54,7 +58,12 @@ export async function drawMeter(wholeUnits: string, fraction: string, { scale = 
   const image = await sharp(Buffer.from(svg)).jpeg({ quality: 88 }).toBuffer();
   return {
     image,
-    counter: { left: frameLeft * scale, top: (top - 4) * scale, width: (left + width + 6 - frameLeft) * scale, height: (wheelHeight + 8) * scale },
+    counter: {
+      left: frameLeft * scale,
+      top: (top - 4) * scale,
+      width: (left + width + 6 - frameLeft) * scale,
+      height: (wheelHeight + 8) * scale,
+    },
     wheels: { left: left * scale, right: (left + width) * scale },
   };
 }

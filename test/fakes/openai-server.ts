@@ -24,7 +24,9 @@ export function startFakeOpenAI(behaviour?: FakeBehaviour): Promise<FakeServer> 
         };
       },
       error(status, message) {
-        return { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null } };
+        return {
+          error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null },
+        };
       },
     },
     behaviour,

@@ -32,7 +32,12 @@ export async function startWebhookReceiver(defaultStatus = 204) {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const path = request.url ?? '/';
-      const webhook: ReceivedWebhook = { path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
+      const webhook: ReceivedWebhook = {
+        path,
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+      };
       received.push(webhook);
       response.once('finish', () => (webhook.answeredStatus = response.statusCode));
       (scripted.get(path)?.shift() ?? status(defaultStatus))(response);

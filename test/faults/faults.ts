@@ -17,7 +17,14 @@ import { startWorker } from '../../src/worker.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver, status, type Answer } from '../fakes/webhook-receiver.ts';
 import { freePort } from '../helpers/ports.ts';
-import { createCustomer, startTestService, submitPhoto, waitFor, type Customer, type TestService } from '../helpers/service.ts';
+import {
+  createCustomer,
+  startTestService,
+  submitPhoto,
+  waitFor,
+  type Customer,
+  type TestService,
+} from '../helpers/service.ts';
 
 const root = path.join(import.meta.dirname, '..', '..');
 const cli = path.join(root, 'src', 'cli.ts');
@@ -33,7 +40,10 @@ interface Scene {
 }
 
 /** The web app in this process; reads and deliveries by spawned workers (or `inProcessWorker`). */
-async function setUp(t: Test, options: { inProcessWorker?: boolean; readDelayMs?: number; env?: Record<string, string> } = {}): Promise<Scene> {
+async function setUp(
+  t: Test,
+  options: { inProcessWorker?: boolean; readDelayMs?: number; env?: Record<string, string> } = {},
+): Promise<Scene> {
   const service = await startTestService(t, {
     worker: options.inProcessWorker ?? false,
     model: { delayMs: options.readDelayMs ?? 300 },
@@ -59,24 +69,37 @@ async function setUp(t: Test, options: { inProcessWorker?: boolean; readDelayMs?
 }
 
 /** A spawned `meterlens worker` or `web`; `ready` resolves once it says it is polling or listening. */
-function spawnRole(t: Test, role: 'worker' | 'web', env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
+function spawnRole(
+  t: Test,
+  role: 'worker' | 'web',
+  env: NodeJS.ProcessEnv,
+): { child: ChildProcess; ready: Promise<void> } {
   const child = spawn(process.execPath, [cli, role], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => child.kill('SIGKILL'));
   const ready = new Promise<void>((resolve) =>
-    child.stdout!.on('data', (chunk: Buffer) => /worker polling queues|listening on/.test(chunk.toString()) && resolve()),
+    child.stdout!.on(
+      'data',
+      (chunk: Buffer) => /worker polling queues|listening on/.test(chunk.toString()) && resolve(),
+    ),
   );
   return { child, ready };
 }
 
 /** Submits `count` photos, `perSecond` a second, and returns the reference ids answered 202. */
-async function submitSteadily(scene: Scene, count: number, perSecond: number): Promise<{ accepted: string[]; refused: number[] }> {
+async function submitSteadily(
+  scene: Scene,
+  count: number,
+  perSecond: number,
+): Promise<{ accepted: string[]; refused: number[] }> {
   const accepted: string[] = [];
   const refused: number[] = [];
   const submissions = [];
   for (let i = 0; i < count; i++) {
     submissions.push(
       submitPhoto(scene.service, { key: scene.customer.key, image: photo })
-        .then((response) => (response.status === 202 ? accepted.push(response.body.reference_id) : refused.push(response.status)))
+        .then((response) =>
+          response.status === 202 ? accepted.push(response.body.reference_id) : refused.push(response.status),
+        )
         .catch(() => refused.push(0)),
     );
     await sleep(1000 / perSecond);
@@ -86,7 +109,13 @@ async function submitSteadily(scene: Scene, count: number, perSecond: number): P
 }
 
 /** Waits for every accepted meter to finish and its webhook to arrive, then prints and checks the counts. */
-async function checkNothingLost(t: Test, scene: Scene, accepted: string[], label: string, timeoutMs = 120_000): Promise<void> {
+async function checkNothingLost(
+  t: Test,
+  scene: Scene,
+  accepted: string[],
+  label: string,
+  timeoutMs = 120_000,
+): Promise<void> {
   const started = Date.now();
   const finished = () =>
     scene.service.db
@@ -96,9 +125,16 @@ async function checkNothingLost(t: Test, scene: Scene, accepted: string[], label
       .where('status', 'in', ['completed', 'failed'])
       .execute();
   const deliveredWebhooks = () =>
-    scene.receiver.requestsTo('/hook').filter((request) => (request.answeredStatus ?? 0) >= 200 && (request.answeredStatus ?? 0) < 300);
-  const webhookFor = () => new Set(deliveredWebhooks().map((request) => JSON.parse(request.body).data.reference_id as string));
-  const done = await waitFor(finished, (rows) => rows.length === accepted.length && accepted.every((id) => webhookFor().has(id)), timeoutMs);
+    scene.receiver
+      .requestsTo('/hook')
+      .filter((request) => (request.answeredStatus ?? 0) >= 200 && (request.answeredStatus ?? 0) < 300);
+  const webhookFor = () =>
+    new Set(deliveredWebhooks().map((request) => JSON.parse(request.body).data.reference_id as string));
+  const done = await waitFor(
+    finished,
+    (rows) => rows.length === accepted.length && accepted.every((id) => webhookFor().has(id)),
+    timeoutMs,
+  );
   const delivered = webhookFor();
   const ids = deliveredWebhooks().map((request) => request.headers['webhook-id']);
   const counts = {
@@ -156,7 +192,9 @@ t.test('the database refuses connections for 5 s under load', async (t) => {
   })();
   const { accepted, refused } = await submitSteadily(scene, 60, 5);
   await outage;
-  console.log(`# database outage: ${refused.length} submissions refused during it (statuses ${[...new Set(refused)].join(', ')})`);
+  console.log(
+    `# database outage: ${refused.length} submissions refused during it (statuses ${[...new Set(refused)].join(', ')})`,
+  );
   await checkNothingLost(t, scene, accepted, 'database outage');
 });
 
@@ -173,10 +211,19 @@ t.test("one account's burst while another account submits", async (t) => {
   const scene = await setUp(t);
   await spawnRole(t, 'worker', scene.env).ready;
   const quiet = await createCustomer(scene.service.db);
-  await addWebhookEndpoint(scene.service.db, scene.service.config, { accountId: quiet.accountId, url: `${scene.receiver.url}/hook` });
+  await addWebhookEndpoint(scene.service.db, scene.service.config, {
+    accountId: quiet.accountId,
+    url: `${scene.receiver.url}/hook`,
+  });
   const unfinished = async (accountId: string) =>
-    (await scene.service.db.selectFrom('meters').select('id').where('account_id', '=', accountId).where('status', 'in', ['pending', 'processing']).execute())
-      .length;
+    (
+      await scene.service.db
+        .selectFrom('meters')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('status', 'in', ['pending', 'processing'])
+        .execute()
+    ).length;
   // 80 photos at 300 ms a read, two at a time: a backlog of about 12 s.
   const { accepted } = await submitSteadily(scene, 80, 40);
   const quietAccepted: string[] = [];
@@ -186,12 +233,19 @@ t.test("one account's burst while another account submits", async (t) => {
     const ackedAt = Date.now();
     quietAccepted.push(response.body.reference_id);
     await waitFor(
-      () => scene.service.db.selectFrom('meters').select('status').where('reference_id', '=', response.body.reference_id).executeTakeFirstOrThrow(),
+      () =>
+        scene.service.db
+          .selectFrom('meters')
+          .select('status')
+          .where('reference_id', '=', response.body.reference_id)
+          .executeTakeFirstOrThrow(),
       (meter) => meter.status !== 'pending' && meter.status !== 'processing',
     );
     quietReads.push({ ms: Date.now() - ackedAt, burstLeft: await unfinished(scene.customer.accountId) });
   }
-  console.log(`# tenant fairness: the quiet account's ack to reading, and the burst's photos still unread then: ${JSON.stringify(quietReads)}`);
+  console.log(
+    `# tenant fairness: the quiet account's ack to reading, and the burst's photos still unread then: ${JSON.stringify(quietReads)}`,
+  );
   t.ok(
     quietReads.every((read) => read.burstLeft > 0),
     "tenant fairness: each of the quiet account's photos was read before the burst's backlog drained",
@@ -203,14 +257,22 @@ t.test('SIGTERM with requests in flight', async (t) => {
   const scene = await setUp(t, { readDelayMs: 1000 });
   const port = await freePort();
   const graceSeconds = 5;
-  const web = spawnRole(t, 'web', { ...scene.env, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_GRACE_SECONDS: String(graceSeconds) });
+  const web = spawnRole(t, 'web', {
+    ...scene.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SHUTDOWN_GRACE_SECONDS: String(graceSeconds),
+  });
   const exited = new Promise<number | null>((resolve) => web.child.once('exit', (code) => resolve(code)));
   await web.ready;
   await startWorker({ ...scene.service, config: loadConfig({ ...scene.env, QUEUE_SUPERVISE_SECONDS: '1' }) });
 
   const viaWeb = { ...scene.service, url: `http://127.0.0.1:${port}` };
   const requests = Array.from({ length: 20 }, (_, i) =>
-    submitPhoto(viaWeb, { key: scene.customer.key, image: photo, sync: i % 4 === 0 }).catch(() => ({ status: 0, body: {} })),
+    submitPhoto(viaWeb, { key: scene.customer.key, image: photo, sync: i % 4 === 0 }).catch(() => ({
+      status: 0,
+      body: {},
+    })),
   );
   await sleep(300);
   const signalledAt = Date.now();
@@ -218,7 +280,9 @@ t.test('SIGTERM with requests in flight', async (t) => {
   const answers = await Promise.all(requests);
   const exitCode = await exited;
   const statuses = answers.map((answer) => answer.status);
-  console.log(`# SIGTERM: exited ${exitCode} after ${((Date.now() - signalledAt) / 1000).toFixed(1)} s; statuses ${statuses.join(' ')}`);
+  console.log(
+    `# SIGTERM: exited ${exitCode} after ${((Date.now() - signalledAt) / 1000).toFixed(1)} s; statuses ${statuses.join(' ')}`,
+  );
   t.equal(exitCode, 0, 'SIGTERM: the web process exits cleanly');
   // Requests that reach the closing server are refused with 503 in the envelope, to be retried; 0 = refused connection.
   const refusals = answers.filter((answer) => answer.status === 503);
@@ -230,13 +294,18 @@ t.test('SIGTERM with requests in flight', async (t) => {
     refusals.every((answer) => answer.body.errors?.server),
     'SIGTERM: refusals are in the error envelope',
   );
-  const accepted = answers.filter((answer) => answer.status === 202).map((answer) => answer.body.reference_id as string);
+  const accepted = answers
+    .filter((answer) => answer.status === 202)
+    .map((answer) => answer.body.reference_id as string);
   await checkNothingLost(t, scene, accepted, 'SIGTERM in flight');
 });
 
 t.test('recovery from a worker killed mid-read and mid-delivery, with the default queue settings', async (t) => {
   // The test's own queue instance supervises as a worker with the default interval would.
-  const scene = await setUp(t, { readDelayMs: 60_000, env: { QUEUE_SUPERVISE_SECONDS: String(loadConfig({}).queueSuperviseSeconds) } });
+  const scene = await setUp(t, {
+    readDelayMs: 60_000,
+    env: { QUEUE_SUPERVISE_SECONDS: String(loadConfig({}).queueSuperviseSeconds) },
+  });
   const neverAnswers: Answer = () => {};
   scene.receiver.answer('/hook', neverAnswers);
   const worker = spawnRole(t, 'worker', { ...scene.env, READER_TIMEOUT_MS: '120000' });

@@ -28,6 +28,9 @@ t.test("photos without a counter box (a hosted reader's) get the one the weights
   const { counter } = await drawMeter('00758', '407');
   const [xs, ys] = [corners.filter((_, index) => index % 2 === 0), corners.filter((_, index) => index % 2 === 1)];
   const centre = { x: (Math.min(...xs) + Math.max(...xs)) / 2, y: (Math.min(...ys) + Math.max(...ys)) / 2 };
-  t.ok(Math.abs(centre.x - (counter.left + counter.width / 2)) < counter.width / 10, `centred on the counter across (${centre.x})`);
+  t.ok(
+    Math.abs(centre.x - (counter.left + counter.width / 2)) < counter.width / 10,
+    `centred on the counter across (${centre.x})`,
+  );
   t.ok(Math.abs(centre.y - (counter.top + counter.height / 2)) < counter.height / 2, `and down (${centre.y})`);
 });

@@ -33,75 +33,97 @@ t.test('no Python there: a clear stop', async (t) => {
   });
 });
 
-t.test('a Python without the packages: a clear stop naming what it lacks', { skip: !existsSync(DEFAULT_PYTHON) && `no ${DEFAULT_PYTHON}` }, async (t) => {
-  // The same Python without its site packages, where Debian's numpy, Pillow and torch live.
-  const bare = path.join(scratch, 'bare-python3');
-  await writeFile(bare, `#!/bin/sh\nexec ${DEFAULT_PYTHON} -S "$@"\n`);
-  await chmod(bare, 0o755);
-  await t.rejects(run(bare, await placeholderBase()), {
-    kind: 'unavailable',
-    message: /cannot import \w+: install the packages of ml\/requirements-debian.txt/,
-  });
-});
+t.test(
+  'a Python without the packages: a clear stop naming what it lacks',
+  { skip: !existsSync(DEFAULT_PYTHON) && `no ${DEFAULT_PYTHON}` },
+  async (t) => {
+    // The same Python without its site packages, where Debian's numpy, Pillow and torch live.
+    const bare = path.join(scratch, 'bare-python3');
+    await writeFile(bare, `#!/bin/sh\nexec ${DEFAULT_PYTHON} -S "$@"\n`);
+    await chmod(bare, 0o755);
+    await t.rejects(run(bare, await placeholderBase()), {
+      kind: 'unavailable',
+      message: /cannot import \w+: install the packages of ml\/requirements-debian.txt/,
+    });
+  },
+);
 
-t.test('fine-tunes each network from its checkpoint into a candidate set, its progress shown', { skip: cannotFineTune() }, async (t) => {
-  // A base set of untrained networks' checkpoints (the fine-tune starts from whatever weights it is given).
-  const base = path.join(scratch, 'base');
-  await mkdir(base);
-  const init = spawnSync(
-    DEFAULT_PYTHON,
-    [
-      '-c',
-      `import sys, torch
+t.test(
+  'fine-tunes each network from its checkpoint into a candidate set, its progress shown',
+  { skip: cannotFineTune() },
+  async (t) => {
+    // A base set of untrained networks' checkpoints (the fine-tune starts from whatever weights it is given).
+    const base = path.join(scratch, 'base');
+    await mkdir(base);
+    const init = spawnSync(
+      DEFAULT_PYTHON,
+      [
+        '-c',
+        `import sys, torch
 sys.path.insert(0, 'ml')
 from train_localiser import Localiser
 from train_reader import StripReader
 for n in (1, 2): torch.save(Localiser().state_dict(), f'{sys.argv[1]}/localiser-{n}.pt')
 for n, sequence in ((1, 'gru'), (2, 'gru'), (3, 'conv')): torch.save(StripReader(sequence).state_dict(), f'{sys.argv[1]}/reader-{n}.pt')`,
-      base,
-    ],
-    { cwd: REPO_ROOT, encoding: 'utf8' },
-  );
-  t.equal(init.status, 0, init.stderr);
-  const provenance: Provenance = {
-    set: 'clean-test',
-    datasets: { rendered: { name: 'rendered', licence: 'Apache-2.0', commercialUse: true } },
-    files: Object.fromEntries(FINE_TUNES.map(({ file }) => [file, ['rendered']])),
-  };
-  await writeFile(path.join(base, PROVENANCE_FILE), JSON.stringify(provenance));
-
-  // Three photos to learn from and one held back, by the hash of their names.
-  const names = Array.from({ length: 40 }, (_, index) => `meter-${index}.jpg`);
-  const chosen = [...names.filter(heldBackByName).slice(0, 1), ...names.filter((name) => !heldBackByName(name)).slice(0, 3)];
-  const photos = path.join(scratch, 'fleet');
-  await writeDrawnPhotos(
-    photos,
-    chosen.map((file, index) => ({ file, reading: `0${index}758.407` })),
-  );
-
-  const lines: string[] = [];
-  const work = path.join(scratch, 'work');
-  const result = await fineTune({ base, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) => lines.push(line));
-  t.match(result, { candidate: path.join(work, 'candidate'), trainedOn: 3, heldBack: 1 });
-  for (const { file } of FINE_TUNES) {
-    t.ok(
-      lines.some((line) => line === `${file}: started from ${path.join(base, checkpointOf(file))}`),
-      `${file} started from its checkpoint`,
+        base,
+      ],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
     );
-    t.ok(existsSync(path.join(result.candidate, checkpointOf(file))), `${file}'s checkpoint is in the candidate, for the next fine-tune`);
-  }
-  for (const judged of [/^reader-3\.onnx: validation before: fleet exact\/orientation/, /^reader-3\.onnx: final validation after \d+ steps: fleet exact/]) {
-    t.ok(
-      lines.some((line) => judged.test(line)),
-      `judged on the held-back photos: ${judged.source}`,
-    );
-  }
+    t.equal(init.status, 0, init.stderr);
+    const provenance: Provenance = {
+      set: 'clean-test',
+      datasets: { rendered: { name: 'rendered', licence: 'Apache-2.0', commercialUse: true } },
+      files: Object.fromEntries(FINE_TUNES.map(({ file }) => [file, ['rendered']])),
+    };
+    await writeFile(path.join(base, PROVENANCE_FILE), JSON.stringify(provenance));
 
-  const training = JSON.parse(await readFile(path.join(result.candidate, TRAINING_FILE), 'utf8')) as Training;
-  t.match(training, { base, photos, heldBack: [chosen[0]], trainedOn: 3 });
-  const written = JSON.parse(await readFile(path.join(result.candidate, PROVENANCE_FILE), 'utf8')) as Provenance;
-  t.same(written.files['reader-1.onnx'], ['rendered', 'digits-clean', OWN_PHOTOS]);
-  t.same(written.files['localiser-1.onnx'], ['rendered', OWN_PHOTOS]);
-  t.match(licenceLine(written), /^weights clean-test\+own-\d{4}-\d\d-\d\d: learned only from data that allows commercial use$/);
-  t.ok(await createLocalReader({ ...config, localModelDir: result.candidate }), 'the service loads the candidate');
-});
+    // Three photos to learn from and one held back, by the hash of their names.
+    const names = Array.from({ length: 40 }, (_, index) => `meter-${index}.jpg`);
+    const chosen = [
+      ...names.filter(heldBackByName).slice(0, 1),
+      ...names.filter((name) => !heldBackByName(name)).slice(0, 3),
+    ];
+    const photos = path.join(scratch, 'fleet');
+    await writeDrawnPhotos(
+      photos,
+      chosen.map((file, index) => ({ file, reading: `0${index}758.407` })),
+    );
+
+    const lines: string[] = [];
+    const work = path.join(scratch, 'work');
+    const result = await fineTune({ base, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) =>
+      lines.push(line),
+    );
+    t.match(result, { candidate: path.join(work, 'candidate'), trainedOn: 3, heldBack: 1 });
+    for (const { file } of FINE_TUNES) {
+      t.ok(
+        lines.some((line) => line === `${file}: started from ${path.join(base, checkpointOf(file))}`),
+        `${file} started from its checkpoint`,
+      );
+      t.ok(
+        existsSync(path.join(result.candidate, checkpointOf(file))),
+        `${file}'s checkpoint is in the candidate, for the next fine-tune`,
+      );
+    }
+    for (const judged of [
+      /^reader-3\.onnx: validation before: fleet exact\/orientation/,
+      /^reader-3\.onnx: final validation after \d+ steps: fleet exact/,
+    ]) {
+      t.ok(
+        lines.some((line) => judged.test(line)),
+        `judged on the held-back photos: ${judged.source}`,
+      );
+    }
+
+    const training = JSON.parse(await readFile(path.join(result.candidate, TRAINING_FILE), 'utf8')) as Training;
+    t.match(training, { base, photos, heldBack: [chosen[0]], trainedOn: 3 });
+    const written = JSON.parse(await readFile(path.join(result.candidate, PROVENANCE_FILE), 'utf8')) as Provenance;
+    t.same(written.files['reader-1.onnx'], ['rendered', 'digits-clean', OWN_PHOTOS]);
+    t.same(written.files['localiser-1.onnx'], ['rendered', OWN_PHOTOS]);
+    t.match(
+      licenceLine(written),
+      /^weights clean-test\+own-\d{4}-\d\d-\d\d: learned only from data that allows commercial use$/,
+    );
+    t.ok(await createLocalReader({ ...config, localModelDir: result.candidate }), 'the service loads the candidate');
+  },
+);

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { loadConfig, SHIPPED_MODEL_DIR } from '../../src/config.ts';
-import { compareWithCurrent, installCandidate, previousDir, refuseShippedFolder, rollBack } from '../../src/fleet/promote.ts';
+import {
+  compareWithCurrent,
+  installCandidate,
+  previousDir,
+  refuseShippedFolder,
+  rollBack,
+} from '../../src/fleet/promote.ts';
 import { TRAINING_FILE } from '../../src/fleet/weights.ts';
 import { linkShippedSet, writeDrawnPhotos } from '../helpers/fleet.ts';
 
@@ -22,14 +28,18 @@ const training = { photos, heldBack: held.map((photo) => photo.file) };
 const BROKEN = { 'reader-3.onnx': 'reader-1.onnx' };
 const config = (localModelDir: string) => ({ ...loadConfig({}), localModelDir });
 /** Which shipped file a set's file links to. */
-const shipped = async (dir: string, file: string) => path.relative(SHIPPED_MODEL_DIR, await realpath(path.join(dir, file)));
+const shipped = async (dir: string, file: string) =>
+  path.relative(SHIPPED_MODEL_DIR, await realpath(path.join(dir, file)));
 
 t.test('a candidate that reads the held-back photos worse is refused', async (t) => {
   const current = await linkShippedSet(path.join(scratch, 'good'));
   const candidate = await linkShippedSet(path.join(scratch, 'broken-candidate'), BROKEN, training);
   const comparison = await compareWithCurrent(config(current), candidate);
   t.match(comparison, { current: { photos: 3, wholeUnitsRight: 3, exact: 3 }, better: false });
-  t.ok(comparison.candidate.wholeUnitsRight < 3, `the broken set reads ${comparison.candidate.wholeUnitsRight} of 3 right in whole units`);
+  t.ok(
+    comparison.candidate.wholeUnitsRight < 3,
+    `the broken set reads ${comparison.candidate.wholeUnitsRight} of 3 right in whole units`,
+  );
 });
 
 t.test('a better candidate goes in, the set it replaces is kept, and rollback swaps them back', async (t) => {
@@ -39,20 +49,37 @@ t.test('a better candidate goes in, the set it replaces is kept, and rollback sw
   t.match(comparison, { candidate: { wholeUnitsRight: 3, exact: 3 }, better: true });
 
   await installCandidate(config(current), candidate);
-  t.equal(await shipped(current, 'reader-3.onnx'), 'reader-3.onnx', 'the candidate is where the service loads its weights');
+  t.equal(
+    await shipped(current, 'reader-3.onnx'),
+    'reader-3.onnx',
+    'the candidate is where the service loads its weights',
+  );
   t.ok(existsSync(path.join(current, TRAINING_FILE)), 'with what it learned from');
   t.equal(await shipped(previousDir(config(current)), 'reader-3.onnx'), 'reader-1.onnx', 'the set it replaced is kept');
   t.ok(existsSync(path.join(candidate, TRAINING_FILE)), 'the candidate folder stays as it was');
 
   await rollBack(config(current));
   t.equal(await shipped(current, 'reader-3.onnx'), 'reader-1.onnx', 'rolled back');
-  t.equal(await shipped(previousDir(config(current)), 'reader-3.onnx'), 'reader-3.onnx', 'the promoted set kept in its turn');
+  t.equal(
+    await shipped(previousDir(config(current)), 'reader-3.onnx'),
+    'reader-3.onnx',
+    'the promoted set kept in its turn',
+  );
   await rollBack(config(current));
   t.equal(await shipped(current, 'reader-3.onnx'), 'reader-3.onnx', 'a second rollback undoes the first');
 });
 
 t.test('weights of the shipped folder are never replaced; no earlier weights: nothing to roll back', async (t) => {
-  t.throws(() => refuseShippedFolder(config(SHIPPED_MODEL_DIR)), { kind: 'refused', message: /the folder that ships with Meterlens/ });
-  await t.rejects(rollBack(config(path.join(scratch, 'never-promoted'))), { kind: 'not_found', message: /nothing to roll back to/ });
-  await t.rejects(compareWithCurrent(config(SHIPPED_MODEL_DIR), photos), { kind: 'not_found', message: /no finished candidate set/ });
+  t.throws(() => refuseShippedFolder(config(SHIPPED_MODEL_DIR)), {
+    kind: 'refused',
+    message: /the folder that ships with Meterlens/,
+  });
+  await t.rejects(rollBack(config(path.join(scratch, 'never-promoted'))), {
+    kind: 'not_found',
+    message: /nothing to roll back to/,
+  });
+  await t.rejects(compareWithCurrent(config(SHIPPED_MODEL_DIR), photos), {
+    kind: 'not_found',
+    message: /no finished candidate set/,
+  });
 });

@@ -31,14 +31,21 @@ export async function startTestBucket(t: Test, prefix = 'photos'): Promise<TestB
   let refused: RegExp | null = null;
   const start = async () => {
     if (server) return;
-    server = new S3rver({ port, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: BUCKET, configs: [] }] });
+    server = new S3rver({
+      port,
+      address: '127.0.0.1',
+      silent: true,
+      directory,
+      configureBuckets: [{ name: BUCKET, configs: [] }],
+    });
     // Ahead of s3rver's own middleware (Koa runs them in order), before run() composes them.
     server.middleware.unshift(async (ctx, next) => {
       if (ctx.method !== 'PUT' || !refused?.test(ctx.path)) return next();
       for await (const _chunk of ctx.req);
       ctx.status = 503;
       ctx.type = 'application/xml';
-      ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>';
+      ctx.body =
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>';
     });
     port = (await server.run()).port;
   };
@@ -48,7 +55,12 @@ export async function startTestBucket(t: Test, prefix = 'photos'): Promise<TestB
   };
   await start();
   const endpoint = `http://127.0.0.1:${port}`;
-  const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  const client = new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   t.teardown(async () => {
     client.destroy();
     await stop();

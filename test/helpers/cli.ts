@@ -37,9 +37,18 @@ export async function startCli(t: Test): Promise<Cli> {
 
   async function meterlens(args: string[], env: Record<string, string> = {}): Promise<Run> {
     // An empty model directory: the local reader has no weights, so the chain is empty.
-    const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, DATA_DIR: scratch, LOCAL_MODEL_DIR: scratch, ...env };
+    const childEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: database.url,
+      DATA_DIR: scratch,
+      LOCAL_MODEL_DIR: scratch,
+      ...env,
+    };
     for (const name of ['READER_CHAIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']) delete childEnv[name];
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args], { env: childEnv, cwd: root });
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'meterlens.js'), ...args], {
+      env: childEnv,
+      cwd: root,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));

@@ -23,14 +23,23 @@ export class DashboardClient {
   }
 
   /** Posts the form with the current CSRF token unless the form names its own `_csrf`. */
-  async post(path: string, form: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<DashboardResponse> {
+  async post(
+    path: string,
+    form: Record<string, string | string[]> = {},
+    headers: Record<string, string> = {},
+  ): Promise<DashboardResponse> {
     const body = new URLSearchParams();
     if (!('_csrf' in form)) body.append('_csrf', this.csrfToken);
     for (const [name, value] of Object.entries(form)) for (const item of [value].flat()) body.append(name, item);
     return this.request('POST', path, body, headers);
   }
 
-  async request(method: string, path: string, body: URLSearchParams | undefined, headers: Record<string, string>): Promise<DashboardResponse> {
+  async request(
+    method: string,
+    path: string,
+    body: URLSearchParams | undefined,
+    headers: Record<string, string>,
+  ): Promise<DashboardResponse> {
     const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
     const response = await fetch(`${this.baseUrl}${path}`, {
       method,
@@ -50,10 +59,21 @@ export class DashboardClient {
     const text = isImage ? '' : bytes.toString('utf8');
     const token = /name="_csrf" value="([^"]+)"/.exec(text)?.[1];
     if (token) this.csrfToken = token;
-    return { status: response.status, headers: response.headers, setCookies, text, bytes, location: response.headers.get('location') };
+    return {
+      status: response.status,
+      headers: response.headers,
+      setCookies,
+      text,
+      bytes,
+      location: response.headers.get('location'),
+    };
   }
 
-  async signUp(email: string, password = 'correct horse battery', organisation = 'Acme Water'): Promise<DashboardResponse> {
+  async signUp(
+    email: string,
+    password = 'correct horse battery',
+    organisation = 'Acme Water',
+  ): Promise<DashboardResponse> {
     await this.get('/dashboard/signup');
     return this.post('/dashboard/signup', { organisation, email, password });
   }

@@ -18,7 +18,11 @@ export interface SeededReading {
  * the order given. A test that then changes their facts in the tables stores needs_review again
  * with refreshNeedsReview, as the code that changes them does.
  */
-export async function seedReadings(db: Db, customer: Pick<Customer, 'accountId' | 'keyId'>, items: SeededReading[]): Promise<string[]> {
+export async function seedReadings(
+  db: Db,
+  customer: Pick<Customer, 'accountId' | 'keyId'>,
+  items: SeededReading[],
+): Promise<string[]> {
   const points = new Map<string, string>();
   for (const meterId of new Set(items.flatMap((item) => (item.meterId ? [item.meterId] : []))))
     points.set(meterId, await upsertMeterPoint(db, customer.accountId, meterId));

@@ -30,7 +30,10 @@ export interface TestService extends ServiceDeps {
  * The real app, queue and (unless `worker: false`) worker on a fresh database, reading through the real OpenAI reader
  * against a loopback fake of the OpenAI API. Everything is closed in teardown.
  */
-export async function startTestService(t: Test, options: { env?: Record<string, string>; worker?: boolean; model?: FakeBehaviour } = {}): Promise<TestService> {
+export async function startTestService(
+  t: Test,
+  options: { env?: Record<string, string>; worker?: boolean; model?: FakeBehaviour } = {},
+): Promise<TestService> {
   const database = await createTestDatabase();
   const model = await startFakeOpenAI(options.model);
   const port = await freePort();
@@ -121,7 +124,11 @@ export async function submitPhoto(
   const form = new FormData();
   for (const [name, value] of Object.entries(options.fields ?? {})) form.append(name, value);
   if (options.image !== null) {
-    form.append(options.field ?? 'image', new Blob([options.image ?? Buffer.alloc(0)]), options.filename ?? 'meter.jpg');
+    form.append(
+      options.field ?? 'image',
+      new Blob([options.image ?? Buffer.alloc(0)]),
+      options.filename ?? 'meter.jpg',
+    );
   }
   const headers: Record<string, string> = { ...options.headers };
   const authorization = options.authorization ?? (options.key ? `Bearer ${options.key}` : undefined);

@@ -58,16 +58,26 @@ export async function startSmtpServer(): Promise<SmtpServer> {
   };
 }
 
-function parseMail(raw: string, envelope: { mailFrom: false | { address: string }; rcptTo: { address: string }[] }): ReceivedMail {
+function parseMail(
+  raw: string,
+  envelope: { mailFrom: false | { address: string }; rcptTo: { address: string }[] },
+): ReceivedMail {
   const split = raw.indexOf('\r\n\r\n');
   const headers = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
   const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'im').exec(headers)?.[1] ?? '';
   const body = raw.slice(split + 4);
   const text = /quoted-printable/i.test(header('Content-Transfer-Encoding'))
     ? Buffer.from(
-        body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex) => String.fromCharCode(Number.parseInt(hex, 16))),
+        body
+          .replace(/=\r\n/g, '')
+          .replace(/=([0-9A-F]{2})/g, (_, hex) => String.fromCharCode(Number.parseInt(hex, 16))),
         'latin1',
       ).toString('utf8')
     : body;
-  return { from: envelope.mailFrom ? envelope.mailFrom.address : '', to: envelope.rcptTo.map((rcpt) => rcpt.address), subject: header('Subject'), text };
+  return {
+    from: envelope.mailFrom ? envelope.mailFrom.address : '',
+    to: envelope.rcptTo.map((rcpt) => rcpt.address),
+    subject: header('Subject'),
+    text,
+  };
 }

@@ -42,8 +42,16 @@ function history(days: number, use: (day: number) => number | null, decimals = 3
 }
 
 function trusted(day: number, value: number, decimals = 3): TrustedValue {
-  const reading = (Math.floor(value * 10 ** decimals) / 10 ** decimals).toFixed(decimals).padStart(decimals ? 6 + decimals : 5, '0');
-  return { meterRowId: String(day + 1), referenceId: `ref-${day}`, at: new Date(start + day * DAY), reading, value: Number(reading) };
+  const reading = (Math.floor(value * 10 ** decimals) / 10 ** decimals)
+    .toFixed(decimals)
+    .padStart(decimals ? 6 + decimals : 5, '0');
+  return {
+    meterRowId: String(day + 1),
+    referenceId: `ref-${day}`,
+    at: new Date(start + day * DAY),
+    reading,
+    value: Number(reading),
+  };
 }
 
 /** The check's view of a history whose readings are at most one a day. */
@@ -68,7 +76,12 @@ t.test('stopped: used for two months, then standing still while readings keep ar
   const values = history(60 + 31, (day) => (day < 60 ? household(day) : 0));
   const { opens } = judge(values);
   t.equal(opens.length, 1);
-  t.match(opens[0], { kind: 'stopped', since: new Date(start + 59 * DAY), from: { at: new Date(start + 59 * DAY) }, to: values[0] });
+  t.match(opens[0], {
+    kind: 'stopped',
+    since: new Date(start + 59 * DAY),
+    from: { at: new Date(start + 59 * DAY) },
+    to: values[0],
+  });
   t.same(anomalyJson(opens[0]!).figures, {
     from_reading: values[0]!.reading,
     to_reading: values[0]!.reading,
@@ -84,7 +97,11 @@ t.test('stopped: used for two months, then standing still while readings keep ar
   const twoReadings = history(60 + 31, (day) => (day < 60 ? household(day) : day === 90 ? 0 : null));
   t.same(kinds(twoReadings), none, 'readings must keep arriving: two readings a month apart are no stop');
   t.same(
-    kinds(history(60 + 31, (day) => (day < 60 ? household(day) : day < 60 + STOPPED_MIN_READING_DAYS - 1 || day === 90 ? 0 : null))),
+    kinds(
+      history(60 + 31, (day) =>
+        day < 60 ? household(day) : day < 60 + STOPPED_MIN_READING_DAYS - 1 || day === 90 ? 0 : null,
+      ),
+    ),
     { opens: ['stopped'], closes: [] },
     `readings on ${STOPPED_MIN_READING_DAYS} days are enough`,
   );
@@ -94,10 +111,22 @@ t.test('stopped: used for two months, then standing still while readings keep ar
 
 t.test('vacant: a meter that never used anything, or next to nothing, is not stopped', async (t) => {
   t.same(kinds(history(120, () => 0)), none, 'nothing ever used');
-  t.same(kinds(history(60 + 40, (day) => (day < 60 ? 0.01 : 0))), none, 'a dripping tap before: 0.4 m³ in the time it stood');
+  t.same(
+    kinds(history(60 + 40, (day) => (day < 60 ? 0.01 : 0))),
+    none,
+    'a dripping tap before: 0.4 m³ in the time it stood',
+  );
   t.same(kinds(history(2 + 40, (day) => (day < 2 ? 0.3 : 0))), none, 'too little history to know its use');
-  t.same(kinds(history(60 + 40, (day) => (day < 60 ? 0.03 : 0), 0)), none, 'a whole-unit counter may not show the 2 m³ of a slow user');
-  t.same(kinds(history(60 + 40, (day) => (day < 60 ? 0.3 : 0), 0)), { opens: ['stopped'], closes: [] }, 'it would show 12 m³');
+  t.same(
+    kinds(history(60 + 40, (day) => (day < 60 ? 0.03 : 0), 0)),
+    none,
+    'a whole-unit counter may not show the 2 m³ of a slow user',
+  );
+  t.same(
+    kinds(history(60 + 40, (day) => (day < 60 ? 0.3 : 0), 0)),
+    { opens: ['stopped'], closes: [] },
+    'it would show 12 m³',
+  );
 });
 
 t.test('backwards: a trusted reading below the one before, by more than a wheel half-way', async (t) => {
@@ -125,11 +154,29 @@ t.test('leaking: far above its usual over the span', async (t) => {
   t.match(opens, [{ kind: 'leak', since: leaking[7]!.at, from: leaking[7], to: leaking[0] }]);
   const json = anomalyJson(opens[0]!);
   t.same(json.span, { from: leaking[7]!.at.toISOString(), to: leaking[0]!.at.toISOString(), days: 7 });
-  t.match(json.figures, { consumption_m3: 7, usual_m3_per_day: 0.3, usual_spread_m3_per_day: 0, usual_m3: 2.1, limit_m3: 2 * 0.3 * 7 + USUAL_FLOOR_M3 });
+  t.match(json.figures, {
+    consumption_m3: 7,
+    usual_m3_per_day: 0.3,
+    usual_spread_m3_per_day: 0,
+    usual_m3: 2.1,
+    limit_m3: 2 * 0.3 * 7 + USUAL_FLOOR_M3,
+  });
 
-  t.same(kinds(history(61 + 7, (day) => (day <= 60 ? 0.3 : 0.6))), none, 'twice its usual is within the limit (the floor)');
-  t.same(kinds(history(3 + 7, (day) => (day <= 2 ? 0.3 : 1))), none, 'too little history: no usual of its own to be far from');
-  t.same(kinds(history(61 + 7, (day) => (day <= 60 ? 0 : 0.5))), { opens: ['leak'], closes: [] }, 'a vacant flat that uses water');
+  t.same(
+    kinds(history(61 + 7, (day) => (day <= 60 ? 0.3 : 0.6))),
+    none,
+    'twice its usual is within the limit (the floor)',
+  );
+  t.same(
+    kinds(history(3 + 7, (day) => (day <= 2 ? 0.3 : 1))),
+    none,
+    'too little history: no usual of its own to be far from',
+  );
+  t.same(
+    kinds(history(61 + 7, (day) => (day <= 60 ? 0 : 0.5))),
+    { opens: ['leak'], closes: [] },
+    'a vacant flat that uses water',
+  );
   t.same(
     kinds(history(391, (day) => (day % 30 === 0 ? (day === 390 ? 30 : 9) : null))),
     { opens: ['leak'], closes: [] },
@@ -138,7 +185,11 @@ t.test('leaking: far above its usual over the span', async (t) => {
 });
 
 t.test('episodes: an open one goes on while its condition holds, and closes when it ends', async (t) => {
-  const stoppedAt = (values: TrustedValue[]): OpenEpisode => ({ kind: 'stopped', reading: values[0]!.reading, usual: null });
+  const stoppedAt = (values: TrustedValue[]): OpenEpisode => ({
+    kind: 'stopped',
+    reading: values[0]!.reading,
+    usual: null,
+  });
   const stopped = history(60 + 31, (day) => (day < 60 ? household(day) : 0));
   const longer = history(60 + 45, (day) => (day < 60 ? household(day) : 0));
   t.same(kinds(longer, [stoppedAt(stopped)]), none, 'still standing: no second episode');
@@ -155,9 +206,21 @@ t.test('episodes: an open one goes on while its condition holds, and closes when
   const steady = history(40, household);
   const backwardsOpen: OpenEpisode = { kind: 'backwards', reading: '', usual: null };
   const dropped = [trusted(41, steady[0]!.value - 5), ...steady];
-  t.same(kinds([trusted(42, dropped[0]!.value - 1), ...dropped], [backwardsOpen]), none, 'a further drop: the same episode');
-  t.same(kinds([trusted(42, dropped[0]!.value + 0.2), ...dropped], [backwardsOpen]), { opens: [], closes: ['backwards'] }, 'runs forward again');
-  t.same(kinds([trusted(42, dropped[0]!.value - 1), ...dropped]), { opens: ['backwards'], closes: [] }, 'with none open, a drop opens one');
+  t.same(
+    kinds([trusted(42, dropped[0]!.value - 1), ...dropped], [backwardsOpen]),
+    none,
+    'a further drop: the same episode',
+  );
+  t.same(
+    kinds([trusted(42, dropped[0]!.value + 0.2), ...dropped], [backwardsOpen]),
+    { opens: [], closes: ['backwards'] },
+    'runs forward again',
+  );
+  t.same(
+    kinds([trusted(42, dropped[0]!.value - 1), ...dropped]),
+    { opens: ['backwards'], closes: [] },
+    'with none open, a drop opens one',
+  );
 });
 
 t.test('episodes of real meters: announced once each, closed and opened again, shown and counted', async (t) => {
@@ -169,10 +232,18 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
   const client = new DashboardClient(service.url);
   const email = `anomalies.${process.pid}@example.com`;
   t.equal((await client.signUp(email)).status, 303);
-  const { account_id: accountId } = await db.selectFrom('users').select('account_id').where('email', '=', email).executeTakeFirstOrThrow();
+  const { account_id: accountId } = await db
+    .selectFrom('users')
+    .select('account_id')
+    .where('email', '=', email)
+    .executeTakeFirstOrThrow();
   const { id: keyId, key } = await createApiKey(db, { accountId, projectName: 'field app' });
   const customer = { accountId, keyId };
-  const watcher = await addWebhookEndpoint(db, service.config, { accountId, url: `${receiver.url}/anomalies`, events: ['meter.anomaly'] });
+  const watcher = await addWebhookEndpoint(db, service.config, {
+    accountId,
+    url: `${receiver.url}/anomalies`,
+    events: ['meter.anomaly'],
+  });
   await addWebhookEndpoint(db, service.config, { accountId, url: `${receiver.url}/readings` });
 
   const now = Date.now();
@@ -180,21 +251,33 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
   /** Trusted readings written as the read step leaves them: a history that announces nothing by itself. */
   const seed = (meterId: string, from: number, to: number, every: number, value: (daysAgo: number) => number) => {
     const items = [];
-    for (let ago = from; ago >= to; ago -= every) items.push({ meterId, createdAt: daysAgo(ago), reading: value(ago).toFixed(3).padStart(9, '0') });
+    for (let ago = from; ago >= to; ago -= every)
+      items.push({ meterId, createdAt: daysAgo(ago), reading: value(ago).toFixed(3).padStart(9, '0') });
     return seedReadings(db, customer, items);
   };
   const api = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${service.url}/api${path}`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: response.status, body: (await response.json()) as any };
   };
   const manual = (meterId: string, ago: number, value: number) =>
-    api('POST', `/meters/${meterId}/readings`, { reading: value.toFixed(3).padStart(9, '0'), read_at: daysAgo(ago).toISOString() });
+    api('POST', `/meters/${meterId}/readings`, {
+      reading: value.toFixed(3).padStart(9, '0'),
+      read_at: daysAgo(ago).toISOString(),
+    });
   const submit = async (meterId: string, options: { sync?: boolean } = {}) => {
-    const submitted = await submitPhoto(service, { key, image: photo, sync: options.sync, fields: { meter_id: meterId } });
+    const submitted = await submitPhoto(service, {
+      key,
+      image: photo,
+      sync: options.sync,
+      fields: { meter_id: meterId },
+    });
     if (!options.sync) await waitForMeter(db, submitted.body.reference_id);
     return submitted.body;
   };
@@ -207,9 +290,13 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
       .orderBy('id')
       .execute();
   const announced = async (meterId: string) =>
-    (await deliveries()).map((row) => (row.payload as { data: AnomalyJson & { meter_id: string } }).data).filter((data) => data.meter_id === meterId);
-  const listed = async (meterId: string) => (await api('GET', `/meters?meter_id_prefix=${meterId}`)).body.data[0].anomaly;
-  const model = (reading: string) => service.model.setBehaviour({ answer: { reading, confidence: 99, unobstructed: true } });
+    (await deliveries())
+      .map((row) => (row.payload as { data: AnomalyJson & { meter_id: string } }).data)
+      .filter((data) => data.meter_id === meterId);
+  const listed = async (meterId: string) =>
+    (await api('GET', `/meters?meter_id_prefix=${meterId}`)).body.data[0].anomaly;
+  const model = (reading: string) =>
+    service.model.setBehaviour({ answer: { reading, confidence: 99, unobstructed: true } });
 
   t.test('stopped while photos keep arriving: one event, signed, whatever number of photos follow', async (t) => {
     // Used 0.5 m³ a day until 40 days ago, then read at the model's reading every 3 days.
@@ -226,15 +313,27 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
       kind: 'stopped',
       reference_id: first.reference_id,
       span: { to: String, days: Number },
-      figures: { from_reading: MODEL_READING, to_reading: MODEL_READING, consumption_m3: 0, usual_m3_per_day: 0.5, limit_m3: null },
+      figures: {
+        from_reading: MODEL_READING,
+        to_reading: MODEL_READING,
+        consumption_m3: 0,
+        usual_m3_per_day: 0.5,
+        limit_m3: null,
+      },
     });
-    t.ok(events[0]!.span.days >= 36 && events[0]!.span.days < 41, `standing since the first reading at its value (${events[0]!.span.days} days)`);
+    t.ok(
+      events[0]!.span.days >= 36 && events[0]!.span.days < 41,
+      `standing since the first reading at its value (${events[0]!.span.days} days)`,
+    );
 
     const [request] = await waitFor(
       async () => receiver.requestsTo('/anomalies'),
       (requests) => requests.length > 0,
     );
-    const verified = new Webhook(watcher.secret).verify(request!.body, request!.headers as Record<string, string>) as { event: string; data: unknown };
+    const verified = new Webhook(watcher.secret).verify(request!.body, request!.headers as Record<string, string>) as {
+      event: string;
+      data: unknown;
+    };
     t.equal(verified.event, 'meter.anomaly');
     t.same(verified.data, events[0], 'signed per Standard Webhooks, the data as stored');
     t.match(await listed('SN-STOP'), { kind: 'stopped', since: events[0]!.since }, 'the meters list shows it');
@@ -293,7 +392,12 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
       {
         kind: 'backwards',
         reference_id: dropped.reference_id,
-        figures: { from_reading: '02399.100', to_reading: MODEL_READING, consumption_m3: -8.824, usual_m3_per_day: null },
+        figures: {
+          from_reading: '02399.100',
+          to_reading: MODEL_READING,
+          consumption_m3: -8.824,
+          usual_m3_per_day: null,
+        },
       },
     ]);
     t.match(await listed('SN-BACK'), { kind: 'backwards' });
@@ -316,7 +420,9 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
     await manual('SN-LEAK', 20, before + 10);
     await manual('SN-LEAK', 15, before + 16);
     const events = await announced('SN-LEAK');
-    t.match(events, [{ kind: 'leak', span: { from: daysAgo(30).toISOString(), to: daysAgo(20).toISOString(), days: 10 } }]);
+    t.match(events, [
+      { kind: 'leak', span: { from: daysAgo(30).toISOString(), to: daysAgo(20).toISOString(), days: 10 } },
+    ]);
     t.match(events[0]!.figures, { consumption_m3: 10, usual_m3_per_day: 0.3, usual_m3: 3, limit_m3: 2 * 0.3 * 10 + 1 });
     t.match((await client.get('/dashboard/meters/SN-LEAK')).text, /Leak\? <strong>10 m³<\/strong> used in 10 days/);
     await manual('SN-LEAK', 5, before + 17.5);
@@ -330,13 +436,17 @@ t.test('episodes of real meters: announced once each, closed and opened again, s
     t.equal(photographed.plausibility.status, 'suspicious');
     t.same(await announced('SN-LEAK-PHOTO'), [], 'not trusted: no episode yet');
     await api('POST', `/meter-reading/${photographed.reference_id}/confirmation`);
-    t.match(await announced('SN-LEAK-PHOTO'), [{ kind: 'leak', reference_id: photographed.reference_id, figures: { consumption_m3: 10 } }]);
+    t.match(await announced('SN-LEAK-PHOTO'), [
+      { kind: 'leak', reference_id: photographed.reference_id, figures: { consumption_m3: 10 } },
+    ]);
   });
 
   t.test('a burst of readings of one meter at once opens its episode once', async (t) => {
     await seed('SN-BURST', 100, 41, 3, (ago) => 700 + (100 - ago) * 0.4);
     const flat = 700 + 59 * 0.4;
-    const statuses = await Promise.all(Array.from({ length: 12 }, (_, index) => manual('SN-BURST', 38 - index * 3, flat)));
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, (_, index) => manual('SN-BURST', 38 - index * 3, flat)),
+    );
     t.same(
       statuses.map((response) => response.status),
       Array(12).fill(201),

@@ -1,5 +1,11 @@
 import t from 'tap';
-import { MIN_INTERVALS, USUAL_FLOOR_M3, usualAllowance, usualConsumption, type TrustedPoint } from '../../src/meters/usual-consumption.ts';
+import {
+  MIN_INTERVALS,
+  USUAL_FLOOR_M3,
+  usualAllowance,
+  usualConsumption,
+  type TrustedPoint,
+} from '../../src/meters/usual-consumption.ts';
 
 const start = new Date('2025-01-01T08:00:00Z').getTime();
 const DAY = 86_400_000;
@@ -67,14 +73,21 @@ t.test('too little history: the account default, without spread', async (t) => {
 });
 
 t.test('readings closer than a day merge; a drop (meter replaced) starts the history again', async (t) => {
-  const hourly = monthly(4, () => 0.3).flatMap((point) => [point, { at: new Date(point.at.getTime() + 3_600_000), value: point.value + 0.5 }]);
+  const hourly = monthly(4, () => 0.3).flatMap((point) => [
+    point,
+    { at: new Date(point.at.getTime() + 3_600_000), value: point.value + 0.5 },
+  ]);
   t.equal(usualConsumption(hourly, HOUSEHOLD).basis, 'history');
   t.ok(Math.abs(usualConsumption(hourly, HOUSEHOLD).perDay - 0.3) < 0.02, 'an hour apart adds no interval of its own');
   const replaced = [
     ...monthly(12, () => 2),
     ...monthly(2, () => 0.3, 5).map((point) => ({ at: new Date(point.at.getTime() + 400 * DAY), value: point.value })),
   ];
-  t.same(usualConsumption(replaced, HOUSEHOLD), { perDay: HOUSEHOLD, spread: 0, basis: 'default' }, 'the old meter’s rate says nothing of the new one');
+  t.same(
+    usualConsumption(replaced, HOUSEHOLD),
+    { perDay: HOUSEHOLD, spread: 0, basis: 'default' },
+    'the old meter’s rate says nothing of the new one',
+  );
 });
 
 t.test('the allowance: at least a day of it, plus the floor', async (t) => {

@@ -25,41 +25,54 @@ t.test('the fit finds the weights the outcomes were drawn from', async (t) => {
   t.ok(Math.abs(bias - 2) < 0.05, `${bias}`);
 });
 
-t.test('with no weight below 0, a feature that would weigh below 0 weighs 0 and the others are fitted without it', async (t) => {
-  const { features, outcomes } = sample([1.2, -0.8], 0.5, grid);
-  const free = fitLogistic(features, outcomes, 0.01);
-  t.ok(free.weights[1]! < 0, 'unconstrained, the second feature weighs below 0');
-  const { weights, bias } = fitLogisticNonNegative(features, outcomes, 0.01);
-  t.equal(weights[1], 0);
-  const alone = fitLogistic(
-    features.map(([first]) => [first!]),
-    outcomes,
-    0.01,
-  );
-  t.ok(Math.abs(weights[0]! - alone.weights[0]!) < 1e-6 && Math.abs(bias - alone.bias) < 1e-6, 'as if fitted on the first feature alone');
-});
+t.test(
+  'with no weight below 0, a feature that would weigh below 0 weighs 0 and the others are fitted without it',
+  async (t) => {
+    const { features, outcomes } = sample([1.2, -0.8], 0.5, grid);
+    const free = fitLogistic(features, outcomes, 0.01);
+    t.ok(free.weights[1]! < 0, 'unconstrained, the second feature weighs below 0');
+    const { weights, bias } = fitLogisticNonNegative(features, outcomes, 0.01);
+    t.equal(weights[1], 0);
+    const alone = fitLogistic(
+      features.map(([first]) => [first!]),
+      outcomes,
+      0.01,
+    );
+    t.ok(
+      Math.abs(weights[0]! - alone.weights[0]!) < 1e-6 && Math.abs(bias - alone.bias) < 1e-6,
+      'as if fitted on the first feature alone',
+    );
+  },
+);
 
 t.test('with no weight below 0, weights fitted at 0 or more are the plain fit', async (t) => {
   const { features, outcomes } = sample([0.7, 1.6], 2, grid);
   t.same(fitLogisticNonNegative(features, outcomes, 0.01), fitLogistic(features, outcomes, 0.01));
 });
 
-t.test('the last features named either-sign keep a weight below 0; the others are still held at 0 or more', async (t) => {
-  // The third feature is a layout's indicator: readings in that layout are less often right.
-  const withIndicator = grid.flatMap((row) => [
-    [...row, 0],
-    [...row, 1],
-  ]);
-  const drawn = sample([1.2, 0.6, -1.5], 0.5, withIndicator);
-  const { weights } = fitLogisticNonNegative(drawn.features, drawn.outcomes, 0.01, 1);
-  t.ok(Math.abs(weights[2]! + 1.5) < 0.05, `the indicator weighs ${weights[2]}`);
-  t.equal(fitLogisticNonNegative(drawn.features, drawn.outcomes, 0.01, 0).weights[2], 0, 'not named either-sign: held at 0');
+t.test(
+  'the last features named either-sign keep a weight below 0; the others are still held at 0 or more',
+  async (t) => {
+    // The third feature is a layout's indicator: readings in that layout are less often right.
+    const withIndicator = grid.flatMap((row) => [
+      [...row, 0],
+      [...row, 1],
+    ]);
+    const drawn = sample([1.2, 0.6, -1.5], 0.5, withIndicator);
+    const { weights } = fitLogisticNonNegative(drawn.features, drawn.outcomes, 0.01, 1);
+    t.ok(Math.abs(weights[2]! + 1.5) < 0.05, `the indicator weighs ${weights[2]}`);
+    t.equal(
+      fitLogisticNonNegative(drawn.features, drawn.outcomes, 0.01, 0).weights[2],
+      0,
+      'not named either-sign: held at 0',
+    );
 
-  const secondBelowZero = sample([1.2, -0.8, -1.5], 0.5, withIndicator);
-  const held = fitLogisticNonNegative(secondBelowZero.features, secondBelowZero.outcomes, 0.01, 1);
-  t.equal(held.weights[1], 0);
-  t.ok(held.weights[2]! < 0);
-});
+    const secondBelowZero = sample([1.2, -0.8, -1.5], 0.5, withIndicator);
+    const held = fitLogisticNonNegative(secondBelowZero.features, secondBelowZero.outcomes, 0.01, 1);
+    t.equal(held.weights[1], 0);
+    t.ok(held.weights[2]! < 0);
+  },
+);
 
 t.test('out of fold, each row is judged by a fit on the other folds only', async (t) => {
   // A fit that knows nothing but its rows' share of exact readings.
@@ -81,7 +94,9 @@ t.test('out of fold, each row is judged by a fit on the other folds only', async
     seen.push(rows.map(([row]) => row!));
     return { weights: [0], bias: seen.length - 1 };
   };
-  const judgedBy = outOfFoldProbabilities(features, outcomes, recordingFit, 2, 7).map((p) => Math.round(Math.log(p / (1 - p))));
+  const judgedBy = outOfFoldProbabilities(features, outcomes, recordingFit, 2, 7).map((p) =>
+    Math.round(Math.log(p / (1 - p))),
+  );
   t.same(
     seen.map((rows) => rows.length),
     [5, 5],
@@ -96,5 +111,9 @@ t.test('out of fold, each row is judged by a fit on the other folds only', async
     outOfFoldProbabilities(features, outcomes, shareExact, 3, 7),
     'the same seed deals the same folds',
   );
-  t.notSame(outOfFoldProbabilities(features, outcomes, shareExact, 3, 7), outOfFoldProbabilities(features, outcomes, shareExact, 3, 8), 'another seed others');
+  t.notSame(
+    outOfFoldProbabilities(features, outcomes, shareExact, 3, 7),
+    outOfFoldProbabilities(features, outcomes, shareExact, 3, 8),
+    'another seed others',
+  );
 });

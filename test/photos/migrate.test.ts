@@ -11,7 +11,11 @@ import { createCustomer, startTestService, submitPhoto, waitForMeter, type TestS
 const photo = await renderMeterPhoto();
 
 async function places(service: TestService) {
-  return service.db.selectFrom('meter_images').select(['meter_id', 'upload', 'upload_object', 'jpeg', 'jpeg_object']).orderBy('meter_id').execute();
+  return service.db
+    .selectFrom('meter_images')
+    .select(['meter_id', 'upload', 'upload_object', 'jpeg', 'jpeg_object'])
+    .orderBy('meter_id')
+    .execute();
 }
 
 t.test('photos move to the bucket and back in batches, resumably, while the service runs', async (t) => {

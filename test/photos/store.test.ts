@@ -8,7 +8,14 @@ import { startWorker } from '../../src/worker.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startTestBucket } from '../helpers/bucket.ts';
 import { DashboardClient } from '../helpers/dashboard.ts';
-import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type TestService } from '../helpers/service.ts';
+import {
+  createCustomer,
+  startTestService,
+  submitPhoto,
+  waitFor,
+  waitForMeter,
+  type TestService,
+} from '../helpers/service.ts';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -48,8 +55,17 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
     const meter = await waitForMeter(service.db, referenceId);
     t.equal(meter.status, 'completed', meter.error_message ?? '');
     const row = await imageRow(service, referenceId);
-    t.same(row, { upload: null, upload_object: null, jpeg: null, jpeg_object: `s3://meterlens-photos/photos/${referenceId}/upright.jpg` });
-    t.same(await bucket.objects(), [`s3://meterlens-photos/photos/${referenceId}/upright.jpg`], 'the upload object was deleted');
+    t.same(row, {
+      upload: null,
+      upload_object: null,
+      jpeg: null,
+      jpeg_object: `s3://meterlens-photos/photos/${referenceId}/upright.jpg`,
+    });
+    t.same(
+      await bucket.objects(),
+      [`s3://meterlens-photos/photos/${referenceId}/upright.jpg`],
+      'the upload object was deleted',
+    );
 
     const shown = await client.get(`/dashboard/readings/${referenceId}/photo`);
     t.equal(shown.status, 200, 'the dashboard shows it through the service');
@@ -89,7 +105,8 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
   });
 
   t.test('an outage: 503 with Retry-After and no meter; a queued job waits for the bucket', async (t) => {
-    const meters = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM meters`.execute(service.db)).rows[0]!.n);
+    const meters = async () =>
+      Number((await sql<{ n: string }>`SELECT count(*) AS n FROM meters`.execute(service.db)).rows[0]!.n);
     const before = await meters();
     await bucket.stop();
     t.teardown(() => bucket.start().catch(() => {}));
@@ -107,9 +124,16 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
     "the bucket refuses a sync submission's upright JPEG after storing its upload: neither stored nor counted, and the retry with its Idempotency-Key is read and counted once",
     async (t) => {
       const customer = await createCustomer(service.db, { monthlyLimit: 1 });
-      const submissions = () => service.db.selectFrom('meters').select('reference_id').where('account_id', '=', customer.accountId).execute();
+      const submissions = () =>
+        service.db.selectFrom('meters').select('reference_id').where('account_id', '=', customer.accountId).execute();
       const usage = () => monthlyUsage(service.db, customer.accountId);
-      const send = () => submitPhoto(service, { key: customer.key, image: photo, sync: true, headers: { 'idempotency-key': 'photo-1' } });
+      const send = () =>
+        submitPhoto(service, {
+          key: customer.key,
+          image: photo,
+          sync: true,
+          headers: { 'idempotency-key': 'photo-1' },
+        });
       const uploadsBefore = (await bucket.objects()).filter((object) => object.endsWith('/upload'));
       bucket.refusePuts(/\/upright\.jpg$/);
       t.teardown(() => bucket.refusePuts(null));
@@ -117,7 +141,11 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
       const refused = await send();
       t.equal(refused.status, 503);
       t.equal(refused.headers.get('retry-after'), '10');
-      t.same(refused.body, { errors: { photos: ['The photo store is unavailable. Try again shortly.'] } }, 'the answer of a bucket that refused the upload');
+      t.same(
+        refused.body,
+        { errors: { photos: ['The photo store is unavailable. Try again shortly.'] } },
+        'the answer of a bucket that refused the upload',
+      );
       const uploads = (await bucket.objects()).filter((object) => object.endsWith('/upload'));
       t.equal(uploads.length, uploadsBefore.length + 1, 'its upload was stored before the bucket refused');
       t.same(await submissions(), [], 'no submission kept');
@@ -148,27 +176,40 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
     },
   );
 
-  t.test('the bucket stops while a job is queued: the read waits for it past the job retries, and is not failed', async (t) => {
-    const queued = await startTestService(t, { env: { ...bucket.env, READ_RETRY_DELAY_SECONDS: '1' }, worker: false });
-    const customer = await createCustomer(queued.db);
-    const accepted = await submitPhoto(queued, { key: customer.key, image: photo });
-    t.equal(accepted.status, 202);
-    await bucket.stop();
-    await startWorker(queued);
-    const tries = READ_RETRY_LIMIT + 2;
-    const waited = await waitFor(
-      () => sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = ${QUEUES.readMeter}`.execute(queued.db),
-      (result) => result.rows[0]!.n >= tries,
-    );
-    t.ok(waited.rows[0]!.n >= tries, `tried ${tries} times, more than a job's retries`);
-    const waiting = await queued.db.selectFrom('meters').select('status').where('reference_id', '=', accepted.body.reference_id).executeTakeFirstOrThrow();
-    t.equal(waiting.status, 'processing', 'not failed while the bucket is down');
-    const dashboardWhileDown = await client.get('/dashboard/readings/00000000-0000-4000-8000-000000000000/photo');
-    t.equal(dashboardWhileDown.status, 404, 'a photo nobody has needs no bucket');
-    await bucket.start();
-    const meter = await waitForMeter(queued.db, accepted.body.reference_id);
-    t.equal(meter.status, 'completed', meter.error_message ?? '');
-  });
+  t.test(
+    'the bucket stops while a job is queued: the read waits for it past the job retries, and is not failed',
+    async (t) => {
+      const queued = await startTestService(t, {
+        env: { ...bucket.env, READ_RETRY_DELAY_SECONDS: '1' },
+        worker: false,
+      });
+      const customer = await createCustomer(queued.db);
+      const accepted = await submitPhoto(queued, { key: customer.key, image: photo });
+      t.equal(accepted.status, 202);
+      await bucket.stop();
+      await startWorker(queued);
+      const tries = READ_RETRY_LIMIT + 2;
+      const waited = await waitFor(
+        () =>
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = ${QUEUES.readMeter}`.execute(
+            queued.db,
+          ),
+        (result) => result.rows[0]!.n >= tries,
+      );
+      t.ok(waited.rows[0]!.n >= tries, `tried ${tries} times, more than a job's retries`);
+      const waiting = await queued.db
+        .selectFrom('meters')
+        .select('status')
+        .where('reference_id', '=', accepted.body.reference_id)
+        .executeTakeFirstOrThrow();
+      t.equal(waiting.status, 'processing', 'not failed while the bucket is down');
+      const dashboardWhileDown = await client.get('/dashboard/readings/00000000-0000-4000-8000-000000000000/photo');
+      t.equal(dashboardWhileDown.status, 404, 'a photo nobody has needs no bucket');
+      await bucket.start();
+      const meter = await waitForMeter(queued.db, accepted.body.reference_id);
+      t.equal(meter.status, 'completed', meter.error_message ?? '');
+    },
+  );
 
   t.test('the dashboard answers 503 when the bucket is down, with Retry-After', async (t) => {
     const read = await submitPhoto(service, { key, image: photo, sync: true });

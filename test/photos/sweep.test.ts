@@ -19,7 +19,10 @@ t.test('the orphan sweep deletes old objects no row points at, and nothing else'
   // A submission whose transaction rolls back after its upload was stored: its account is gone.
   const image = await checkImageHeader(photo, { maxPixels: service.config.maxImagePixels });
   const key = { keyId: customer.keyId, accountId: '999999999', subscription: undefined, monthlyUsage: 0 };
-  await t.rejects(persistAndEnqueue(service, { key, plan: { planCode: 'test', monthlyRequestLimit: 10 }, image, mode: 'async' }), /foreign key/);
+  await t.rejects(
+    persistAndEnqueue(service, { key, plan: { planCode: 'test', monthlyRequestLimit: 10 }, image, mode: 'async' }),
+    /foreign key/,
+  );
   const objects = await bucket.objects();
   t.equal(objects.length, 2, 'the rolled-back upload is in the bucket');
   const rolledBack = objects.find((object) => object !== kept)!;

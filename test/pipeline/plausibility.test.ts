@@ -1,14 +1,28 @@
 import t from 'tap';
 import { usualAllowance, usualConsumption } from '../../src/meters/usual-consumption.ts';
-import { meterExpectation, MIN_ELAPSED_HOURS, plausibilityWindow, UNDATED_ELAPSED_HOURS, type MeterReference } from '../../src/pipeline/plausibility.ts';
+import {
+  meterExpectation,
+  MIN_ELAPSED_HOURS,
+  plausibilityWindow,
+  UNDATED_ELAPSED_HOURS,
+  type MeterReference,
+} from '../../src/pipeline/plausibility.ts';
 import { judgeReading, judgeUsual } from '../../src/readers/plausibility.ts';
 
 const readAt = new Date('2026-11-01T00:00:00Z');
 const hoursLater = (hours: number) => new Date(readAt.getTime() + hours * 3_600_000);
 
 t.test('one step of the fastest wheel below the reference, max flow × elapsed hours above', async (t) => {
-  t.same(plausibilityWindow({ reading: '00606.494', source: 'reading', readAt }, hoursLater(24), 2.5), { reference: '00606.494', min: 606.493, max: 666.494 });
-  t.same(plausibilityWindow({ reading: '606.4', source: 'correction', readAt }, hoursLater(2), 1), { reference: '606.4', min: 606.3, max: 608.4 });
+  t.same(plausibilityWindow({ reading: '00606.494', source: 'reading', readAt }, hoursLater(24), 2.5), {
+    reference: '00606.494',
+    min: 606.493,
+    max: 666.494,
+  });
+  t.same(plausibilityWindow({ reading: '606.4', source: 'correction', readAt }, hoursLater(2), 1), {
+    reference: '606.4',
+    min: 606.3,
+    max: 608.4,
+  });
   t.same(
     plausibilityWindow({ reading: '606', source: 'previous_reading', readAt }, hoursLater(2), 1),
     { reference: '606', min: 605, max: 608 },
@@ -17,71 +31,131 @@ t.test('one step of the fastest wheel below the reference, max flow × elapsed h
 });
 
 t.test('a floor of elapsed time, and undated references taken as a month old', async (t) => {
-  t.equal(plausibilityWindow({ reading: '10.000', source: 'reading', readAt }, hoursLater(0.05), 2.5).max, 10 + 2.5 * MIN_ELAPSED_HOURS, 'three minutes later');
+  t.equal(
+    plausibilityWindow({ reading: '10.000', source: 'reading', readAt }, hoursLater(0.05), 2.5).max,
+    10 + 2.5 * MIN_ELAPSED_HOURS,
+    'three minutes later',
+  );
   t.equal(
     plausibilityWindow({ reading: '10.000', source: 'reading', readAt: hoursLater(5) }, readAt, 2.5).max,
     10 + 2.5 * MIN_ELAPSED_HOURS,
     'a reference dated after the photo',
   );
-  t.equal(plausibilityWindow({ reading: '10', source: 'previous_reading', readAt: null }, readAt, 1).max, 10 + UNDATED_ELAPSED_HOURS);
-});
-
-t.test("the issue's misread: inside the physical window of an undated reference, but far above the meter's usual: suspicious", async (t) => {
-  const reference = { reading: '00024.807', source: 'previous_reading' as const, readAt: null };
-  const window = plausibilityWindow(reference, readAt, 2.5);
-  t.ok(window.max < 24.807 + 2000, `an undated reference is a month of room, not a year (max ${window.max})`);
-  const misread = { reading: '00379', value: 379, confidence: 100, model: 'm', raw: null };
-  const judged = judgeReading(misread, window);
-  t.equal(judged.plausibility, 'ok', 'the physical limit alone lets it through');
-  const usual = usualConsumption([], 1.5);
-  const usualMax = 24.807 + usualAllowance(usual, UNDATED_ELAPSED_HOURS / 24);
-  const suspicious = judgeUsual(judged, { ...usual, max: usualMax });
-  t.match(suspicious, { plausibility: 'suspicious', confidence: 100, plausibilityReason: /00379 is far more than usual.*1\.5 m³ a day/ });
   t.equal(
-    judgeUsual({ ...misread, reading: '00037.902', value: 37.902, plausibility: 'ok' as const }, { ...usual, max: usualMax }).plausibility,
-    'ok',
-    'the right reading is usual',
+    plausibilityWindow({ reading: '10', source: 'previous_reading', readAt: null }, readAt, 1).max,
+    10 + UNDATED_ELAPSED_HOURS,
   );
-  t.equal(
-    judgeUsual({ ...misread, plausibility: 'implausible' as const }, { ...usual, max: usualMax }).plausibility,
-    'implausible',
-    'the physical limit stays the hard one',
-  );
-  t.equal(judgeUsual(judged, undefined).plausibility, 'ok', 'no reference: nothing to judge by');
 });
 
-t.test("the issue's misread against the meter's layout: the reference's three red wheels say 00379 is not this counter's", async (t) => {
-  const previous: MeterReference = { reading: '00024.807', source: 'previous_reading', readAt: hoursLater(-30 * 24), meterRowId: null, referenceId: null };
-  const expected = meterExpectation({ previous, history: [], takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 });
-  t.same(expected.layout, { whole: 5, fraction: 3, shownBy: '00024.807' });
-  t.equal(expected.window!.usualMax, expected.usual!.max, 'the readers are given the usual window with the physical one (their rivals above it are none)');
-  t.equal(expected.usual!.max, 24.807 + 3 * 1.5 * 30 + 1);
-  const misread = judgeReading({ reading: '00379', value: 379, confidence: 100, model: 'm', raw: null }, expected.window, expected.layout);
-  t.match(misread, { plausibility: 'implausible', confidence: 20, plausibilityReason: /00379 has 5 whole and 0 fractional wheels; the meter has 5 and 3/ });
-  t.equal(judgeReading({ reading: '00037.902', value: 37.902, confidence: 100, model: 'm', raw: null }, expected.window, expected.layout).plausibility, 'ok');
-});
+t.test(
+  "the issue's misread: inside the physical window of an undated reference, but far above the meter's usual: suspicious",
+  async (t) => {
+    const reference = { reading: '00024.807', source: 'previous_reading' as const, readAt: null };
+    const window = plausibilityWindow(reference, readAt, 2.5);
+    t.ok(window.max < 24.807 + 2000, `an undated reference is a month of room, not a year (max ${window.max})`);
+    const misread = { reading: '00379', value: 379, confidence: 100, model: 'm', raw: null };
+    const judged = judgeReading(misread, window);
+    t.equal(judged.plausibility, 'ok', 'the physical limit alone lets it through');
+    const usual = usualConsumption([], 1.5);
+    const usualMax = 24.807 + usualAllowance(usual, UNDATED_ELAPSED_HOURS / 24);
+    const suspicious = judgeUsual(judged, { ...usual, max: usualMax });
+    t.match(suspicious, {
+      plausibility: 'suspicious',
+      confidence: 100,
+      plausibilityReason: /00379 is far more than usual.*1\.5 m³ a day/,
+    });
+    t.equal(
+      judgeUsual(
+        { ...misread, reading: '00037.902', value: 37.902, plausibility: 'ok' as const },
+        { ...usual, max: usualMax },
+      ).plausibility,
+      'ok',
+      'the right reading is usual',
+    );
+    t.equal(
+      judgeUsual({ ...misread, plausibility: 'implausible' as const }, { ...usual, max: usualMax }).plausibility,
+      'implausible',
+      'the physical limit stays the hard one',
+    );
+    t.equal(judgeUsual(judged, undefined).plausibility, 'ok', 'no reference: nothing to judge by');
+  },
+);
 
-t.test("the meter's layout: its setting, else the first of its reference and trusted values (newest first) written with leading zeros", async (t) => {
-  const value = (reading: string, days: number): MeterReference => ({
-    reading,
-    source: 'reading',
-    readAt: hoursLater(-days * 24),
-    meterRowId: '1',
-    referenceId: 'r',
-  });
-  const history = [value('2390.5', 10), value('02380.100', 40), value('02370', 70)];
-  const facts = { history, takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 };
-  t.same(meterExpectation(facts).layout, { whole: 5, fraction: 3, shownBy: '02380.100' }, 'one without zeros shows none');
-  t.same(
-    meterExpectation({ ...facts, previous: { ...value('01000', 5), source: 'previous_reading' } }).layout?.shownBy,
-    '01000',
-    "the submission's own previous_reading first",
-  );
-  t.same(meterExpectation({ ...facts, layoutSet: { whole: 6, fraction: 2 } }).layout, { whole: 6, fraction: 2 }, 'a setting above all');
-  t.same(meterExpectation({ ...facts, history: [] }), { layout: undefined }, 'nothing known: no reference, no window, no layout');
-  t.same(
-    meterExpectation({ ...facts, history: [], layoutSet: { whole: 5, fraction: 3 } }),
-    { layout: { whole: 5, fraction: 3 } },
-    'a setting before any reading',
-  );
-});
+t.test(
+  "the issue's misread against the meter's layout: the reference's three red wheels say 00379 is not this counter's",
+  async (t) => {
+    const previous: MeterReference = {
+      reading: '00024.807',
+      source: 'previous_reading',
+      readAt: hoursLater(-30 * 24),
+      meterRowId: null,
+      referenceId: null,
+    };
+    const expected = meterExpectation({ previous, history: [], takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 });
+    t.same(expected.layout, { whole: 5, fraction: 3, shownBy: '00024.807' });
+    t.equal(
+      expected.window!.usualMax,
+      expected.usual!.max,
+      'the readers are given the usual window with the physical one (their rivals above it are none)',
+    );
+    t.equal(expected.usual!.max, 24.807 + 3 * 1.5 * 30 + 1);
+    const misread = judgeReading(
+      { reading: '00379', value: 379, confidence: 100, model: 'm', raw: null },
+      expected.window,
+      expected.layout,
+    );
+    t.match(misread, {
+      plausibility: 'implausible',
+      confidence: 20,
+      plausibilityReason: /00379 has 5 whole and 0 fractional wheels; the meter has 5 and 3/,
+    });
+    t.equal(
+      judgeReading(
+        { reading: '00037.902', value: 37.902, confidence: 100, model: 'm', raw: null },
+        expected.window,
+        expected.layout,
+      ).plausibility,
+      'ok',
+    );
+  },
+);
+
+t.test(
+  "the meter's layout: its setting, else the first of its reference and trusted values (newest first) written with leading zeros",
+  async (t) => {
+    const value = (reading: string, days: number): MeterReference => ({
+      reading,
+      source: 'reading',
+      readAt: hoursLater(-days * 24),
+      meterRowId: '1',
+      referenceId: 'r',
+    });
+    const history = [value('2390.5', 10), value('02380.100', 40), value('02370', 70)];
+    const facts = { history, takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 };
+    t.same(
+      meterExpectation(facts).layout,
+      { whole: 5, fraction: 3, shownBy: '02380.100' },
+      'one without zeros shows none',
+    );
+    t.same(
+      meterExpectation({ ...facts, previous: { ...value('01000', 5), source: 'previous_reading' } }).layout?.shownBy,
+      '01000',
+      "the submission's own previous_reading first",
+    );
+    t.same(
+      meterExpectation({ ...facts, layoutSet: { whole: 6, fraction: 2 } }).layout,
+      { whole: 6, fraction: 2 },
+      'a setting above all',
+    );
+    t.same(
+      meterExpectation({ ...facts, history: [] }),
+      { layout: undefined },
+      'nothing known: no reference, no window, no layout',
+    );
+    t.same(
+      meterExpectation({ ...facts, history: [], layoutSet: { whole: 5, fraction: 3 } }),
+      { layout: { whole: 5, fraction: 3 } },
+      'a setting before any reading',
+    );
+  },
+);

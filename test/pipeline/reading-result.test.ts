@@ -23,7 +23,10 @@ t.test('digits: one per wheel, only when the reader gave one confidence per whee
     readingResult({ ...base, digitConfidences: confidences }, judgement).digits,
     [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: confidences[wheel] })),
   );
-  t.notOk('digits' in readingResult({ ...base, digitConfidences: [90, 91] }, judgement), 'a count that does not match the wheels is left out');
+  t.notOk(
+    'digits' in readingResult({ ...base, digitConfidences: [90, 91] }, judgement),
+    'a count that does not match the wheels is left out',
+  );
   t.notOk('digits' in readingResult({ ...base, digitConfidences: null }, judgement));
 });
 

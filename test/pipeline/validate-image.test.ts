@@ -9,7 +9,8 @@ import multipart from '../../src/plugins/external/multipart.ts';
 import { readUpload, UPLOAD_TEXT_FIELDS } from '../../src/pipeline/validate-image.ts';
 import { BOUNDARY, multipartBody } from '../helpers/raw-http.ts';
 
-const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: '#808080' } });
+const solid = (width: number, height: number) =>
+  sharp({ create: { width, height, channels: 3, background: '#808080' } });
 
 t.test('readUpload returns the image and the allowed text fields', async (t) => {
   const app = Fastify();
@@ -21,7 +22,12 @@ t.test('readUpload returns the image and the allowed text fields', async (t) => 
   });
   t.teardown(() => app.close());
   const post = (parts: Parameters<typeof multipartBody>[0]) =>
-    app.inject({ method: 'POST', url: '/upload', headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, payload: multipartBody(parts) });
+    app.inject({
+      method: 'POST',
+      url: '/upload',
+      headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+      payload: multipartBody(parts),
+    });
 
   t.same(UPLOAD_TEXT_FIELDS, ['meter_id', 'previous_reading', 'previous_read_at']);
   const all = await post([
@@ -30,8 +36,15 @@ t.test('readUpload returns the image and the allowed text fields', async (t) => 
     { name: 'previous_reading', body: '00123.456' },
     { name: 'previous_read_at', body: 'not validated here' },
   ]);
-  t.same(all.json(), { bytes: 10, fields: { meter_id: 'flat 4 cold', previous_reading: '00123.456', previous_read_at: 'not validated here' } });
-  t.same((await post([{ name: 'image', filename: 'meter.jpg', body: 'x' }])).json(), { bytes: 1, fields: {} }, 'the fields are optional');
+  t.same(all.json(), {
+    bytes: 10,
+    fields: { meter_id: 'flat 4 cold', previous_reading: '00123.456', previous_read_at: 'not validated here' },
+  });
+  t.same(
+    (await post([{ name: 'image', filename: 'meter.jpg', body: 'x' }])).json(),
+    { bytes: 1, fields: {} },
+    'the fields are optional',
+  );
   const unknown = await post([
     { name: 'image', filename: 'meter.jpg', body: 'x' },
     { name: 'reading', body: '1' },
@@ -45,7 +58,11 @@ t.test('the header check: accepted raster formats only, by signature, within the
   t.equal(maxPixels, 50_000_000, 'the default pixel limit is 50 MP');
   for (const format of ['jpeg', 'png', 'webp', 'tiff', 'gif', 'avif'] as const) {
     const image = await solid(40, 30).toFormat(format).toBuffer();
-    t.match(await checkImageHeader(image, { maxPixels }), { format: format === 'avif' ? 'heif' : format, width: 40, height: 30 }, format);
+    t.match(
+      await checkImageHeader(image, { maxPixels }),
+      { format: format === 'avif' ? 'heif' : format, width: 40, height: 30 },
+      format,
+    );
     t.equal(sniffRasterFormat(image), format === 'avif' ? 'heif' : format);
   }
   const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10000" height="9999"/>');
@@ -56,7 +73,10 @@ t.test('the header check: accepted raster formats only, by signature, within the
   const withXmlProlog = Buffer.from(`<?xml version="1.0"?>${svg}`);
   await t.rejects(checkImageHeader(withXmlProlog, { maxPixels }), ImageError, 'SVG with an XML prolog');
   await t.rejects(checkImageHeader(Buffer.from('%PDF-1.7'), { maxPixels }), ImageError, 'PDF');
-  await t.rejects(checkImageHeader(await solid(200, 100).png().toBuffer(), { maxPixels: 10_000 }), /200×100 pixels \(0\.0 MP\); the limit is 0\.0 MP/);
+  await t.rejects(
+    checkImageHeader(await solid(200, 100).png().toBuffer(), { maxPixels: 10_000 }),
+    /200×100 pixels \(0\.0 MP\); the limit is 0\.0 MP/,
+  );
   t.notOk(new DomainError('invalid', 'image', 'x') instanceof ImageError);
 });
 
@@ -72,7 +92,11 @@ t.test('an animated GIF is read by its first frame, and its pixels counted by on
     .gif()
     .toBuffer();
   t.equal((await sharp(animated).metadata()).pages, 3);
-  t.match(await checkImageHeader(animated, { maxPixels: 60 * 40 }), { width: 60, height: 40 }, 'three frames of 2400 pixels pass a 2400 pixel limit');
+  t.match(
+    await checkImageHeader(animated, { maxPixels: 60 * 40 }),
+    { width: 60, height: 40 },
+    'three frames of 2400 pixels pass a 2400 pixel limit',
+  );
   const normalised = await normaliseImage(animated, { maxPixels: 60 * 40, longSide: 1600 });
   t.match(normalised, { width: 60, height: 40 });
   const { dominant } = await sharp(normalised.jpeg).stats();

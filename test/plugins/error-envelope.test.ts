@@ -9,7 +9,10 @@ app.get<{ Params: { kind: ErrorKind } }>('/fail/:kind', async (request) => {
   throw new DomainError(request.params.kind, 'thing', `a ${request.params.kind} thing`);
 });
 app.get('/metrics-like', async () => {
-  throw new DomainError('refused', 'authorization', 'Send the token', { status: 401, headers: { 'www-authenticate': 'Bearer' } });
+  throw new DomainError('refused', 'authorization', 'Send the token', {
+    status: 401,
+    headers: { 'www-authenticate': 'Bearer' },
+  });
 });
 app.get('/sync-read', async () => {
   throw new DomainError('unavailable', 'reader', 'No reader answered', {
@@ -20,7 +23,13 @@ app.get('/sync-read', async () => {
 t.teardown(() => app.close());
 
 t.test('each kind of domain error has one API status, in the envelope', async (t) => {
-  const expected: Record<ErrorKind, number> = { invalid: 422, not_found: 404, conflict: 409, refused: 422, unavailable: 503 };
+  const expected: Record<ErrorKind, number> = {
+    invalid: 422,
+    not_found: 404,
+    conflict: 409,
+    refused: 422,
+    unavailable: 503,
+  };
   for (const [kind, status] of Object.entries(expected)) {
     const response = await app.inject({ url: `/fail/${kind}` });
     t.equal(response.statusCode, status, kind);

@@ -30,21 +30,24 @@ async function trickleUpload(url: string, key: string, everyMs: number, giveUpMs
   return { answer, wasClosed };
 }
 
-t.test('an upload trickling in slower than REQUEST_TIMEOUT_SECONDS gets 408 and its connection is closed', async (t) => {
-  const service = await startTestService(t, { worker: false, env: { REQUEST_TIMEOUT_SECONDS: '1' } });
-  const { key } = await createCustomer(service.db);
+t.test(
+  'an upload trickling in slower than REQUEST_TIMEOUT_SECONDS gets 408 and its connection is closed',
+  async (t) => {
+    const service = await startTestService(t, { worker: false, env: { REQUEST_TIMEOUT_SECONDS: '1' } });
+    const { key } = await createCustomer(service.db);
 
-  const { answer, wasClosed } = await trickleUpload(service.url, key, 300, 10_000);
+    const { answer, wasClosed } = await trickleUpload(service.url, key, 300, 10_000);
 
-  t.match(answer, /^HTTP\/1\.1 408 /, 'answered 408');
-  t.match(answer, /connection: close/i);
-  t.same(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), {
-    errors: { request: ['The request was not received within 1 seconds'] },
-  });
-  t.ok(wasClosed, 'and the server closed the connection');
-  const meters = await service.db.selectFrom('meters').select('id').execute();
-  t.equal(meters.length, 0, 'nothing was accepted');
-});
+    t.match(answer, /^HTTP\/1\.1 408 /, 'answered 408');
+    t.match(answer, /connection: close/i);
+    t.same(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), {
+      errors: { request: ['The request was not received within 1 seconds'] },
+    });
+    t.ok(wasClosed, 'and the server closed the connection');
+    const meters = await service.db.selectFrom('meters').select('id').execute();
+    t.equal(meters.length, 0, 'nothing was accepted');
+  },
+);
 
 t.test('the deadline is on receiving the request: a sync reading may take longer once the upload is in', async (t) => {
   const service = await startTestService(t, { env: { REQUEST_TIMEOUT_SECONDS: '1' }, model: { delayMs: 1500 } });

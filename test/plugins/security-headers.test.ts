@@ -20,10 +20,18 @@ t.test('API answers are not sniffed or stored; HSTS only on a request that came 
 
   // The test's loopback client is a trusted proxy under the default TRUST_PROXY=private.
   const proxied = await get('/api/meter-readings', { 'x-forwarded-proto': 'https' });
-  t.equal(proxied.headers.get('strict-transport-security'), 'max-age=31536000', 'HSTS behind a trusted proxy that says https');
+  t.equal(
+    proxied.headers.get('strict-transport-security'),
+    'max-age=31536000',
+    'HSTS behind a trusted proxy that says https',
+  );
 
   const asset = await fetch(`${service.url}/dashboard/assets/dashboard.css`);
-  t.equal(asset.headers.get('cache-control'), 'public, max-age=3600', 'a route that says how it may be cached keeps its own');
+  t.equal(
+    asset.headers.get('cache-control'),
+    'public, max-age=3600',
+    'a route that says how it may be cached keeps its own',
+  );
   t.equal(asset.headers.get('x-content-type-options'), 'nosniff');
 });
 

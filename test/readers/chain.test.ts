@@ -38,13 +38,24 @@ async function twoReaderChain(t: Test, first: FakeBehaviour, second: FakeBehavio
 t.test('the first confident reader answers; later ones are not asked', async (t) => {
   const { chain, anthropic } = await twoReaderChain(t, {}, {});
   const result = await chain.read(photo);
-  t.match(result, { reading: '02390.276', value: 2390.276, confidence: 97, reader: 'openai', model: 'gpt-test', escalated: false });
+  t.match(result, {
+    reading: '02390.276',
+    value: 2390.276,
+    confidence: 97,
+    reader: 'openai',
+    model: 'gpt-test',
+    escalated: false,
+  });
   t.match(result.attempts, [{ reader: 'openai', outcome: 'accepted', confidence: 97 }]);
   t.equal(anthropic.requests.length, 0);
 });
 
 t.test('a failing first reader falls back to the next, which is marked escalated', async (t) => {
-  const { chain } = await twoReaderChain(t, { status: 500 }, { answer: { reading: '00758.407', confidence: 91, unobstructed: true } });
+  const { chain } = await twoReaderChain(
+    t,
+    { status: 500 },
+    { answer: { reading: '00758.407', confidence: 91, unobstructed: true } },
+  );
   const result = await chain.read(photo);
   t.match(result, { reading: '00758.407', reader: 'anthropic', model: 'claude-test', escalated: true });
   t.match(result.attempts, [
@@ -68,7 +79,11 @@ t.test('an unparseable answer falls back to the next', async (t) => {
 });
 
 t.test('low confidence escalates; if no reader is confident, the most confident answer stands', async (t) => {
-  const escalated = await twoReaderChain(t, { answer: { reading: '02390.276', confidence: 40, unobstructed: true } }, {});
+  const escalated = await twoReaderChain(
+    t,
+    { answer: { reading: '02390.276', confidence: 40, unobstructed: true } },
+    {},
+  );
   t.match(await escalated.chain.read(photo), { reader: 'anthropic', confidence: 97, escalated: true });
 
   const bothUnsure = await twoReaderChain(
@@ -110,9 +125,17 @@ t.test("by default a hosted answer is held to 95, any other reader's (the calibr
 
 t.test('when no reader can be reached the failure says so; when they looked, it is unreadable', async (t) => {
   const down = await twoReaderChain(t, { status: 503 }, { status: 529 });
-  await t.rejects(down.chain.read(photo), { name: 'ReadFailure', code: 'readers_unavailable', message: /No reader could be reached/ });
+  await t.rejects(down.chain.read(photo), {
+    name: 'ReadFailure',
+    code: 'readers_unavailable',
+    message: /No reader could be reached/,
+  });
 
-  const blind = await twoReaderChain(t, { answer: { reading: '', confidence: 0, unobstructed: false } }, { status: 500 });
+  const blind = await twoReaderChain(
+    t,
+    { answer: { reading: '', confidence: 0, unobstructed: false } },
+    { status: 500 },
+  );
   const failure = await blind.chain.read(photo).catch((error: unknown) => error);
   t.ok(failure instanceof ReadFailure);
   t.match(failure, { code: 'unreadable', attempts: [{ outcome: 'unreadable' }, { outcome: 'unavailable' }] });
@@ -125,7 +148,9 @@ t.test('the default chain: no local weights and no API keys means no reader, rep
 });
 
 t.test('the default chain adds each hosted reader whose key is set, in order', async (t) => {
-  const chain = await createReaderChain(loadConfig({ LOCAL_MODEL_DIR: '/nonexistent', OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }));
+  const chain = await createReaderChain(
+    loadConfig({ LOCAL_MODEL_DIR: '/nonexistent', OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }),
+  );
   t.same(
     chain.readers.map((reader) => reader.name),
     ['openai', 'anthropic'],
@@ -133,8 +158,14 @@ t.test('the default chain adds each hosted reader whose key is set, in order', a
 });
 
 t.test('READER_CHAIN must name known, available readers', async (t) => {
-  await t.rejects(createReaderChain(loadConfig({ READER_CHAIN: 'openai,gemini', OPENAI_API_KEY: 'sk' })), /unknown reader "gemini"/);
-  await t.rejects(createReaderChain(loadConfig({ READER_CHAIN: 'local', LOCAL_MODEL_DIR: '/nonexistent' })), /"local", which is not available/);
+  await t.rejects(
+    createReaderChain(loadConfig({ READER_CHAIN: 'openai,gemini', OPENAI_API_KEY: 'sk' })),
+    /unknown reader "gemini"/,
+  );
+  await t.rejects(
+    createReaderChain(loadConfig({ READER_CHAIN: 'local', LOCAL_MODEL_DIR: '/nonexistent' })),
+    /"local", which is not available/,
+  );
 });
 
 t.test('without a window every reading is of unknown plausibility', async (t) => {
@@ -146,73 +177,127 @@ t.test('without a window every reading is of unknown plausibility', async (t) =>
 const afterTwoThousandFourHundred = { reference: '02400.000', min: 2399.99, max: 2460 };
 
 t.test('a hosted reading inside the window is ok', async (t) => {
-  const { chain } = await twoReaderChain(t, { answer: { reading: '02401.500', confidence: 97, unobstructed: true } }, {});
+  const { chain } = await twoReaderChain(
+    t,
+    { answer: { reading: '02401.500', confidence: 97, unobstructed: true } },
+    {},
+  );
   const result = await chain.read(photo, undefined, afterTwoThousandFourHundred);
   t.match(result, { reading: '02401.500', confidence: 97, plausibility: 'ok', reader: 'openai' });
   t.notOk(result.plausibilityReason);
 });
 
-t.test('a confident hosted reading outside the window is implausible: capped, and the next reader is asked', async (t) => {
-  const { chain, anthropic } = await twoReaderChain(t, {}, { answer: { reading: '02401.500', confidence: 91, unobstructed: true } });
-  const result = await chain.read(photo, undefined, afterTwoThousandFourHundred);
-  t.equal(anthropic.requests.length, 1);
-  t.match(result, { reading: '02401.500', plausibility: 'ok', reader: 'anthropic', escalated: true });
-  t.match(result.attempts, [
-    { reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP },
-    { reader: 'anthropic', outcome: 'accepted' },
-  ]);
-});
+t.test(
+  'a confident hosted reading outside the window is implausible: capped, and the next reader is asked',
+  async (t) => {
+    const { chain, anthropic } = await twoReaderChain(
+      t,
+      {},
+      { answer: { reading: '02401.500', confidence: 91, unobstructed: true } },
+    );
+    const result = await chain.read(photo, undefined, afterTwoThousandFourHundred);
+    t.equal(anthropic.requests.length, 1);
+    t.match(result, { reading: '02401.500', plausibility: 'ok', reader: 'anthropic', escalated: true });
+    t.match(result.attempts, [
+      { reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP },
+      { reader: 'anthropic', outcome: 'accepted' },
+    ]);
+  },
+);
 
-t.test('a plausible answer beats a more confident implausible one; if all are implausible the best stands, flagged', async (t) => {
-  const unsure = await twoReaderChain(
-    t,
-    { answer: { reading: '02402.100', confidence: 60, unobstructed: true } },
-    { answer: { reading: '02990.100', confidence: 99, unobstructed: true } },
-  );
-  t.match(await unsure.chain.read(photo, undefined, afterTwoThousandFourHundred), { reading: '02402.100', confidence: 60, plausibility: 'ok' });
+t.test(
+  'a plausible answer beats a more confident implausible one; if all are implausible the best stands, flagged',
+  async (t) => {
+    const unsure = await twoReaderChain(
+      t,
+      { answer: { reading: '02402.100', confidence: 60, unobstructed: true } },
+      { answer: { reading: '02990.100', confidence: 99, unobstructed: true } },
+    );
+    t.match(await unsure.chain.read(photo, undefined, afterTwoThousandFourHundred), {
+      reading: '02402.100',
+      confidence: 60,
+      plausibility: 'ok',
+    });
 
-  const bothOutside = await twoReaderChain(t, {}, { answer: { reading: '02990.100', confidence: 99, unobstructed: true } });
-  const flagged = await bothOutside.chain.read(photo, undefined, afterTwoThousandFourHundred);
-  t.match(flagged, { reading: '02390.276', confidence: IMPLAUSIBLE_CONFIDENCE_CAP, plausibility: 'implausible', reader: 'openai' });
-  t.match(flagged.plausibilityReason, /02390\.276 is below the reference reading 02400\.000/);
-  t.match(flagged.attempts, [{ outcome: 'implausible' }, { outcome: 'implausible' }]);
-  const above = judgeReading({ reading: '02990.100', value: 2990.1, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred);
-  t.match(above.plausibilityReason, /more than the meter can have run since the reference reading 02400\.000 \(at most 2460 m³\)/);
-});
+    const bothOutside = await twoReaderChain(
+      t,
+      {},
+      { answer: { reading: '02990.100', confidence: 99, unobstructed: true } },
+    );
+    const flagged = await bothOutside.chain.read(photo, undefined, afterTwoThousandFourHundred);
+    t.match(flagged, {
+      reading: '02390.276',
+      confidence: IMPLAUSIBLE_CONFIDENCE_CAP,
+      plausibility: 'implausible',
+      reader: 'openai',
+    });
+    t.match(flagged.plausibilityReason, /02390\.276 is below the reference reading 02400\.000/);
+    t.match(flagged.attempts, [{ outcome: 'implausible' }, { outcome: 'implausible' }]);
+    const above = judgeReading(
+      { reading: '02990.100', value: 2990.1, confidence: 99, model: 'm', raw: null },
+      afterTwoThousandFourHundred,
+    );
+    t.match(
+      above.plausibilityReason,
+      /more than the meter can have run since the reference reading 02400\.000 \(at most 2460 m³\)/,
+    );
+  },
+);
 
-t.test("a hosted answer in another layout than the meter's is implausible: capped, explained, and the next reader is asked", async (t) => {
-  const fiveAndThree = { whole: 5, fraction: 3, shownBy: '02389.100' };
-  const { chain, anthropic } = await twoReaderChain(t, { answer: { reading: '02390', confidence: 99, unobstructed: true } }, {});
-  const result = await chain.read(photo, undefined, undefined, fiveAndThree);
-  t.equal(anthropic.requests.length, 1);
-  t.match(result, { reading: '02390.276', plausibility: 'unknown', reader: 'anthropic', escalated: true });
-  t.match(result.attempts, [
-    { reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP },
-    { reader: 'anthropic', outcome: 'accepted' },
-  ]);
+t.test(
+  "a hosted answer in another layout than the meter's is implausible: capped, explained, and the next reader is asked",
+  async (t) => {
+    const fiveAndThree = { whole: 5, fraction: 3, shownBy: '02389.100' };
+    const { chain, anthropic } = await twoReaderChain(
+      t,
+      { answer: { reading: '02390', confidence: 99, unobstructed: true } },
+      {},
+    );
+    const result = await chain.read(photo, undefined, undefined, fiveAndThree);
+    t.equal(anthropic.requests.length, 1);
+    t.match(result, { reading: '02390.276', plausibility: 'unknown', reader: 'anthropic', escalated: true });
+    t.match(result.attempts, [
+      { reader: 'openai', outcome: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP },
+      { reader: 'anthropic', outcome: 'accepted' },
+    ]);
 
-  const bothOther = await twoReaderChain(
-    t,
-    { answer: { reading: '02390', confidence: 99, unobstructed: true } },
-    { answer: { reading: '002390.276', confidence: 98, unobstructed: true } },
-  );
-  const flagged = await bothOther.chain.read(photo, undefined, afterTwoThousandFourHundred, { whole: 5, fraction: 3 });
-  t.match(flagged, { plausibility: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP });
-  t.match(
-    flagged.plausibilityReason,
-    /^(02390 has 5 whole and 0|002390\.276 has 6 whole and 3) fractional wheels; the meter has 5 and 3 \(as set for the meter\)$/,
-  );
-  t.match(
-    judgeReading({ reading: '2401.5', value: 2401.5, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred, fiveAndThree),
-    { plausibility: 'implausible', plausibilityReason: '2401.5 has 4 whole and 1 fractional wheels; the meter has 5 and 3 (as 02389.100 shows)' },
-    'inside the window, but with a fractional wheel where the meter has three',
-  );
-  t.match(
-    judgeReading({ reading: '2401.500', value: 2401.5, confidence: 99, model: 'm', raw: null }, afterTwoThousandFourHundred, fiveAndThree),
-    { plausibility: 'ok', confidence: 99 },
-    'its leading zero dropped, a reading is in the layout',
-  );
-});
+    const bothOther = await twoReaderChain(
+      t,
+      { answer: { reading: '02390', confidence: 99, unobstructed: true } },
+      { answer: { reading: '002390.276', confidence: 98, unobstructed: true } },
+    );
+    const flagged = await bothOther.chain.read(photo, undefined, afterTwoThousandFourHundred, {
+      whole: 5,
+      fraction: 3,
+    });
+    t.match(flagged, { plausibility: 'implausible', confidence: IMPLAUSIBLE_CONFIDENCE_CAP });
+    t.match(
+      flagged.plausibilityReason,
+      /^(02390 has 5 whole and 0|002390\.276 has 6 whole and 3) fractional wheels; the meter has 5 and 3 \(as set for the meter\)$/,
+    );
+    t.match(
+      judgeReading(
+        { reading: '2401.5', value: 2401.5, confidence: 99, model: 'm', raw: null },
+        afterTwoThousandFourHundred,
+        fiveAndThree,
+      ),
+      {
+        plausibility: 'implausible',
+        plausibilityReason: '2401.5 has 4 whole and 1 fractional wheels; the meter has 5 and 3 (as 02389.100 shows)',
+      },
+      'inside the window, but with a fractional wheel where the meter has three',
+    );
+    t.match(
+      judgeReading(
+        { reading: '2401.500', value: 2401.5, confidence: 99, model: 'm', raw: null },
+        afterTwoThousandFourHundred,
+        fiveAndThree,
+      ),
+      { plausibility: 'ok', confidence: 99 },
+      'its leading zero dropped, a reading is in the layout',
+    );
+  },
+);
 
 t.test('the reader chain measures the frame of the image it read when the reading has a counter box', async (t) => {
   const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#888' } })
@@ -234,6 +319,11 @@ t.test('the reader chain measures the frame of the image it read when the readin
       ],
     }),
   };
-  const chain = new ReaderChain([boxed], { escalateBelow: 80, hostedEscalateBelow: 80, readerTimeoutMs: 1000, readerRetries: 0 });
+  const chain = new ReaderChain([boxed], {
+    escalateBelow: 80,
+    hostedEscalateBelow: 80,
+    readerTimeoutMs: 1000,
+    readerRetries: 0,
+  });
   t.same((await chain.read(image)).frame, { width: 640, height: 480 });
 });

@@ -13,7 +13,13 @@ t.test('parseAnswerText', async (t) => {
 
 t.test('readingFromAnswer', async (t) => {
   const answer = { reading: ' 00417.50 ', confidence: 87.6, unobstructed: true };
-  t.same(readingFromAnswer('x', answer, 'm'), { reading: '00417.50', value: 417.5, confidence: 88, model: 'm', raw: answer });
+  t.same(readingFromAnswer('x', answer, 'm'), {
+    reading: '00417.50',
+    value: 417.5,
+    confidence: 88,
+    model: 'm',
+    raw: answer,
+  });
 
   t.equal(readingFromAnswer('x', { reading: '1', confidence: -3, unobstructed: true }, 'm').confidence, 0);
   t.equal(
@@ -36,8 +42,14 @@ t.test('readingFromAnswer', async (t) => {
     t.throws(() => readingFromAnswer('x', bad, 'm'), readerError('unparseable'), JSON.stringify(bad));
   }
 
-  t.throws(() => readingFromAnswer('x', { reading: '00417', confidence: 20, unobstructed: false }, 'm'), readerError('unreadable'));
-  t.throws(() => readingFromAnswer('x', { reading: ' ', confidence: 90, unobstructed: true }, 'm'), readerError('unreadable'));
+  t.throws(
+    () => readingFromAnswer('x', { reading: '00417', confidence: 20, unobstructed: false }, 'm'),
+    readerError('unreadable'),
+  );
+  t.throws(
+    () => readingFromAnswer('x', { reading: ' ', confidence: 90, unobstructed: true }, 'm'),
+    readerError('unreadable'),
+  );
   t.throws(
     () => readingFromAnswer('x', { reading: null, confidence: 0, unobstructed: false }, 'm'),
     readerError('unreadable'),

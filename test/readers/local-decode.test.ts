@@ -11,7 +11,12 @@ import {
   type LayoutReading,
 } from '../../src/readers/local/decode.ts';
 import { judgeWithinWindow, rivalsInsideWindow, weighLayouts } from '../../src/readers/local/pipeline.ts';
-import { ALPHABET, IMPLAUSIBLE_BELOW_WINDOW_FIT, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
+import {
+  ALPHABET,
+  IMPLAUSIBLE_BELOW_WINDOW_FIT,
+  MIN_LOCAL_CONFIDENCE,
+  WHEEL_READER_WEIGHT,
+} from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
 
@@ -74,90 +79,139 @@ t.test('layout decoding: the best path whose text has the wheels of a trained la
   t.ok(Math.abs(read.layoutFit - 0.45 / 0.5) < 1e-6, 'the fit is what dropping the digit cost');
 });
 
-t.test('layout decoding keeps a repeated digit apart only across a blank, and picks 5 + 3 when the point is read', async (t) => {
-  const path = '0-0-7-5-8-.-4-0-7';
-  const read = readInLayouts(steps(path), path.length, CLASSES);
-  t.equal(read.text, '00758.407');
-  t.equal(read.layoutFit, 1);
-  t.same(read.digitProbabilities.length, 8);
-  t.equal(decodeInLayout(steps('00000'), 5, CLASSES, 'ddddd').text.length, 5, 'forced to five wheels even from one run');
-});
+t.test(
+  'layout decoding keeps a repeated digit apart only across a blank, and picks 5 + 3 when the point is read',
+  async (t) => {
+    const path = '0-0-7-5-8-.-4-0-7';
+    const read = readInLayouts(steps(path), path.length, CLASSES);
+    t.equal(read.text, '00758.407');
+    t.equal(read.layoutFit, 1);
+    t.same(read.digitProbabilities.length, 8);
+    t.equal(
+      decodeInLayout(steps('00000'), 5, CLASSES, 'ddddd').text.length,
+      5,
+      'forced to five wheels even from one run',
+    );
+  },
+);
 
 function closeTo(t: { ok(value: boolean, message: string): void }) {
   return (actual: number[], expected: number[]) =>
-    t.ok(actual.every((p, i) => Math.abs(p - expected[i]!) < 1e-9) && actual.length === expected.length, `${actual} ≈ ${expected}`);
+    t.ok(
+      actual.every((p, i) => Math.abs(p - expected[i]!) < 1e-9) && actual.length === expected.length,
+      `${actual} ≈ ${expected}`,
+    );
 }
 
 /** A reader's reading that gave each digit it read probability p and none to the other digits. */
 function read(text: string, digitProbabilities: number[], pointProbability?: number, layoutFit = 1): LayoutReading {
   const digits = [...text.replaceAll('.', '')].map(Number);
-  const digitDistributions = digits.map((digit, wheel) => Array.from({ length: 10 }, (_, d) => (d === digit ? digitProbabilities[wheel]! : 0)));
+  const digitDistributions = digits.map((digit, wheel) =>
+    Array.from({ length: 10 }, (_, d) => (d === digit ? digitProbabilities[wheel]! : 0)),
+  );
   return { text, digitProbabilities, digitDistributions, pointProbability, layoutFit };
 }
 
-t.test('several readers: wheel by wheel, the digit with the most probability behind it, as sure as all readers together', async (t) => {
-  const close = closeTo(t);
+t.test(
+  'several readers: wheel by wheel, the digit with the most probability behind it, as sure as all readers together',
+  async (t) => {
+    const close = closeTo(t);
 
-  const alone = read('00758.407', [0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6], 0.95, 0.8);
-  t.same(combineReadings([alone]), alone, 'one reader: its reading as it is');
+    const alone = read('00758.407', [0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6], 0.95, 0.8);
+    t.same(combineReadings([alone]), alone, 'one reader: its reading as it is');
 
-  const combined = combineReadings([
-    read('00758.407', Array(8).fill(0.9), 0.9),
-    read('00758.401', [...Array(7).fill(0.9), 0.6], 0.9),
-    read('00758.401', [...Array(7).fill(0.9), 0.2], 0.6),
-  ]);
-  t.equal(combined.text, '00758.407', 'one sure reader outweighs two unsure ones on the last wheel (0.9 > 0.6 + 0.2)');
-  close(combined.digitProbabilities, [...Array(7).fill(0.9), 0.3]);
-  close([combined.pointProbability!], [0.8]);
+    const combined = combineReadings([
+      read('00758.407', Array(8).fill(0.9), 0.9),
+      read('00758.401', [...Array(7).fill(0.9), 0.6], 0.9),
+      read('00758.401', [...Array(7).fill(0.9), 0.2], 0.6),
+    ]);
+    t.equal(
+      combined.text,
+      '00758.407',
+      'one sure reader outweighs two unsure ones on the last wheel (0.9 > 0.6 + 0.2)',
+    );
+    close(combined.digitProbabilities, [...Array(7).fill(0.9), 0.3]);
+    close([combined.pointProbability!], [0.8]);
 
-  const runnerUp = read('00758.401', Array(8).fill(0.5));
-  runnerUp.digitDistributions[7]![7] = 0.45;
-  const soft = combineReadings([runnerUp, read('00758.407', [...Array(7).fill(0.5), 0.4])]);
-  t.equal(soft.text, '00758.407', 'what a reader gave the digits it did not read counts too (0.45 + 0.4 > 0.5)');
-  close([soft.digitProbabilities[7]!], [0.425]);
+    const runnerUp = read('00758.401', Array(8).fill(0.5));
+    runnerUp.digitDistributions[7]![7] = 0.45;
+    const soft = combineReadings([runnerUp, read('00758.407', [...Array(7).fill(0.5), 0.4])]);
+    t.equal(soft.text, '00758.407', 'what a reader gave the digits it did not read counts too (0.45 + 0.4 > 0.5)');
+    close([soft.digitProbabilities[7]!], [0.425]);
 
-  const layouts = combineReadings([read('01348', Array(5).fill(1)), read('01348', Array(5).fill(1)), read('01348.000', Array(8).fill(1), 1, 0.5)]);
-  t.equal(layouts.text, '01348', 'the layout most readers chose');
-  close(layouts.digitProbabilities, Array(5).fill(2 / 3));
-  t.equal(layouts.pointProbability, undefined);
-  t.equal(layouts.layoutFit, 1, 'the fit of the readers that chose the layout');
-});
+    const layouts = combineReadings([
+      read('01348', Array(5).fill(1)),
+      read('01348', Array(5).fill(1)),
+      read('01348.000', Array(8).fill(1), 1, 0.5),
+    ]);
+    t.equal(layouts.text, '01348', 'the layout most readers chose');
+    close(layouts.digitProbabilities, Array(5).fill(2 / 3));
+    t.equal(layouts.pointProbability, undefined);
+    t.equal(layouts.layoutFit, 1, 'the fit of the readers that chose the layout');
+  },
+);
 
-t.test('the layout most readers chose, the first read on a tie: the one the wheel reader is asked to vote on', async (t) => {
-  const [five, eight, otherFive] = [read('01348', Array(5).fill(1)), read('01348.000', Array(8).fill(1)), read('01349', Array(5).fill(1))];
-  t.same(mostChosenLayout([eight, five, otherFive]), ['ddddd', [five, otherFive]], 'two of three');
-  t.same(mostChosenLayout([eight, five]), ['ddddd.ddd', [eight]], 'a tie: the first read');
-});
+t.test(
+  'the layout most readers chose, the first read on a tie: the one the wheel reader is asked to vote on',
+  async (t) => {
+    const [five, eight, otherFive] = [
+      read('01348', Array(5).fill(1)),
+      read('01348.000', Array(8).fill(1)),
+      read('01349', Array(5).fill(1)),
+    ];
+    t.same(mostChosenLayout([eight, five, otherFive]), ['ddddd', [five, otherFive]], 'two of three');
+    t.same(mostChosenLayout([eight, five]), ['ddddd.ddd', [eight]], 'a tie: the first read');
+  },
+);
 
-t.test('the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip readers, when the layout has as many wheels', async (t) => {
-  const close = closeTo(t);
-  const { wholeUnits, fractional } = WHEEL_READER_WEIGHT;
-  const wheels = (digits: string, p: number) => [...digits].map((digit) => Array.from({ length: 10 }, (_, d) => (d === Number(digit) ? p : (1 - p) / 9)));
-  const readers = [read('00758.401', Array(8).fill(0.8), 0.9), read('00758.407', Array(8).fill(0.6), 0.7)];
-  const combined = combineReadings(readers, wheels('00758407', 0.9));
-  t.equal(combined.text, '00758.407', 'the 7 has 0.6 + weight x 0.9 behind it, the 1 has 0.8 + weight x 0.1 / 9');
-  close(combined.digitProbabilities, [
-    ...Array(5).fill((0.8 + 0.6 + wholeUnits * 0.9) / (2 + wholeUnits)),
-    ...Array(2).fill((0.8 + 0.6 + fractional * 0.9) / (2 + fractional)),
-    (0.6 + fractional * 0.9) / (2 + fractional),
-  ]);
-  close([combined.pointProbability!], [0.8]);
-  t.equal(combined.pointProbability, combineReadings(readers).pointProbability, "the point is the strip readers' alone");
+t.test(
+  'the wheel reader votes on the digits as WHEEL_READER_WEIGHT strip readers, when the layout has as many wheels',
+  async (t) => {
+    const close = closeTo(t);
+    const { wholeUnits, fractional } = WHEEL_READER_WEIGHT;
+    const wheels = (digits: string, p: number) =>
+      [...digits].map((digit) => Array.from({ length: 10 }, (_, d) => (d === Number(digit) ? p : (1 - p) / 9)));
+    const readers = [read('00758.401', Array(8).fill(0.8), 0.9), read('00758.407', Array(8).fill(0.6), 0.7)];
+    const combined = combineReadings(readers, wheels('00758407', 0.9));
+    t.equal(combined.text, '00758.407', 'the 7 has 0.6 + weight x 0.9 behind it, the 1 has 0.8 + weight x 0.1 / 9');
+    close(combined.digitProbabilities, [
+      ...Array(5).fill((0.8 + 0.6 + wholeUnits * 0.9) / (2 + wholeUnits)),
+      ...Array(2).fill((0.8 + 0.6 + fractional * 0.9) / (2 + fractional)),
+      (0.6 + fractional * 0.9) / (2 + fractional),
+    ]);
+    close([combined.pointProbability!], [0.8]);
+    t.equal(
+      combined.pointProbability,
+      combineReadings(readers).pointProbability,
+      "the point is the strip readers' alone",
+    );
 
-  const sure = read('00758.401', Array(8).fill(0.9));
-  const outvoted = combineReadings([sure, sure], wheels('00658407', 0.9));
-  t.equal(outvoted.text, '00658.407', 'as sure as two strip readers that agree, it outweighs them on whole-unit and fractional wheels alike');
-  const surer = read('00758.401', Array(8).fill(0.95));
-  const held = combineReadings([sure, sure, surer], wheels('00658407', 0.9));
-  t.equal(held.text, '00758.407', 'three strip readers that agree, one surer than it, hold a whole-unit wheel; on a fractional wheel it outweighs them');
+    const sure = read('00758.401', Array(8).fill(0.9));
+    const outvoted = combineReadings([sure, sure], wheels('00658407', 0.9));
+    t.equal(
+      outvoted.text,
+      '00658.407',
+      'as sure as two strip readers that agree, it outweighs them on whole-unit and fractional wheels alike',
+    );
+    const surer = read('00758.401', Array(8).fill(0.95));
+    const held = combineReadings([sure, sure, surer], wheels('00658407', 0.9));
+    t.equal(
+      held.text,
+      '00758.407',
+      'three strip readers that agree, one surer than it, hold a whole-unit wheel; on a fractional wheel it outweighs them',
+    );
 
-  const fiveWheels = combineReadings([read('01348', Array(5).fill(0.9))], wheels('00758407', 0.9));
-  t.equal(fiveWheels.text, '01348');
-  close(fiveWheels.digitProbabilities, Array(5).fill(0.9));
-});
+    const fiveWheels = combineReadings([read('01348', Array(5).fill(0.9))], wheels('00758407', 0.9));
+    t.equal(fiveWheels.text, '01348');
+    close(fiveWheels.digitProbabilities, Array(5).fill(0.9));
+  },
+);
 
 t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the dial shows them', async (t) => {
-  const reading = formatReading({ text: '00758.407', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.98, layoutFit: 1 }, 1);
+  const reading = formatReading(
+    { text: '00758.407', digitProbabilities: Array(8).fill(0.99), pointProbability: 0.98, layoutFit: 1 },
+    1,
+  );
   t.equal(reading?.reading, '00758.407');
   t.equal(reading?.value, 758.407);
   t.equal(reading?.digitConfidences.length, 8);
@@ -167,13 +221,20 @@ t.test('format: whole-unit wheels, a decimal point, fractional wheels, as the di
 
 t.test('confidence: every digit (and the point) right, times the orientation and layout beliefs', async (t) => {
   const digits = [1, 0.5, 1, 1, 0.8];
-  const close = (actual: number | undefined, expected: number) => t.ok(Math.abs(actual! - expected) < 1e-9, `${actual} ≈ ${expected}`);
+  const close = (actual: number | undefined, expected: number) =>
+    t.ok(Math.abs(actual! - expected) < 1e-9, `${actual} ≈ ${expected}`);
   close(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.confidence, 40);
   close(formatReading({ text: '00123', digitProbabilities: Array(5).fill(1), layoutFit: 1 }, 0.5)?.confidence, 50);
   close(formatReading({ text: '00123', digitProbabilities: Array(5).fill(1), layoutFit: 0.25 }, 1)?.confidence, 25);
-  const weakPoint = formatReading({ text: '00123.456', digitProbabilities: Array(8).fill(1), pointProbability: 0.3, layoutFit: 1 }, 1);
+  const weakPoint = formatReading(
+    { text: '00123.456', digitProbabilities: Array(8).fill(1), pointProbability: 0.3, layoutFit: 1 },
+    1,
+  );
   close(weakPoint?.confidence, 30);
-  t.same(formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.digitConfidences, [100, 50, 100, 100, 80]);
+  t.same(
+    formatReading({ text: '00123', digitProbabilities: digits, layoutFit: 1 }, 1)?.digitConfidences,
+    [100, 50, 100, 100, 80],
+  );
 });
 
 t.test('text that is not a number is refused', async (t) => {
@@ -187,7 +248,12 @@ function wheels(text: string, split: Record<number, Record<number, number>> = {}
   const digitDistributions = digits.map((digit, wheel) =>
     Array.from({ length: 10 }, (_, d) => split[wheel]?.[d] ?? (split[wheel] ? 0 : d === digit ? sure : (1 - sure) / 9)),
   );
-  return { text, digitProbabilities: digitDistributions.map((distribution, i) => distribution[digits[i]!]!), digitDistributions, layoutFit: 1 };
+  return {
+    text,
+    digitProbabilities: digitDistributions.map((distribution, i) => distribution[digits[i]!]!),
+    digitDistributions,
+    layoutFit: 1,
+  };
 }
 
 t.test('window decode: the free reading when it lies in the window', async (t) => {
@@ -210,20 +276,35 @@ t.test('window decode: a 9 → 0 carry turns every wheel it runs through', async
   // 00123.999 rolling to 00124.000: each fractional wheel between 9 and 0, the units wheel between 3 and 4.
   const rolling = { 0: 0.3, 9: 0.7 };
   const strip = wheels('00123.999', { 4: { 3: 0.6, 4: 0.4 }, 5: rolling, 6: rolling, 7: rolling });
-  t.equal(readWithinValues(strip, { min: 123.5, max: 200 })!.text, '00123.999', 'the lower side when the window allows it');
-  t.equal(readWithinValues(strip, { min: 124, max: 200 })!.text, '00124.000', 'the carried side when only it is inside');
+  t.equal(
+    readWithinValues(strip, { min: 123.5, max: 200 })!.text,
+    '00123.999',
+    'the lower side when the window allows it',
+  );
+  t.equal(
+    readWithinValues(strip, { min: 124, max: 200 })!.text,
+    '00124.000',
+    'the carried side when only it is inside',
+  );
   const rolledBack = { 0: 0.7, 9: 0.3 };
   const carried = wheels('00124.000', { 4: { 4: 0.6, 3: 0.4 }, 5: rolledBack, 6: rolledBack, 7: rolledBack });
   t.equal(readWithinValues(carried, { min: 100, max: 123.9995 })!.text, '00123.999', 'and back: the wheels still at 9');
 });
 
-t.test('window decode: a window that excludes the free reading gets the best reading inside it, however improbable', async (t) => {
-  const strip = wheels('00379');
-  const within = readWithinValues(strip, { min: 37.9, max: 97.9 })!;
-  t.equal(within.text, '00079');
-  t.ok(within.digitProbabilities[2]! < 0.02, 'the changed wheel is improbable');
-  t.equal(readWithinValues(wheels('99999'), { min: 100000, max: 100060 }), undefined, 'no reading of five wheels lies there');
-});
+t.test(
+  'window decode: a window that excludes the free reading gets the best reading inside it, however improbable',
+  async (t) => {
+    const strip = wheels('00379');
+    const within = readWithinValues(strip, { min: 37.9, max: 97.9 })!;
+    t.equal(within.text, '00079');
+    t.ok(within.digitProbabilities[2]! < 0.02, 'the changed wheel is improbable');
+    t.equal(
+      readWithinValues(wheels('99999'), { min: 100000, max: 100060 }),
+      undefined,
+      'no reading of five wheels lies there',
+    );
+  },
+);
 
 t.test('window decode: both ends bound every wheel, in units of the last wheel', async (t) => {
   const favoured: Array<Record<number, number>> = [{ 9: 0.5, 7: 0.2 }, { 0: 0.2 }, { 0: 0.2 }];
@@ -235,60 +316,65 @@ t.test('window decode: both ends bound every wheel, in units of the last wheel',
   t.ok(Math.abs(mostProbableInRange(tables, { low: 0, high: 999 })!.probability - 0.5 * 0.2 * 0.2) < 1e-12);
 });
 
-t.test('the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable or below the reading floor', async (t) => {
-  const candidate = (reading: string, confidence: number) => ({ formatted: { reading, value: Number(reading), confidence, digitConfidences: [] } });
-  const window = { reference: '00600.000', min: 599.99, max: 660 };
-  const free = candidate('00606.494', 40);
-  const notNeeded = () => {
-    t.fail('the window decode is not needed');
-    return undefined;
-  };
-  t.same(judgeWithinWindow(free, window, notNeeded), { plausibility: 'ok', chosen: free });
+t.test(
+  'the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable or below the reading floor',
+  async (t) => {
+    const candidate = (reading: string, confidence: number) => ({
+      formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
+    });
+    const window = { reference: '00600.000', min: 599.99, max: 660 };
+    const free = candidate('00606.494', 40);
+    const notNeeded = () => {
+      t.fail('the window decode is not needed');
+      return undefined;
+    };
+    t.same(judgeWithinWindow(free, window, notNeeded), { plausibility: 'ok', chosen: free });
 
-  const below = candidate('00500.494', 40);
-  const likely = candidate('00606.494', 40 * IMPLAUSIBLE_BELOW_WINDOW_FIT);
-  t.same(
-    judgeWithinWindow(below, window, () => likely),
-    { plausibility: 'corrected', chosen: likely, windowFit: IMPLAUSIBLE_BELOW_WINDOW_FIT },
-  );
+    const below = candidate('00500.494', 40);
+    const likely = candidate('00606.494', 40 * IMPLAUSIBLE_BELOW_WINDOW_FIT);
+    t.same(
+      judgeWithinWindow(below, window, () => likely),
+      { plausibility: 'corrected', chosen: likely, windowFit: IMPLAUSIBLE_BELOW_WINDOW_FIT },
+    );
 
-  const unlikely = candidate('00606.494', 2);
-  t.match(
-    judgeWithinWindow(below, window, () => unlikely),
-    {
-      plausibility: 'implausible',
-      chosen: below,
-      windowFit: 0.05,
-      reason:
-        '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
-    },
-  );
-  const faintBelow = candidate('00500.494', 4);
-  const faintInside = candidate('00606.494', MIN_LOCAL_CONFIDENCE);
-  t.match(
-    judgeWithinWindow(faintBelow, window, () => faintInside),
-    { plausibility: 'corrected', chosen: faintInside },
-    'at the floor, a reading',
-  );
-  t.match(
-    judgeWithinWindow(faintBelow, window, () => candidate('00606.494', MIN_LOCAL_CONFIDENCE - 1)),
-    {
-      plausibility: 'implausible',
-      chosen: faintBelow,
-      windowFit: (MIN_LOCAL_CONFIDENCE - 1) / 4,
-      reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has a confidence product of ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
-    },
-    'below the floor the reader would call no reading, nothing inside is probable however well it fits',
-  );
-  t.match(
-    judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined),
-    {
-      plausibility: 'implausible',
-      windowFit: 0,
-      reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
-    },
-  );
-});
+    const unlikely = candidate('00606.494', 2);
+    t.match(
+      judgeWithinWindow(below, window, () => unlikely),
+      {
+        plausibility: 'implausible',
+        chosen: below,
+        windowFit: 0.05,
+        reason:
+          '00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, is 20 times less probable',
+      },
+    );
+    const faintBelow = candidate('00500.494', 4);
+    const faintInside = candidate('00606.494', MIN_LOCAL_CONFIDENCE);
+    t.match(
+      judgeWithinWindow(faintBelow, window, () => faintInside),
+      { plausibility: 'corrected', chosen: faintInside },
+      'at the floor, a reading',
+    );
+    t.match(
+      judgeWithinWindow(faintBelow, window, () => candidate('00606.494', MIN_LOCAL_CONFIDENCE - 1)),
+      {
+        plausibility: 'implausible',
+        chosen: faintBelow,
+        windowFit: (MIN_LOCAL_CONFIDENCE - 1) / 4,
+        reason: `00500.494 is below the reference reading 00600.000 (meters do not run backwards); the most probable reading inside the window, 00606.494, has a confidence product of ${MIN_LOCAL_CONFIDENCE - 1}, too low to be a reading`,
+      },
+      'below the floor the reader would call no reading, nothing inside is probable however well it fits',
+    );
+    t.match(
+      judgeWithinWindow(candidate('99999', 90), { reference: '00100', min: 99.99, max: 160 }, () => undefined),
+      {
+        plausibility: 'implausible',
+        windowFit: 0,
+        reason: /^99999 is more than the meter can have run since the reference reading 00100 \(at most 160 m³\)$/,
+      },
+    );
+  },
+);
 
 t.test("rivals inside the window: the window's own readers that read other whole units there", async (t) => {
   const window = { reference: '00230.000', min: 229.999, max: 290 };
@@ -296,8 +382,16 @@ t.test("rivals inside the window: the window's own readers that read other whole
     formatted: { reading: '00238.245', value: 238.245, confidence: 37, digitConfidences: [] },
     raw: { readerTexts, wheelReaderText, layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
   });
-  t.same(rivalsInsideWindow(chosen(['00238.245', '00238.245', '00238.241']), window), [], 'all read 238: other litres are no rival');
-  t.same(rivalsInsideWindow(chosen(['00238.245', '00236.245', '00236.245']), window), ['00236.245'], 'a strip reader reads 236, inside the window');
+  t.same(
+    rivalsInsideWindow(chosen(['00238.245', '00238.245', '00238.241']), window),
+    [],
+    'all read 238: other litres are no rival',
+  );
+  t.same(
+    rivalsInsideWindow(chosen(['00238.245', '00236.245', '00236.245']), window),
+    ['00236.245'],
+    'a strip reader reads 236, inside the window',
+  );
   t.same(
     rivalsInsideWindow(chosen(['00238.245', '00238.245', '00238.245'], '00236245'), window),
     ['00236.245'],
@@ -316,25 +410,39 @@ t.test("rivals inside the window: the window's own readers that read other whole
   );
 });
 
-t.test('a counter read in both layouts: the surer reading, or the 5 + 3 one reading the same whole units, its confidence its share', async (t) => {
-  const read = (reading: string, confidence: number) => ({
-    formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
-    raw: { readerTexts: [reading], wheelReaderText: '', layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
-  });
-  const surerFractional = weighLayouts(read('02135', 39), read('00213.548', 67));
-  t.equal(surerFractional.formatted.reading, '00213.548', 'the surer reading');
-  t.ok(Math.abs(surerFractional.formatted.confidence - (67 * 67) / (67 + 39)) < 1e-9, 'scaled by its share of the two confidences');
-  t.match(surerFractional.raw, { otherLayout: { reading: '02135', confidence: 39 } }, 'the other layout is kept in raw');
+t.test(
+  'a counter read in both layouts: the surer reading, or the 5 + 3 one reading the same whole units, its confidence its share',
+  async (t) => {
+    const read = (reading: string, confidence: number) => ({
+      formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
+      raw: { readerTexts: [reading], wheelReaderText: '', layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
+    });
+    const surerFractional = weighLayouts(read('02135', 39), read('00213.548', 67));
+    t.equal(surerFractional.formatted.reading, '00213.548', 'the surer reading');
+    t.ok(
+      Math.abs(surerFractional.formatted.confidence - (67 * 67) / (67 + 39)) < 1e-9,
+      'scaled by its share of the two confidences',
+    );
+    t.match(
+      surerFractional.raw,
+      { otherLayout: { reading: '02135', confidence: 39 } },
+      'the other layout is kept in raw',
+    );
 
-  t.equal(
-    weighLayouts(read('00074', 69), read('00074.176', 41)).formatted.reading,
-    '00074.176',
-    'the same whole units, found surely enough: the 5 + 3 counter',
-  );
-  const faceReadAsWheels = weighLayouts(read('00473', 99), read('00473.000', 2));
-  t.equal(faceReadAsWheels.formatted.reading, '00473', "the same whole units read barely: a five-wheel counter's face past its end");
-  t.ok(faceReadAsWheels.formatted.confidence > 97, 'and it keeps nearly all its confidence');
-  const otherWholeUnits = weighLayouts(read('01796', 60), read('00179.697', 11));
-  t.equal(otherWholeUnits.formatted.reading, '01796', 'other whole units, less sure: the five wheels stand');
-  t.ok(Math.abs(otherWholeUnits.formatted.confidence - (60 * 60) / 71) < 1e-9, 'less sure for the rival');
-});
+    t.equal(
+      weighLayouts(read('00074', 69), read('00074.176', 41)).formatted.reading,
+      '00074.176',
+      'the same whole units, found surely enough: the 5 + 3 counter',
+    );
+    const faceReadAsWheels = weighLayouts(read('00473', 99), read('00473.000', 2));
+    t.equal(
+      faceReadAsWheels.formatted.reading,
+      '00473',
+      "the same whole units read barely: a five-wheel counter's face past its end",
+    );
+    t.ok(faceReadAsWheels.formatted.confidence > 97, 'and it keeps nearly all its confidence');
+    const otherWholeUnits = weighLayouts(read('01796', 60), read('00179.697', 11));
+    t.equal(otherWholeUnits.formatted.reading, '01796', 'other whole units, less sure: the five wheels stand');
+    t.ok(Math.abs(otherWholeUnits.formatted.confidence - (60 * 60) / 71) < 1e-9, 'less sure for the rival');
+  },
+);

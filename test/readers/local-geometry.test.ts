@@ -18,7 +18,15 @@ import {
 } from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
-function rectangleMask(width: number, height: number, cx: number, cy: number, angle: number, hw: number, hh: number): Float32Array {
+function rectangleMask(
+  width: number,
+  height: number,
+  cx: number,
+  cy: number,
+  angle: number,
+  hw: number,
+  hh: number,
+): Float32Array {
   const mask = new Float32Array(width * height);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -63,24 +71,38 @@ t.test('a vertical window reads downwards until the reader says otherwise', asyn
   t.same(turnWindow(window).across.map(Math.round), [-0, -1]);
 });
 
-t.test("rectangles inscribed in a bounding box: each one's bounding box is the box, and a tilted counter is among them", async (t) => {
-  const box = { left: 100, top: 50, width: 300, height: 160 };
-  const windows = [...windowsInscribedIn(box, 2.5, 3)];
-  t.ok(windows.length > 0);
-  for (const window of windows) {
-    const corners = windowCorners(window);
-    const [xs, ys] = [corners.map(([x]) => x), corners.map(([, y]) => y)];
-    t.ok(Math.abs(Math.min(...xs) - 100) < 1e-6 && Math.abs(Math.max(...xs) - 400) < 1e-6, "spans the box's width");
-    t.ok(Math.abs(Math.min(...ys) - 50) < 1e-6 && Math.abs(Math.max(...ys) - 210) < 1e-6, "spans the box's height");
-    t.ok(window.halfWidth >= 2.5 * window.halfHeight, 'at least as elongated as asked');
-  }
-  // A 250 x 50 counter tilted by 24 degrees has a 248.7 x 147.4 bounding box.
-  const angle = (24 * Math.PI) / 180;
-  const tilted = { left: 0, top: 0, width: 250 * Math.cos(angle) + 50 * Math.sin(angle), height: 250 * Math.sin(angle) + 50 * Math.cos(angle) };
-  const fit = [...windowsInscribedIn(tilted, 2.5, 3)].find((window) => Math.abs(window.across[1] - Math.sin(angle)) < 1e-9)!;
-  t.ok(Math.abs(fit.halfWidth - 125) < 1e-6 && Math.abs(fit.halfHeight - 25) < 1e-6);
-  t.same([...windowsInscribedIn({ left: 0, top: 0, width: 100, height: 100 }, 2.5, 3)], [], 'a square box holds no elongated rectangle');
-});
+t.test(
+  "rectangles inscribed in a bounding box: each one's bounding box is the box, and a tilted counter is among them",
+  async (t) => {
+    const box = { left: 100, top: 50, width: 300, height: 160 };
+    const windows = [...windowsInscribedIn(box, 2.5, 3)];
+    t.ok(windows.length > 0);
+    for (const window of windows) {
+      const corners = windowCorners(window);
+      const [xs, ys] = [corners.map(([x]) => x), corners.map(([, y]) => y)];
+      t.ok(Math.abs(Math.min(...xs) - 100) < 1e-6 && Math.abs(Math.max(...xs) - 400) < 1e-6, "spans the box's width");
+      t.ok(Math.abs(Math.min(...ys) - 50) < 1e-6 && Math.abs(Math.max(...ys) - 210) < 1e-6, "spans the box's height");
+      t.ok(window.halfWidth >= 2.5 * window.halfHeight, 'at least as elongated as asked');
+    }
+    // A 250 x 50 counter tilted by 24 degrees has a 248.7 x 147.4 bounding box.
+    const angle = (24 * Math.PI) / 180;
+    const tilted = {
+      left: 0,
+      top: 0,
+      width: 250 * Math.cos(angle) + 50 * Math.sin(angle),
+      height: 250 * Math.sin(angle) + 50 * Math.cos(angle),
+    };
+    const fit = [...windowsInscribedIn(tilted, 2.5, 3)].find(
+      (window) => Math.abs(window.across[1] - Math.sin(angle)) < 1e-9,
+    )!;
+    t.ok(Math.abs(fit.halfWidth - 125) < 1e-6 && Math.abs(fit.halfHeight - 25) < 1e-6);
+    t.same(
+      [...windowsInscribedIn({ left: 0, top: 0, width: 100, height: 100 }, 2.5, 3)],
+      [],
+      'a square box holds no elongated rectangle',
+    );
+  },
+);
 
 t.test('the strongest region comes first and specks are dropped; an empty mask finds nothing', async (t) => {
   const mask = rectangleMask(32, 32, 16, 16, 0, 8, 2);
@@ -124,7 +146,12 @@ t.test('rectifying samples the window into a planar strip, turned half a turn wh
   const data = new Uint8Array(8 * 2 * 3);
   for (let y = 0; y < 2; y++) for (let x = 0; x < 8; x++) data.set([x * 30, y === 0 ? 255 : 0, 0], (y * 8 + x) * 3);
   const photo: RgbImage = { data, width: 8, height: 2 };
-  const window = { centre: [4, 1] as [number, number], across: [1, 0] as [number, number], halfWidth: 4, halfHeight: 1 };
+  const window = {
+    centre: [4, 1] as [number, number],
+    across: [1, 0] as [number, number],
+    halfWidth: 4,
+    halfHeight: 1,
+  };
   const strip = new Float32Array(3 * 8 * 2);
   rectifyInto(photo, window, 0, 0, 8, 2, strip, 0);
   const red = (row: number, column: number) => Math.round((strip[row * 8 + column]! + 0.5) * 255);
@@ -142,7 +169,12 @@ t.test('outside the photo reads as black', async (t) => {
 });
 
 t.test('a window cut into equal slices along the counter, left to right as it reads', async (t) => {
-  const window = { centre: [50, 20] as [number, number], across: [0, 1] as [number, number], halfWidth: 40, halfHeight: 5 };
+  const window = {
+    centre: [50, 20] as [number, number],
+    across: [0, 1] as [number, number],
+    halfWidth: 40,
+    halfHeight: 5,
+  };
   const slices = [0, 1, 2, 3].map((index) => sliceWindow(window, index, 4));
   t.same(
     slices.map((slice) => slice.centre),
@@ -154,7 +186,11 @@ t.test('a window cut into equal slices along the counter, left to right as it re
     ],
   );
   t.ok(slices.every((slice) => slice.halfWidth === 10 && slice.halfHeight === 5 && slice.across === window.across));
-  t.same(sliceWindow(turnWindow(window), 0, 4).centre, [50, 50], 'the first slice of the turned window is the last of the window');
+  t.same(
+    sliceWindow(turnWindow(window), 0, 4).centre,
+    [50, 50],
+    'the first slice of the turned window is the last of the window',
+  );
   const centreAt = (index: number) => sliceWindow(window, index, 4).centre.map((v) => Number(v.toFixed(9)));
   t.same(centreAt(1.1), [50, 12], 'a fractional index moves the slice that share of a slice along the counter');
   t.same(centreAt(0.9), [50, 8]);
@@ -162,7 +198,12 @@ t.test('a window cut into equal slices along the counter, left to right as it re
 });
 
 t.test('a window cut to its wheels: half a wheel beyond the first and last wheel centres', async (t) => {
-  const window = { centre: [100, 50] as [number, number], across: [1, 0] as [number, number], halfWidth: 100, halfHeight: 10 };
+  const window = {
+    centre: [100, 50] as [number, number],
+    across: [1, 0] as [number, number],
+    halfWidth: 100,
+    halfHeight: 10,
+  };
   const cut = windowAroundWheels(window, [-0.6, -0.3, 0, 0.3]);
   t.same(
     cut.centre.map((value) => Number(value.toFixed(6))),
@@ -181,30 +222,55 @@ t.test('a window cut to its wheels: half a wheel beyond the first and last wheel
   t.same(spanOfWindow(window, -1.2, 1.2).halfWidth, 120, 'a span may reach past the window');
 });
 
-t.test('the wheels evenly spaced that best fit the centres the reader placed: one or two placed apart move no wheel', async (t) => {
-  const round = ({ first, spacing }: { first: number; spacing: number }) => [Number(first.toFixed(6)), Number(spacing.toFixed(6))];
-  t.same(round(evenlySpaced([-0.6, -0.3, 0, 0.3])), [-0.6, 0.3], 'evenly spaced centres are the line');
-  t.same(round(evenlySpaced([-1.2, -1, -0.3, 0, 0.3, 0.6])), [-0.9, 0.3], 'two leading centres placed early are passed over');
-  t.same(round(evenlySpaced([-0.9, -0.6, -0.3, 0, 0.35])), [-0.9, 0.3], 'one centre a little off is passed over');
-});
+t.test(
+  'the wheels evenly spaced that best fit the centres the reader placed: one or two placed apart move no wheel',
+  async (t) => {
+    const round = ({ first, spacing }: { first: number; spacing: number }) => [
+      Number(first.toFixed(6)),
+      Number(spacing.toFixed(6)),
+    ];
+    t.same(round(evenlySpaced([-0.6, -0.3, 0, 0.3])), [-0.6, 0.3], 'evenly spaced centres are the line');
+    t.same(
+      round(evenlySpaced([-1.2, -1, -0.3, 0, 0.3, 0.6])),
+      [-0.9, 0.3],
+      'two leading centres placed early are passed over',
+    );
+    t.same(round(evenlySpaced([-0.9, -0.6, -0.3, 0, 0.35])), [-0.9, 0.3], 'one centre a little off is passed over');
+  },
+);
 
-t.test('a window cut to its wheels twice where the reader placed its first or last wheel apart from the rest', async (t) => {
-  const window = { centre: [100, 50] as [number, number], across: [1, 0] as [number, number], halfWidth: 100, halfHeight: 10 };
-  const spans = (centres: number[]) =>
-    windowsAroundWheels(window, centres).map((cut) => [Number((cut.centre[0] - cut.halfWidth).toFixed(6)), Number((cut.centre[0] + cut.halfWidth).toFixed(6))]);
-  t.same(spans([-0.6, -0.3, 0, 0.3]), [[25, 145]], 'evenly spaced: one cut');
-  t.same(spans([-0.6, -0.3, 0, 0.33]), [[25, 145]], 'a last wheel a tenth of a wheel late: one cut');
-  t.same(
-    spans([-1.2, -0.6, -0.3, 0, 0.3]),
-    [
-      [-5, 145],
-      [-38.75, 148.75],
-    ],
-    'a first wheel placed a wheel early: the cut that passes it over, then the cut from it to the last',
-  );
-  t.same(windowAroundWheels(window, [-1.2, -0.6, -0.3, 0, 0.3]), windowsAroundWheels(window, [-1.2, -0.6, -0.3, 0, 0.3])[0], 'windowAroundWheels is the first');
-  t.same(windowsAroundWheels(window, [0.2]), [window], 'one wheel: the window');
-});
+t.test(
+  'a window cut to its wheels twice where the reader placed its first or last wheel apart from the rest',
+  async (t) => {
+    const window = {
+      centre: [100, 50] as [number, number],
+      across: [1, 0] as [number, number],
+      halfWidth: 100,
+      halfHeight: 10,
+    };
+    const spans = (centres: number[]) =>
+      windowsAroundWheels(window, centres).map((cut) => [
+        Number((cut.centre[0] - cut.halfWidth).toFixed(6)),
+        Number((cut.centre[0] + cut.halfWidth).toFixed(6)),
+      ]);
+    t.same(spans([-0.6, -0.3, 0, 0.3]), [[25, 145]], 'evenly spaced: one cut');
+    t.same(spans([-0.6, -0.3, 0, 0.33]), [[25, 145]], 'a last wheel a tenth of a wheel late: one cut');
+    t.same(
+      spans([-1.2, -0.6, -0.3, 0, 0.3]),
+      [
+        [-5, 145],
+        [-38.75, 148.75],
+      ],
+      'a first wheel placed a wheel early: the cut that passes it over, then the cut from it to the last',
+    );
+    t.same(
+      windowAroundWheels(window, [-1.2, -0.6, -0.3, 0, 0.3]),
+      windowsAroundWheels(window, [-1.2, -0.6, -0.3, 0, 0.3])[0],
+      'windowAroundWheels is the first',
+    );
+    t.same(windowsAroundWheels(window, [0.2]), [window], 'one wheel: the window');
+  },
+);
 
 t.test('a window found in the photo turned by sharp is put back where it is in the photo', async (t) => {
   const photo = { width: 40, height: 20 };
@@ -228,9 +294,17 @@ t.test('a window found in the photo turned by sharp is put back where it is in t
         [sum, sumX, sumY] = [sum + value, sumX + value * (x + 0.5), sumY + value * (y + 0.5)];
       }
     }
-    const found = { centre: [sumX / sum, sumY / sum] as [number, number], across: [1, 0] as [number, number], halfWidth: 3, halfHeight: 1 };
+    const found = {
+      centre: [sumX / sum, sumY / sum] as [number, number],
+      across: [1, 0] as [number, number],
+      halfWidth: 3,
+      halfHeight: 1,
+    };
     const back = windowTurnedBack(found, degrees, photo, info);
-    t.ok(Math.hypot(back.centre[0] - 31, back.centre[1] - 6) < 1, `turned ${degrees}: the dot at ${back.centre}, drawn at 31,6`);
+    t.ok(
+      Math.hypot(back.centre[0] - 31, back.centre[1] - 6) < 1,
+      `turned ${degrees}: the dot at ${back.centre}, drawn at 31,6`,
+    );
     const angle = (-degrees * Math.PI) / 180;
     t.same(
       back.across.map((v) => v.toFixed(6)),

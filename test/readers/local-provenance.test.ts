@@ -8,7 +8,8 @@ import { describeWeights, licenceLine, PROVENANCE_FILE, type Provenance } from '
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 
 const shippedDir = path.join(import.meta.dirname, '..', '..', 'models');
-const shipped = (await import(path.join(shippedDir, PROVENANCE_FILE), { with: { type: 'json' } })).default as Provenance;
+const shipped = (await import(path.join(shippedDir, PROVENANCE_FILE), { with: { type: 'json' } }))
+  .default as Provenance;
 
 t.test('the shipped provenance describes every file the reader loads and every dataset it names', async (t) => {
   t.same(Object.keys(shipped.files).sort(), [...MODEL_FILES, WHEEL_READER_FILE, CALIBRATION_FILE].sort());
@@ -25,10 +26,17 @@ t.test('the licence line says whether the weights may be used commercially', asy
   );
   const clean: Provenance = {
     set: 'clean-1',
-    datasets: { 'digits-clean': { name: 'digits-clean', licence: 'Apache-2.0, MIT', commercialUse: true }, toloka: shipped.datasets.toloka! },
+    datasets: {
+      'digits-clean': { name: 'digits-clean', licence: 'Apache-2.0, MIT', commercialUse: true },
+      toloka: shipped.datasets.toloka!,
+    },
     files: { 'reader-1.onnx': ['digits-clean'] },
   };
-  t.equal(licenceLine(clean), 'weights clean-1: learned only from data that allows commercial use', 'a dataset described but unused does not count');
+  t.equal(
+    licenceLine(clean),
+    'weights clean-1: learned only from data that allows commercial use',
+    'a dataset described but unused does not count',
+  );
   t.match(
     licenceLine({ ...clean, files: { 'reader-1.onnx': ['mystery'] } }),
     /NOT for commercial use, learned from a dataset provenance.json does not describe/,
@@ -63,6 +71,10 @@ t.test("the model card's table of weight files is provenance.json's", async (t) 
   const files = [...rows].filter(([name]) => /\.\w+$/.test(name)); // a file's name has an extension, a dataset's not
   t.same(Object.fromEntries(files.map(([name, cells]) => [name, learnedFrom(cells.at(-1)!)])), shipped.files);
   for (const [id, dataset] of Object.entries(shipped.datasets)) {
-    t.same(rows.get(id)?.slice(1), [dataset.licence, dataset.commercialUse ? 'yes' : 'no'], `${id}: its licence as provenance.json states it`);
+    t.same(
+      rows.get(id)?.slice(1),
+      [dataset.licence, dataset.commercialUse ? 'yes' : 'no'],
+      `${id}: its licence as provenance.json states it`,
+    );
   }
 });

@@ -36,7 +36,16 @@ t.test('reads real validation photos', { skip: NO_DATASETS }, async (t) => {
         const result = await reader.read(image, AbortSignal.timeout(30_000));
         read++;
         t.match(result.reading, LAYOUT[dataset]!, `${dataset}/${photo.file} in the dial's layout`);
-        if (isExact({ file: photo.file, accepted: photo.accepted, predicted: result.reading, confidence: result.confidence, latencyMs: 0 })) exact++;
+        if (
+          isExact({
+            file: photo.file,
+            accepted: photo.accepted,
+            predicted: result.reading,
+            confidence: result.confidence,
+            latencyMs: 0,
+          })
+        )
+          exact++;
       } catch (error) {
         t.ok(error instanceof ReaderError, `${dataset}/${photo.file}: only a ReaderError may be thrown`);
       }
@@ -49,51 +58,84 @@ t.test('reads real validation photos', { skip: NO_DATASETS }, async (t) => {
 t.test('a 5 + 3 counter whose window is found around its black wheels only', { skip: NO_DATASETS }, async (t) => {
   const reader = await shippedReader();
   // Both localisers find only the five black wheels of this counter (31.559); without reading past them it read `00031` at 88.
-  const result = await reader.read(readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_645_value_31_559.jpg')), AbortSignal.timeout(30_000));
+  const result = await reader.read(
+    readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_645_value_31_559.jpg')),
+    AbortSignal.timeout(30_000),
+  );
   t.match(result.reading, LAYOUT.toloka!, 'read with its fractional wheels');
   t.match(result.raw, { otherLayout: { reading: '00031' } }, 'the five-wheel reading it competed with');
 });
 
-t.test('counters tilted about 45 degrees, which the localisers miss in the photo as it is', { skip: NO_DATASETS }, async (t) => {
-  const reader = await shippedReader();
-  // Before the turned look (lookTurned) these read `00212` at 17 and `26831` at 20.
-  for (const [file, reading] of [
-    ['id_1210_value_212_913.jpg', '00212.913'],
-    ['id_466_value_122_487.jpg', '00122.487'],
-  ]) {
-    const result = await reader.read(readFileSync(path.join(DATASETS, 'toloka', 'images', file!)), AbortSignal.timeout(30_000));
-    t.equal(result.reading, reading, file);
-  }
-});
+t.test(
+  'counters tilted about 45 degrees, which the localisers miss in the photo as it is',
+  { skip: NO_DATASETS },
+  async (t) => {
+    const reader = await shippedReader();
+    // Before the turned look (lookTurned) these read `00212` at 17 and `26831` at 20.
+    for (const [file, reading] of [
+      ['id_1210_value_212_913.jpg', '00212.913'],
+      ['id_466_value_122_487.jpg', '00122.487'],
+    ]) {
+      const result = await reader.read(
+        readFileSync(path.join(DATASETS, 'toloka', 'images', file!)),
+        AbortSignal.timeout(30_000),
+      );
+      t.equal(result.reading, reading, file);
+    }
+  },
+);
 
-t.test('a 5 + 3 counter read as five wheels where most of its readings see 5 + 3 is no surer than their share', { skip: NO_DATASETS }, async (t) => {
-  const reader = await shippedReader();
-  // 580.979, uploaded: v13 read `05809` at 91, where 6 of the photo's 17 readings were in five wheels.
-  const config = loadConfig({});
-  const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
-  const { jpeg } = await normaliseImage(photo, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
-  const result = await reader.read(jpeg, AbortSignal.timeout(30_000));
-  if (!LAYOUT.bdci2020!.test(result.reading)) return void t.match(result.reading, LAYOUT.toloka!, 'read in its own layout');
-  const { evidence } = result.raw as { evidence: ConfidenceEvidence };
-  t.ok(evidence.layoutsAgreeing < 0.5, `${evidence.layoutsAgreeing} of its readings in five wheels`);
-  t.ok(result.confidence < 80, `${result.reading} at ${result.confidence}`);
-});
+t.test(
+  'a 5 + 3 counter read as five wheels where most of its readings see 5 + 3 is no surer than their share',
+  { skip: NO_DATASETS },
+  async (t) => {
+    const reader = await shippedReader();
+    // 580.979, uploaded: v13 read `05809` at 91, where 6 of the photo's 17 readings were in five wheels.
+    const config = loadConfig({});
+    const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
+    const { jpeg } = await normaliseImage(photo, {
+      maxPixels: config.maxImagePixels,
+      longSide: config.normalisedLongSide,
+    });
+    const result = await reader.read(jpeg, AbortSignal.timeout(30_000));
+    if (!LAYOUT.bdci2020!.test(result.reading))
+      return void t.match(result.reading, LAYOUT.toloka!, 'read in its own layout');
+    const { evidence } = result.raw as { evidence: ConfidenceEvidence };
+    t.ok(evidence.layoutsAgreeing < 0.5, `${evidence.layoutsAgreeing} of its readings in five wheels`);
+    t.ok(result.confidence < 80, `${result.reading} at ${result.confidence}`);
+  },
+);
 
-t.test("layout memory: a 5 + 3 meter's photo read as five wheels is read as 5 + 3 within the meter's layout", { skip: NO_DATASETS }, async (t) => {
-  const reader = await shippedReader();
-  // 580.979: read freely as `05809` (its 5 + 3 reading, 00580.970, lost to it), as v13 read it at 91.
-  const config = loadConfig({});
-  const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
-  const { jpeg } = await normaliseImage(photo, { maxPixels: config.maxImagePixels, longSide: config.normalisedLongSide });
-  const free = await reader.read(jpeg, AbortSignal.timeout(30_000));
-  t.match(free.reading, LAYOUT.bdci2020!, 'read freely as five wheels');
-  const known = await reader.read(jpeg, AbortSignal.timeout(30_000), undefined, { whole: 5, fraction: 3, shownBy: '00560.102' });
-  t.match(known, { plausibility: 'corrected', unconstrainedReading: free.reading }, 'the layout changed the reading, and says from what');
-  t.match(known.reading, /^00580\.\d{3}$/, `${known.reading}: the meter's wheels, its whole units right`);
-  const window = { reference: '00560.102', min: 560.101, max: 560.102 + 2.5 * 30 * 24 };
-  t.match(
-    await reader.read(jpeg, AbortSignal.timeout(30_000), window, { whole: 5, fraction: 3, shownBy: '00560.102' }),
-    { reading: known.reading, plausibility: 'corrected' },
-    'within a window too',
-  );
-});
+t.test(
+  "layout memory: a 5 + 3 meter's photo read as five wheels is read as 5 + 3 within the meter's layout",
+  { skip: NO_DATASETS },
+  async (t) => {
+    const reader = await shippedReader();
+    // 580.979: read freely as `05809` (its 5 + 3 reading, 00580.970, lost to it), as v13 read it at 91.
+    const config = loadConfig({});
+    const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
+    const { jpeg } = await normaliseImage(photo, {
+      maxPixels: config.maxImagePixels,
+      longSide: config.normalisedLongSide,
+    });
+    const free = await reader.read(jpeg, AbortSignal.timeout(30_000));
+    t.match(free.reading, LAYOUT.bdci2020!, 'read freely as five wheels');
+    const known = await reader.read(jpeg, AbortSignal.timeout(30_000), undefined, {
+      whole: 5,
+      fraction: 3,
+      shownBy: '00560.102',
+    });
+    t.match(
+      known,
+      { plausibility: 'corrected', unconstrainedReading: free.reading },
+      'the layout changed the reading, and says from what',
+    );
+    t.match(known.reading, /^00580\.\d{3}$/, `${known.reading}: the meter's wheels, its whole units right`);
+    const window = { reference: '00560.102', min: 560.101, max: 560.102 + 2.5 * 30 * 24 };
+    t.match(
+      await reader.read(jpeg, AbortSignal.timeout(30_000), window, { whole: 5, fraction: 3, shownBy: '00560.102' }),
+      { reading: known.reading, plausibility: 'corrected' },
+      'within a window too',
+    );
+  },
+);

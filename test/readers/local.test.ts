@@ -7,7 +7,12 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { ReaderChain } from '../../src/readers/chain.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
-import { CALIBRATION_FILE, calibrate, parseCalibration, type ConfidenceEvidence } from '../../src/readers/local/confidence.ts';
+import {
+  CALIBRATION_FILE,
+  calibrate,
+  parseCalibration,
+  type ConfidenceEvidence,
+} from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/readers/plausibility.ts';
@@ -53,7 +58,9 @@ t.test(
     await symlink(path.join(MODEL_DIR, MODEL_FILES.at(-1)!), path.join(mismatched, WHEEL_READER_FILE));
     await t.rejects(
       createLocalReader(loadConfig({ LOCAL_MODEL_DIR: mismatched })),
-      new RegExp(`failed to load: ${WHEEL_READER_FILE.replace('.', '\\.')} reads 32 x 160 inputs; spec.json gives it \\d+ x \\d+`),
+      new RegExp(
+        `failed to load: ${WHEEL_READER_FILE.replace('.', '\\.')} reads 32 x 160 inputs; spec.json gives it \\d+ x \\d+`,
+      ),
     );
   },
 );
@@ -67,11 +74,21 @@ t.test(
     const shipped = parseCalibration(await readFile(path.join(MODEL_DIR, CALIBRATION_FILE), 'utf8'), CALIBRATION_FILE);
     const calibrated = await (await createLocalReader(loadConfig({})))!.read(image, signal());
     t.equal(calibrated.confidence, clampConfidence(calibrate(evidenceOf(calibrated), shipped)));
-    t.ok(calibrated.confidence > clampConfidence(evidenceOf(calibrated).product), 'the product undersells a drawn meter read right');
-    t.equal(Math.round(evidenceOf(calibrated).weakestDigit), Math.min(...calibrated.digitConfidences!), 'the weakest digit is weighed');
+    t.ok(
+      calibrated.confidence > clampConfidence(evidenceOf(calibrated).product),
+      'the product undersells a drawn meter read right',
+    );
+    t.equal(
+      Math.round(evidenceOf(calibrated).weakestDigit),
+      Math.min(...calibrated.digitConfidences!),
+      'the weakest digit is weighed',
+    );
 
     const uncalibrated = await modelDirWith([...MODEL_FILES, WHEEL_READER_FILE]);
-    const product = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })))!.read(image, signal());
+    const product = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })))!.read(
+      image,
+      signal(),
+    );
     t.equal(product.reading, calibrated.reading);
     t.equal(product.confidence, clampConfidence(evidenceOf(product).product));
 
@@ -97,13 +114,22 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       const xs = result.counterBox!.map(([x]) => x),
         ys = result.counterBox!.map(([, y]) => y);
       const centre = [(Math.min(...xs) + Math.max(...xs)) / 2, (Math.min(...ys) + Math.max(...ys)) / 2];
-      t.ok(Math.abs(centre[0]! - (counter.left + counter.width / 2)) < counter.width / 4, `box centre x at scale ${scale}`);
-      t.ok(Math.abs(centre[1]! - (counter.top + counter.height / 2)) < counter.height, `box centre y at scale ${scale}`);
+      t.ok(
+        Math.abs(centre[0]! - (counter.left + counter.width / 2)) < counter.width / 4,
+        `box centre x at scale ${scale}`,
+      );
+      t.ok(
+        Math.abs(centre[1]! - (counter.top + counter.height / 2)) < counter.height,
+        `box centre y at scale ${scale}`,
+      );
     }
   });
 
   t.test("reads the README's first photo (examples/meter.jpg) as its counter shows it", async (t) => {
-    const result = await reader.read(await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg')), signal());
+    const result = await reader.read(
+      await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg')),
+      signal(),
+    );
     t.equal(result.reading, '02347');
   });
 
@@ -111,33 +137,46 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     const { image } = await drawMeter('00758', '407');
     const free = await reader.read(image, signal());
     const around = { reference: free.reading, min: free.value - 0.01, max: free.value + 60 };
-    t.match(await reader.read(image, signal(), around), { reading: free.reading, confidence: free.confidence, plausibility: 'ok' });
+    t.match(await reader.read(image, signal(), around), {
+      reading: free.reading,
+      confidence: free.confidence,
+      plausibility: 'ok',
+    });
     const later = { reference: '05000.000', min: 4999.99, max: 5060 };
     const flagged = await reader.read(image, signal(), later);
     t.match(flagged, { reading: free.reading, plausibility: 'implausible' });
     t.ok(flagged.confidence <= IMPLAUSIBLE_CONFIDENCE_CAP);
-    t.match(flagged.plausibilityReason, new RegExp(`${free.reading.replace('.', '\\.')} is below the reference reading 05000\\.000`));
+    t.match(
+      flagged.plausibilityReason,
+      new RegExp(`${free.reading.replace('.', '\\.')} is below the reference reading 05000\\.000`),
+    );
   });
 
-  t.test("within the meter's layout: its own is read as it is; a counter plainly in another is not forced into it, and the chain flags it", async (t) => {
-    const { image } = await drawMeter('00758', '407');
-    const free = await reader.read(image, signal());
-    t.match(await reader.read(image, signal(), undefined, { whole: 5, fraction: 3 }), {
-      reading: free.reading,
-      confidence: free.confidence,
-      plausibility: undefined,
-    });
-    // Every window of the photo reads 5 + 3: forced into five wheels, it is no reading at all.
-    const fiveWheels = { whole: 5, fraction: 0, shownBy: '00750' };
-    t.match(await reader.read(image, signal(), undefined, fiveWheels), { reading: free.reading, confidence: free.confidence });
-    const chain = new ReaderChain([reader], loadConfig({}));
-    t.match(await chain.read(image, undefined, undefined, fiveWheels), {
-      reading: free.reading,
-      plausibility: 'implausible',
-      confidence: IMPLAUSIBLE_CONFIDENCE_CAP,
-      plausibilityReason: `${free.reading} has 5 whole and 3 fractional wheels; the meter has 5 and 0 (as 00750 shows)`,
-    });
-  });
+  t.test(
+    "within the meter's layout: its own is read as it is; a counter plainly in another is not forced into it, and the chain flags it",
+    async (t) => {
+      const { image } = await drawMeter('00758', '407');
+      const free = await reader.read(image, signal());
+      t.match(await reader.read(image, signal(), undefined, { whole: 5, fraction: 3 }), {
+        reading: free.reading,
+        confidence: free.confidence,
+        plausibility: undefined,
+      });
+      // Every window of the photo reads 5 + 3: forced into five wheels, it is no reading at all.
+      const fiveWheels = { whole: 5, fraction: 0, shownBy: '00750' };
+      t.match(await reader.read(image, signal(), undefined, fiveWheels), {
+        reading: free.reading,
+        confidence: free.confidence,
+      });
+      const chain = new ReaderChain([reader], loadConfig({}));
+      t.match(await chain.read(image, undefined, undefined, fiveWheels), {
+        reading: free.reading,
+        plausibility: 'implausible',
+        confidence: IMPLAUSIBLE_CONFIDENCE_CAP,
+        plausibilityReason: `${free.reading} has 5 whole and 3 fractional wheels; the meter has 5 and 0 (as 00750 shows)`,
+      });
+    },
+  );
 
   t.test('a drawn meter turned sideways or upside down reads as it does upright', async (t) => {
     const { image } = await drawMeter('00758', '407');
@@ -148,23 +187,32 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     }
   });
 
-  t.test('a drawn meter tilted 45 degrees either way reads as it does level, its counter box around the counter', async (t) => {
-    const { image, counter } = await drawMeter('00758', '407');
-    const level = await reader.read(image, signal());
-    for (const degrees of [45, -45]) {
-      const tilted = await sharp(image).rotate(degrees, { background: '#8a8f94' }).jpeg({ quality: 88 }).toBuffer();
-      const result = await reader.read(tilted, signal());
-      t.equal(result.reading, level.reading, `tilted ${degrees} degrees`);
-      const { width, height } = await sharp(tilted).metadata();
-      const [dx, dy] = [counter.left + counter.width / 2 - 350, counter.top + counter.height / 2 - 250];
-      const angle = (degrees * Math.PI) / 180;
-      const expected = [width / 2 + dx * Math.cos(angle) - dy * Math.sin(angle), height / 2 + dx * Math.sin(angle) + dy * Math.cos(angle)];
-      const xs = result.counterBox!.map(([x]) => x),
-        ys = result.counterBox!.map(([, y]) => y);
-      const centre = [(Math.min(...xs) + Math.max(...xs)) / 2, (Math.min(...ys) + Math.max(...ys)) / 2];
-      t.ok(Math.hypot(centre[0]! - expected[0]!, centre[1]! - expected[1]!) < counter.height, `box centre ${centre}, counter at ${expected}`);
-    }
-  });
+  t.test(
+    'a drawn meter tilted 45 degrees either way reads as it does level, its counter box around the counter',
+    async (t) => {
+      const { image, counter } = await drawMeter('00758', '407');
+      const level = await reader.read(image, signal());
+      for (const degrees of [45, -45]) {
+        const tilted = await sharp(image).rotate(degrees, { background: '#8a8f94' }).jpeg({ quality: 88 }).toBuffer();
+        const result = await reader.read(tilted, signal());
+        t.equal(result.reading, level.reading, `tilted ${degrees} degrees`);
+        const { width, height } = await sharp(tilted).metadata();
+        const [dx, dy] = [counter.left + counter.width / 2 - 350, counter.top + counter.height / 2 - 250];
+        const angle = (degrees * Math.PI) / 180;
+        const expected = [
+          width / 2 + dx * Math.cos(angle) - dy * Math.sin(angle),
+          height / 2 + dx * Math.sin(angle) + dy * Math.cos(angle),
+        ];
+        const xs = result.counterBox!.map(([x]) => x),
+          ys = result.counterBox!.map(([, y]) => y);
+        const centre = [(Math.min(...xs) + Math.max(...xs)) / 2, (Math.min(...ys) + Math.max(...ys)) / 2];
+        t.ok(
+          Math.hypot(centre[0]! - expected[0]!, centre[1]! - expected[1]!) < counter.height,
+          `box centre ${centre}, counter at ${expected}`,
+        );
+      }
+    },
+  );
 
   t.test("the counter box spans the wheels, not a logo beside them in the counter's frame", async (t) => {
     for (const logo of [false, true]) {
@@ -172,8 +220,14 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
       const result = await reader.read(image, signal());
       const xs = result.counterBox!.map(([x]) => x);
       const halfWheel = (wheels.right - wheels.left) / 8 / 2;
-      t.ok(Math.abs(Math.min(...xs) - wheels.left) < halfWheel, `left end ${Math.min(...xs)}, wheels from ${wheels.left}, logo ${logo}`);
-      t.ok(Math.abs(Math.max(...xs) - wheels.right) < halfWheel, `right end ${Math.max(...xs)}, wheels to ${wheels.right}, logo ${logo}`);
+      t.ok(
+        Math.abs(Math.min(...xs) - wheels.left) < halfWheel,
+        `left end ${Math.min(...xs)}, wheels from ${wheels.left}, logo ${logo}`,
+      );
+      t.ok(
+        Math.abs(Math.max(...xs) - wheels.right) < halfWheel,
+        `right end ${Math.max(...xs)}, wheels to ${wheels.right}, logo ${logo}`,
+      );
       t.equal(result.reading, '00758.407', `logo ${logo}`);
     }
   });
@@ -184,20 +238,25 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
     t.equal((error as ReaderError).kind, 'unreadable');
   });
 
-  t.test('a photo of no counter is unreadable, its best guess below the confidence of the least sure reading', async (t) => {
-    const [width, height] = [800, 600];
-    const stripes = Buffer.alloc(width * height * 3);
-    for (let y = 0; y < height; y++) {
-      for (let x = 0; x < width; x++) stripes.fill(((x + y) >> 4) % 2 ? 255 : 0, (y * width + x) * 3, (y * width + x + 1) * 3);
-    }
-    const image = await sharp(stripes, { raw: { width, height, channels: 3 } })
-      .jpeg()
-      .toBuffer();
-    const error = await reader.read(image, signal()).catch((e: unknown) => e);
-    t.equal((error as ReaderError).kind, 'unreadable');
-    const [, guessed, floor] = /has confidence (\d+); a reading has about (\d+) or more\)$/.exec((error as Error).message) ?? [];
-    t.ok(Number(guessed) < Number(floor), `${(error as Error).message}`);
-  });
+  t.test(
+    'a photo of no counter is unreadable, its best guess below the confidence of the least sure reading',
+    async (t) => {
+      const [width, height] = [800, 600];
+      const stripes = Buffer.alloc(width * height * 3);
+      for (let y = 0; y < height; y++) {
+        for (let x = 0; x < width; x++)
+          stripes.fill(((x + y) >> 4) % 2 ? 255 : 0, (y * width + x) * 3, (y * width + x + 1) * 3);
+      }
+      const image = await sharp(stripes, { raw: { width, height, channels: 3 } })
+        .jpeg()
+        .toBuffer();
+      const error = await reader.read(image, signal()).catch((e: unknown) => e);
+      t.equal((error as ReaderError).kind, 'unreadable');
+      const [, guessed, floor] =
+        /has confidence (\d+); a reading has about (\d+) or more\)$/.exec((error as Error).message) ?? [];
+      t.ok(Number(guessed) < Number(floor), `${(error as Error).message}`);
+    },
+  );
 
   t.test('an aborted read rejects with the abort reason', async (t) => {
     const { image } = await drawMeter('01348', '');
@@ -207,7 +266,11 @@ t.test('the shipped model', { skip: !weightsShipped && `no weights in ${MODEL_DI
   });
 
   t.test('concurrent reads each get their own answer', async (t) => {
-    const photos = await Promise.all([drawMeter('00123', '456'), drawMeter('04071', '', { scale: 1.5 }), drawMeter('00950', '018', { scale: 0.8 })]);
+    const photos = await Promise.all([
+      drawMeter('00123', '456'),
+      drawMeter('04071', '', { scale: 1.5 }),
+      drawMeter('00950', '018', { scale: 0.8 }),
+    ]);
     const oneByOne = [];
     for (const { image } of photos) oneByOne.push((await reader.read(image, signal())).reading);
     const together = await Promise.all(photos.map(({ image }) => reader.read(image, signal())));

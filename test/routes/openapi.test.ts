@@ -45,7 +45,9 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   ]);
   t.same(Object.keys(document.webhooks).sort(), [...TEST_EVENT_KINDS].sort(), 'every event an endpoint can receive');
   t.match(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
-  t.same(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, { $ref: '#/components/schemas/PhotoUpload' });
+  t.same(document.paths['/api/meter-reading'].post.requestBody.content['multipart/form-data'].schema, {
+    $ref: '#/components/schemas/PhotoUpload',
+  });
   t.match(document.components.schemas.PhotoUpload, {
     required: ['image'],
     properties: {
@@ -77,7 +79,9 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     document.paths['/api/meter-readings'].get.responses['200'].content,
     {
       'application/json': { schema: Object },
-      'text/csv': { schema: { type: 'string', description: `RFC 4180 CSV, header row first: ${EXPORT_COLUMNS.join(', ')}` } },
+      'text/csv': {
+        schema: { type: 'string', description: `RFC 4180 CSV, header row first: ${EXPORT_COLUMNS.join(', ')}` },
+      },
     },
     'the list’s 200 is JSON pages or the CSV billing export',
   );
@@ -85,7 +89,13 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   const exchanges: Exchange[] = [];
   async function call(method: string, operation: string, path: string, init: RequestInit = {}): Promise<Exchange> {
     const response = await fetch(`${service.url}${path}`, { method, ...init });
-    const exchange = { method: method.toLowerCase(), operation, status: response.status, headers: response.headers, body: await response.json() };
+    const exchange = {
+      method: method.toLowerCase(),
+      operation,
+      status: response.status,
+      headers: response.headers,
+      body: await response.json(),
+    };
     exchanges.push(exchange);
     return exchange;
   }
@@ -95,52 +105,115 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     form.append('image', new Blob([image]), 'meter.jpg');
     return form;
   };
-  const json = (body: unknown) => ({ headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (body: unknown) => ({
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
   // Every event, so that the real deliveries of the calls below (reading.corrected too) are checked against the document.
-  const endpoint = await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hook`, events: WEBHOOK_EVENTS });
+  const endpoint = await addWebhookEndpoint(service.db, service.config, {
+    accountId: customer.accountId,
+    url: `${receiver.url}/hook`,
+    events: WEBHOOK_EVENTS,
+  });
 
-  const accepted = await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: auth, body: upload(photo) });
-  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(photo) });
-  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(photo) });
-  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: { ...auth, 'idempotency-key': 'k1' }, body: upload(Buffer.from('other')) });
+  const accepted = await call('POST', '/api/meter-reading', '/api/meter-reading', {
+    headers: auth,
+    body: upload(photo),
+  });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', {
+    headers: { ...auth, 'idempotency-key': 'k1' },
+    body: upload(photo),
+  });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', {
+    headers: { ...auth, 'idempotency-key': 'k1' },
+    body: upload(photo),
+  });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', {
+    headers: { ...auth, 'idempotency-key': 'k1' },
+    body: upload(Buffer.from('other')),
+  });
   await call('POST', '/api/meter-reading', '/api/meter-reading', { body: upload(photo) });
-  await call('POST', '/api/meter-reading', '/api/meter-reading', { headers: auth, body: upload(Buffer.from('not a photo')) });
-  const sync = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo) });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', {
+    headers: auth,
+    body: upload(Buffer.from('not a photo')),
+  });
+  const sync = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', {
+    headers: auth,
+    body: upload(photo),
+  });
   service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
-  const unreadable = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo) });
+  const unreadable = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', {
+    headers: auth,
+    body: upload(photo),
+  });
   service.model.setBehaviour({ status: 500 });
   await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo) });
   service.model.setBehaviour({});
 
   const referenceOf = (exchange: Exchange) => (exchange.body as { reference_id: string }).reference_id;
   await waitForMeter(service.db, referenceOf(accepted));
-  for (const reference of [referenceOf(accepted), referenceOf(sync), referenceOf(unreadable), '00000000-0000-4000-8000-000000000000', 'nope']) {
+  for (const reference of [
+    referenceOf(accepted),
+    referenceOf(sync),
+    referenceOf(unreadable),
+    '00000000-0000-4000-8000-000000000000',
+    'nope',
+  ]) {
     await call('GET', '/api/meter-reading/{reference_id}', `/api/meter-reading/${reference}`, { headers: auth });
   }
   await call('GET', '/api/meter-reading/{reference_id}', `/api/meter-reading/${referenceOf(sync)}`);
   await call('GET', '/api/meter-readings', '/api/meter-readings?limit=2', { headers: auth });
-  await call('GET', '/api/meter-readings', '/api/meter-readings?status=failed&created_after=2020-01-01T00:00:00Z', { headers: auth });
+  await call('GET', '/api/meter-readings', '/api/meter-readings?status=failed&created_after=2020-01-01T00:00:00Z', {
+    headers: auth,
+  });
   await call('GET', '/api/meter-readings', '/api/meter-readings?limit=1000', { headers: auth });
 
   const meterPath = `/api/meters/${encodeURIComponent('SN/4711')}`;
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 6 }));
-  const metered = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', { headers: auth, body: upload(photo, { meter_id: 'SN/4711' }) });
+  const metered = await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', {
+    headers: auth,
+    body: upload(photo, { meter_id: 'SN/4711' }),
+  });
   await call('POST', '/api/meter-reading/sync', '/api/meter-reading/sync', {
     headers: auth,
     body: upload(photo, { meter_id: 'SN/4711', previous_reading: '3000' }),
   });
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: null }));
-  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }));
-  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'gal' } }));
+  await call(
+    'PATCH',
+    '/api/meters/{meter_id}',
+    meterPath,
+    json({ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }),
+  );
+  await call(
+    'PATCH',
+    '/api/meters/{meter_id}',
+    meterPath,
+    json({ layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'gal' } }),
+  );
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ layout: null }));
   await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 0 }));
-  await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"max_flow' });
-  await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'application/xml' }, body: '<max_flow/>' });
-  await call('PATCH', '/api/meters/{meter_id}', meterPath, { headers: { ...auth, 'content-type': 'text/plain' }, body: '{"max_flow_m3_per_hour":6}' });
-  await call('PATCH', '/api/meters/{meter_id}', meterPath, json({ max_flow_m3_per_hour: 6, pad: 'x'.repeat(1_100_000) }));
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, {
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: '{"max_flow',
+  });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, {
+    headers: { ...auth, 'content-type': 'application/xml' },
+    body: '<max_flow/>',
+  });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, {
+    headers: { ...auth, 'content-type': 'text/plain' },
+    body: '{"max_flow_m3_per_hour":6}',
+  });
+  await call(
+    'PATCH',
+    '/api/meters/{meter_id}',
+    meterPath,
+    json({ max_flow_m3_per_hour: 6, pad: 'x'.repeat(1_100_000) }),
+  );
   await call('GET', '/api/meter-reading/{reference_id}', '/api/meter-reading/%E0%A4%A', { headers: auth });
   await call('GET', '/api/meter-reading/{reference_id}', `/api/meter-reading/${'a'.repeat(101)}`, { headers: auth });
   const correctionPath = `/api/meter-reading/${referenceOf(metered)}/correction`;
@@ -152,33 +225,85 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     '/api/meter-reading/00000000-0000-4000-8000-000000000000/correction',
     json({ reading: '1' }),
   );
-  await call('POST', '/api/meter-reading/{reference_id}/confirmation', `/api/meter-reading/${referenceOf(metered)}/confirmation`, { headers: auth });
-  await call('POST', '/api/meter-reading/{reference_id}/confirmation', `/api/meter-reading/${referenceOf(unreadable)}/confirmation`, { headers: auth });
-  await call('POST', '/api/meter-reading/{reference_id}/confirmation', '/api/meter-reading/00000000-0000-4000-8000-000000000000/confirmation', {
-    headers: auth,
-  });
+  await call(
+    'POST',
+    '/api/meter-reading/{reference_id}/confirmation',
+    `/api/meter-reading/${referenceOf(metered)}/confirmation`,
+    { headers: auth },
+  );
+  await call(
+    'POST',
+    '/api/meter-reading/{reference_id}/confirmation',
+    `/api/meter-reading/${referenceOf(unreadable)}/confirmation`,
+    { headers: auth },
+  );
+  await call(
+    'POST',
+    '/api/meter-reading/{reference_id}/confirmation',
+    '/api/meter-reading/00000000-0000-4000-8000-000000000000/confirmation',
+    {
+      headers: auth,
+    },
+  );
   const manualPath = `${meterPath}/readings`;
-  await call('POST', '/api/meters/{meter_id}/readings', manualPath, json({ reading: '02391.000', read_at: new Date().toISOString() }));
-  await call('POST', '/api/meters/{meter_id}/readings', manualPath, json({ reading: '2391', read_at: new Date().toISOString() }));
-  await call('POST', '/api/meters/{meter_id}/readings', manualPath, { headers: { ...auth, 'content-type': 'application/json' }, body: '{"reading' });
-  await call('POST', '/api/meters/{meter_id}/readings', manualPath, { headers: { ...auth, 'content-type': 'application/xml' }, body: '<reading/>' });
+  await call(
+    'POST',
+    '/api/meters/{meter_id}/readings',
+    manualPath,
+    json({ reading: '02391.000', read_at: new Date().toISOString() }),
+  );
+  await call(
+    'POST',
+    '/api/meters/{meter_id}/readings',
+    manualPath,
+    json({ reading: '2391', read_at: new Date().toISOString() }),
+  );
+  await call('POST', '/api/meters/{meter_id}/readings', manualPath, {
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: '{"reading',
+  });
+  await call('POST', '/api/meters/{meter_id}/readings', manualPath, {
+    headers: { ...auth, 'content-type': 'application/xml' },
+    body: '<reading/>',
+  });
   // The worker may already have failed it: back to processing means no outcome yet.
   await service.db
     .updateTable('meters')
     .set({ status: 'processing', error_code: null, error_message: null, finished_at: null })
     .where('reference_id', '=', referenceOf(accepted))
     .execute();
-  await call('POST', '/api/meter-reading/{reference_id}/correction', `/api/meter-reading/${referenceOf(accepted)}/correction`, json({ reading: '1' }));
-  const firstPage = await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1`, { headers: auth });
+  await call(
+    'POST',
+    '/api/meter-reading/{reference_id}/correction',
+    `/api/meter-reading/${referenceOf(accepted)}/correction`,
+    json({ reading: '1' }),
+  );
+  const firstPage = await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1`, {
+    headers: auth,
+  });
   const { next_cursor: cursor } = firstPage.body as { next_cursor: string };
-  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1&starting_after=${cursor}`, { headers: auth });
-  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1&cursor=${cursor}`, { headers: auth });
-  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?cursor=${cursor}&starting_after=${cursor}`, { headers: auth });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1&starting_after=${cursor}`, {
+    headers: auth,
+  });
+  await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=1&cursor=${cursor}`, {
+    headers: auth,
+  });
+  await call(
+    'GET',
+    '/api/meters/{meter_id}/readings',
+    `${meterPath}/readings?cursor=${cursor}&starting_after=${cursor}`,
+    { headers: auth },
+  );
   await call('GET', '/api/meters/{meter_id}/readings', `${meterPath}/readings?limit=0`, { headers: auth });
   await call('GET', '/api/meters/{meter_id}/readings', '/api/meters/unknown/readings', { headers: auth });
   await call('GET', '/api/meters', '/api/meters?meter_id_prefix=SN&limit=1', { headers: auth });
   await call('GET', '/api/meters', '/api/meters?prefix=SN', { headers: auth });
-  await call('GET', '/api/meter-readings', '/api/meter-readings?meter_id=SN%2F4711&plausibility=ok&created_before=2100-01-01T00:00:00Z', { headers: auth });
+  await call(
+    'GET',
+    '/api/meter-readings',
+    '/api/meter-readings?meter_id=SN%2F4711&plausibility=ok&created_before=2100-01-01T00:00:00Z',
+    { headers: auth },
+  );
   await call('GET', '/api/meter-readings', '/api/meter-readings?meterid=SN', { headers: auth });
   await call('GET', '/healthz', '/healthz');
   await call('GET', '/readyz', '/readyz');
@@ -186,7 +311,8 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
   addFormats.default(ajv);
   ajv.addSchema(document, 'openapi.json');
-  const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+  const pointer = (...parts: string[]) =>
+    parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
 
   for (const exchange of exchanges) {
     const name = `${exchange.method.toUpperCase()} ${exchange.operation} → ${exchange.status}`;
@@ -246,27 +372,38 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
       const around = ['400', '408', '417', '431', '503'];
       if (path.includes('{')) around.push('414');
       if (operation.requestBody?.content['application/json']) around.push('413');
-      for (const status of around) t.ok(operation.responses[status], `${method} ${path} documents ${status}, which any request may get`);
+      for (const status of around)
+        t.ok(operation.responses[status], `${method} ${path} documents ${status}, which any request may get`);
       t.ok(
-        exchanges.some((exchange) => exchange.operation === path && exchange.method === method && exchange.status < 300),
+        exchanges.some(
+          (exchange) => exchange.operation === path && exchange.method === method && exchange.status < 300,
+        ),
         `a successful ${method} ${path} was checked`,
       );
     }
   }
 
   // The example of every kind, as the dashboard's test button sends it, beside the real deliveries above.
-  for (const kind of TEST_EVENT_KINDS) await sendTestEvent(service.db, service.boss, customer.accountId, endpoint.id, kind);
+  for (const kind of TEST_EVENT_KINDS)
+    await sendTestEvent(service.db, service.boss, customer.accountId, endpoint.id, kind);
   const deliveries = await waitFor(
     () => service.db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).execute(),
     (rows) => rows.length > 0,
   );
   t.ok(
-    deliveries.some((delivery) => delivery.event_type === 'reading.corrected' && !(delivery.payload as { data: { test?: boolean } }).data.test),
+    deliveries.some(
+      (delivery) =>
+        delivery.event_type === 'reading.corrected' && !(delivery.payload as { data: { test?: boolean } }).data.test,
+    ),
     'a real reading.corrected among them',
   );
   for (const delivery of deliveries) {
-    const validate = ajv.getSchema(`openapi.json#/${pointer('webhooks', delivery.event_type, 'post', 'requestBody', 'content', 'application/json', 'schema')}`);
-    t.ok(validate?.(delivery.payload), `the ${delivery.event_type} webhook payload validates`, { errors: validate?.errors });
+    const validate = ajv.getSchema(
+      `openapi.json#/${pointer('webhooks', delivery.event_type, 'post', 'requestBody', 'content', 'application/json', 'schema')}`,
+    );
+    t.ok(validate?.(delivery.payload), `the ${delivery.event_type} webhook payload validates`, {
+      errors: validate?.errors,
+    });
   }
 });
 
@@ -277,7 +414,10 @@ t.test('every operation has its stable operationId; schemas are named once and r
     ...Object.entries(document.paths).flatMap(([path, item]: [string, any]) =>
       Object.entries(item).map(([method, operation]: [string, any]) => ({ name: `${method} ${path}`, operation })),
     ),
-    ...Object.entries(document.webhooks).map(([event, item]: [string, any]) => ({ name: `webhook ${event}`, operation: item.post })),
+    ...Object.entries(document.webhooks).map(([event, item]: [string, any]) => ({
+      name: `webhook ${event}`,
+      operation: item.post,
+    })),
   ];
   const ids = Object.fromEntries(operations.map(({ name, operation }) => [name, operation.operationId]));
   // A generated client names its functions by these: renaming one breaks every client built on it.
@@ -295,21 +435,26 @@ t.test('every operation has its stable operationId; schemas are named once and r
     'get /api/meter-reading/{reference_id}': 'getMeterReading',
     'get /api/meter-readings': 'listMeterReadings',
     ...Object.fromEntries(
-      TEST_EVENT_KINDS.map((event) => [`webhook ${event}`, `receive${event.replace(/(?:^|[._])(\w)/g, (_match, letter) => letter.toUpperCase())}`]),
+      TEST_EVENT_KINDS.map((event) => [
+        `webhook ${event}`,
+        `receive${event.replace(/(?:^|[._])(\w)/g, (_match, letter) => letter.toUpperCase())}`,
+      ]),
     ),
   });
   t.equal(new Set(Object.values(ids)).size, operations.length, 'each its own');
   for (const { name, operation } of operations) {
     t.match(operation.operationId, /^[a-z][A-Za-z]+$/, `${name}: camelCase`);
-    if (name.startsWith('get /healthz') || name.startsWith('get /readyz') || name.startsWith('webhook')) t.same(operation.security, [], `${name} needs no key`);
+    if (name.startsWith('get /healthz') || name.startsWith('get /readyz') || name.startsWith('webhook'))
+      t.same(operation.security, [], `${name} needs no key`);
     else t.same(operation.security, [{ bearerAuth: [] }], `${name} needs a key`);
   }
 
   // Every response of the API and every webhook payload is one of the named schemas.
   for (const { name, operation } of operations) {
-    const bodies = [name.startsWith('webhook') ? operation.requestBody : undefined, ...Object.values(operation.responses)].flatMap((body: any) =>
-      Object.entries(body?.content ?? {}).filter(([type]) => type !== 'text/csv'),
-    );
+    const bodies = [
+      name.startsWith('webhook') ? operation.requestBody : undefined,
+      ...Object.values(operation.responses),
+    ].flatMap((body: any) => Object.entries(body?.content ?? {}).filter(([type]) => type !== 'text/csv'));
     if (name.startsWith('get /healthz') || name.startsWith('get /readyz')) continue;
     for (const [type, { schema }] of bodies as Array<[string, any]>) {
       t.match(schema, { $ref: /^#\/components\/schemas\/\w+$/ }, `${name}: ${type} is a named schema`);
@@ -322,15 +467,37 @@ t.test('every operation has its stable operationId; schemas are named once and r
   const { Submission, CompletedSubmission, FailedSubmission, UnfinishedSubmission } = document.components.schemas;
   t.same(
     Submission.anyOf.map((member: { $ref: string }) => member.$ref),
-    ['#/components/schemas/UnfinishedSubmission', '#/components/schemas/CompletedSubmission', '#/components/schemas/FailedSubmission'],
+    [
+      '#/components/schemas/UnfinishedSubmission',
+      '#/components/schemas/CompletedSubmission',
+      '#/components/schemas/FailedSubmission',
+    ],
   );
-  t.match(Submission.discriminator, { propertyName: 'status', mapping: { completed: '#/components/schemas/CompletedSubmission' } });
+  t.match(Submission.discriminator, {
+    propertyName: 'status',
+    mapping: { completed: '#/components/schemas/CompletedSubmission' },
+  });
   t.match(UnfinishedSubmission.properties.status, { anyOf: [{ enum: ['pending'] }, { enum: ['processing'] }] });
-  for (const field of ['reading', 'value', 'confidence', 'escalated', 'model', 'reading_id', 'meter_id', 'needs_review', 'finished_at', 'correction']) {
+  for (const field of [
+    'reading',
+    'value',
+    'confidence',
+    'escalated',
+    'model',
+    'reading_id',
+    'meter_id',
+    'needs_review',
+    'finished_at',
+    'correction',
+  ]) {
     t.ok(CompletedSubmission.required.includes(field), `a completed submission always has ${field}`);
   }
-  for (const field of ['error', 'needs_review', 'finished_at', 'correction']) t.ok(FailedSubmission.required.includes(field), `a failed one, ${field}`);
-  t.notOk('reading' in FailedSubmission.properties || 'reading' in UnfinishedSubmission.properties, 'the others have no reading');
+  for (const field of ['error', 'needs_review', 'finished_at', 'correction'])
+    t.ok(FailedSubmission.required.includes(field), `a failed one, ${field}`);
+  t.notOk(
+    'reading' in FailedSubmission.properties || 'reading' in UnfinishedSubmission.properties,
+    'the others have no reading',
+  );
 });
 
 t.test('a route without a schema does not break the document; only /api routes are in it', async (t) => {

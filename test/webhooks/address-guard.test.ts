@@ -83,9 +83,14 @@ t.test("refuses this host's own interface addresses, whatever their range", asyn
   for (const entry of Object.values(networkInterfaces()).flat()) {
     if (entry) t.ok(isPrivateAddress(entry.address), `${entry.address} is this host's`);
   }
-  const guard = await t.mockImport<typeof import('../../src/webhooks/address-guard.ts')>('../../src/webhooks/address-guard.ts', {
-    'node:os': { networkInterfaces: () => ({ eth0: [{ address: '93.184.215.14', family: 'IPv4', internal: false }] }) },
-  });
+  const guard = await t.mockImport<typeof import('../../src/webhooks/address-guard.ts')>(
+    '../../src/webhooks/address-guard.ts',
+    {
+      'node:os': {
+        networkInterfaces: () => ({ eth0: [{ address: '93.184.215.14', family: 'IPv4', internal: false }] }),
+      },
+    },
+  );
   t.ok(guard.isPrivateAddress('93.184.215.14'), 'a public address of one of its interfaces');
   t.ok(guard.isPrivateAddress('::ffff:93.184.215.14'), 'and its IPv4-mapped form');
   t.notOk(guard.isPrivateAddress('8.8.8.8'));

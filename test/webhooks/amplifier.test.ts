@@ -27,7 +27,10 @@ const PASSWORD = 'correct horse battery';
 const ENDPOINT_CAP = 3;
 
 // No worker: each attempt is made here, when the test says, by the worker's own function.
-const service = await startTestService(t, { worker: false, env: { WEBHOOK_ENDPOINTS_PER_ACCOUNT: String(ENDPOINT_CAP) } });
+const service = await startTestService(t, {
+  worker: false,
+  env: { WEBHOOK_ENDPOINTS_PER_ACCOUNT: String(ENDPOINT_CAP) },
+});
 const { db, boss, config } = service;
 const attempt = (deliveryId: string) => deliverWebhook({ db, boss, config }, deliveryId);
 const receiver = await startWebhookReceiver();
@@ -49,22 +52,35 @@ async function signedIn() {
 async function addEndpoint(accountId: string, path: string, events: WebhookEvent[] = ['reading.completed']) {
   const { id } = await db
     .insertInto('webhook_endpoints')
-    .values({ account_id: accountId, url: `${receiver.url}${path}`, secret: newWebhookSecret(), events, disabled_reason: null })
+    .values({
+      account_id: accountId,
+      url: `${receiver.url}${path}`,
+      secret: newWebhookSecret(),
+      events,
+      disabled_reason: null,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return id;
 }
 
-const endpoint = (id: string) => db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const deliveriesTo = (id: string) => db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', id).orderBy('id').execute();
-const deliveryStatus = async (id: string) => (await db.selectFrom('webhook_deliveries').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+const endpoint = (id: string) =>
+  db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const deliveriesTo = (id: string) =>
+  db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', id).orderBy('id').execute();
+const deliveryStatus = async (id: string) =>
+  (await db.selectFrom('webhook_deliveries').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
 
 /** Queues `count` events to one endpoint, committed. */
 const queueTo = (endpointId: string, count = 1) =>
   db.transaction().execute(async (tx) => {
     const ids: string[] = [];
     for (let index = 0; index < count; index++) {
-      ids.push(...(await queueEvent(tx, boss, { type: 'reading.completed', data: { index }, meterId: null }, (eb) => eb('id', '=', endpointId))));
+      ids.push(
+        ...(await queueEvent(tx, boss, { type: 'reading.completed', data: { index }, meterId: null }, (eb) =>
+          eb('id', '=', endpointId),
+        )),
+      );
     }
     return ids;
   });
@@ -72,7 +88,9 @@ const queueTo = (endpointId: string, count = 1) =>
 t.test(`an account has at most WEBHOOK_ENDPOINTS_PER_ACCOUNT endpoints, exactly under concurrent adds`, async (t) => {
   const { client, accountId } = await signedIn();
   const adds = await Promise.all(
-    Array.from({ length: 8 }, (_, index) => client.post('/dashboard/webhooks', { url: `${receiver.url}/cap/${index}`, events: ['reading.completed'] })),
+    Array.from({ length: 8 }, (_, index) =>
+      client.post('/dashboard/webhooks', { url: `${receiver.url}/cap/${index}`, events: ['reading.completed'] }),
+    ),
   );
   const statuses = adds.map((response) => response.status);
   t.equal(statuses.filter((code) => code === 200).length, ENDPOINT_CAP, 'as many added as the cap');
@@ -91,63 +109,94 @@ t.test(`an account has at most WEBHOOK_ENDPOINTS_PER_ACCOUNT endpoints, exactly 
   const [first] = await db.selectFrom('webhook_endpoints').select('id').where('account_id', '=', accountId).execute();
   await client.post(`/dashboard/webhooks/${first.id}/disable`);
   t.equal(
-    (await client.post('/dashboard/webhooks', { url: `${receiver.url}/cap/more`, events: ['reading.completed'] })).status,
+    (await client.post('/dashboard/webhooks', { url: `${receiver.url}/cap/more`, events: ['reading.completed'] }))
+      .status,
     409,
     'a disabled one still counts',
   );
   const other = await signedIn();
-  t.equal((await other.client.post('/dashboard/webhooks', { url: `${receiver.url}/cap/other`, events: ['reading.completed'] })).status, 200, 'per account');
-});
-
-t.test(`test events and redeliveries: at most ${MANUAL_SENDS_PER_MINUTE} a minute per endpoint, then 429 with Retry-After`, async (t) => {
-  const { client, accountId } = await signedIn();
-  const busy = await addEndpoint(accountId, '/manual/busy');
-  const quiet = await addEndpoint(accountId, '/manual/quiet');
-  const page = `/dashboard/webhooks/${busy}`;
-
-  const burst = await Promise.all(Array.from({ length: MANUAL_SENDS_PER_MINUTE + 5 }, () => client.post(`${page}/test`)));
-  t.equal(burst.filter((response) => response.status === 303).length, MANUAL_SENDS_PER_MINUTE, 'as many sent as the limit');
-  const refused = burst.filter((response) => response.status === 429);
-  t.equal(refused.length, 5, 'the rest refused');
-  const retryAfter = Number(refused[0].headers.get('retry-after'));
-  t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After: ${retryAfter}`);
-  t.match(refused[0].text, `At most ${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint. Try again in`);
-
-  const delivered = await deliveriesTo(busy);
-  t.equal(delivered.length, MANUAL_SENDS_PER_MINUTE, 'the refused ones were not queued');
-  for (const row of delivered) await attempt(row.id);
-  t.equal(receiver.requestsTo('/manual/busy').length, MANUAL_SENDS_PER_MINUTE);
-  const redeliver = `${page}/deliveries/${delivered[0].id}/redeliver`;
-  t.equal((await client.post(redeliver)).status, 429, 'redeliveries share the limit');
-  t.equal((await client.post(`/dashboard/webhooks/${quiet}/test`)).status, 303, 'another endpoint has its own');
-
-  // The minute has passed for the sends so far.
-  await sql`UPDATE webhook_manual_sends SET sent_at = sent_at - interval '1 minute'`.execute(db);
-  t.equal((await client.post(redeliver)).status, 303);
-  await attempt(delivered[0].id);
-  t.equal(receiver.requestsTo('/manual/busy').length, MANUAL_SENDS_PER_MINUTE + 1);
-});
-
-t.test(`and at most ${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} a minute per account, which deleting an endpoint and adding it again does not reset`, async (t) => {
-  const { client, accountId } = await signedIn();
-  const endpoints = [];
-  for (let i = 0; i < MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE / MANUAL_SENDS_PER_MINUTE; i++) endpoints.push(await addEndpoint(accountId, `/account/${i}`));
-  for (const id of endpoints) {
-    for (let i = 0; i < MANUAL_SENDS_PER_MINUTE; i++) t.equal((await client.post(`/dashboard/webhooks/${id}/test`)).status, 303);
-  }
-  await deleteWebhookEndpoint(db, accountId, endpoints[0]!);
-  const again = await addEndpoint(accountId, '/account/0');
-  const refused = await client.post(`/dashboard/webhooks/${again}/test`);
-  t.equal(refused.status, 429, 'the same URL added again');
-  t.match(refused.text, `At most ${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} test events and redeliveries a minute go to the endpoints of one account.`);
-  t.ok(Number(refused.headers.get('retry-after')) >= 1);
-  const other = await signedIn();
   t.equal(
-    (await other.client.post(`/dashboard/webhooks/${await addEndpoint(other.accountId, '/account/other')}/test`)).status,
-    303,
-    'another account has its own',
+    (
+      await other.client.post('/dashboard/webhooks', {
+        url: `${receiver.url}/cap/other`,
+        events: ['reading.completed'],
+      })
+    ).status,
+    200,
+    'per account',
   );
 });
+
+t.test(
+  `test events and redeliveries: at most ${MANUAL_SENDS_PER_MINUTE} a minute per endpoint, then 429 with Retry-After`,
+  async (t) => {
+    const { client, accountId } = await signedIn();
+    const busy = await addEndpoint(accountId, '/manual/busy');
+    const quiet = await addEndpoint(accountId, '/manual/quiet');
+    const page = `/dashboard/webhooks/${busy}`;
+
+    const burst = await Promise.all(
+      Array.from({ length: MANUAL_SENDS_PER_MINUTE + 5 }, () => client.post(`${page}/test`)),
+    );
+    t.equal(
+      burst.filter((response) => response.status === 303).length,
+      MANUAL_SENDS_PER_MINUTE,
+      'as many sent as the limit',
+    );
+    const refused = burst.filter((response) => response.status === 429);
+    t.equal(refused.length, 5, 'the rest refused');
+    const retryAfter = Number(refused[0].headers.get('retry-after'));
+    t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After: ${retryAfter}`);
+    t.match(
+      refused[0].text,
+      `At most ${MANUAL_SENDS_PER_MINUTE} test events and redeliveries a minute go to one endpoint. Try again in`,
+    );
+
+    const delivered = await deliveriesTo(busy);
+    t.equal(delivered.length, MANUAL_SENDS_PER_MINUTE, 'the refused ones were not queued');
+    for (const row of delivered) await attempt(row.id);
+    t.equal(receiver.requestsTo('/manual/busy').length, MANUAL_SENDS_PER_MINUTE);
+    const redeliver = `${page}/deliveries/${delivered[0].id}/redeliver`;
+    t.equal((await client.post(redeliver)).status, 429, 'redeliveries share the limit');
+    t.equal((await client.post(`/dashboard/webhooks/${quiet}/test`)).status, 303, 'another endpoint has its own');
+
+    // The minute has passed for the sends so far.
+    await sql`UPDATE webhook_manual_sends SET sent_at = sent_at - interval '1 minute'`.execute(db);
+    t.equal((await client.post(redeliver)).status, 303);
+    await attempt(delivered[0].id);
+    t.equal(receiver.requestsTo('/manual/busy').length, MANUAL_SENDS_PER_MINUTE + 1);
+  },
+);
+
+t.test(
+  `and at most ${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} a minute per account, which deleting an endpoint and adding it again does not reset`,
+  async (t) => {
+    const { client, accountId } = await signedIn();
+    const endpoints = [];
+    for (let i = 0; i < MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE / MANUAL_SENDS_PER_MINUTE; i++)
+      endpoints.push(await addEndpoint(accountId, `/account/${i}`));
+    for (const id of endpoints) {
+      for (let i = 0; i < MANUAL_SENDS_PER_MINUTE; i++)
+        t.equal((await client.post(`/dashboard/webhooks/${id}/test`)).status, 303);
+    }
+    await deleteWebhookEndpoint(db, accountId, endpoints[0]!);
+    const again = await addEndpoint(accountId, '/account/0');
+    const refused = await client.post(`/dashboard/webhooks/${again}/test`);
+    t.equal(refused.status, 429, 'the same URL added again');
+    t.match(
+      refused.text,
+      `At most ${MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE} test events and redeliveries a minute go to the endpoints of one account.`,
+    );
+    t.ok(Number(refused.headers.get('retry-after')) >= 1);
+    const other = await signedIn();
+    t.equal(
+      (await other.client.post(`/dashboard/webhooks/${await addEndpoint(other.accountId, '/account/other')}/test`))
+        .status,
+      303,
+      'another account has its own',
+    );
+  },
+);
 
 t.test('an endpoint whose attempts all fail for a day is disabled, the account told, and enabled again', async (t) => {
   const { client, accountId } = await signedIn();
@@ -201,7 +250,9 @@ t.test('an endpoint whose attempts all fail for a day is disabled, the account t
   t.ok(
     ended
       .filter((row) => row.status === 'failed')
-      .every((row) => row.last_error === `Endpoint disabled: ${disabled.disabled_reason}` && row.next_attempt_at === null),
+      .every(
+        (row) => row.last_error === `Endpoint disabled: ${disabled.disabled_reason}` && row.next_attempt_at === null,
+      ),
     'each says why it ended',
   );
   for (const row of ended.slice(-3)) await attempt(row.id);
@@ -237,9 +288,17 @@ t.test('an endpoint whose attempts all fail for a day is disabled, the account t
   t.match((await client.post(`${page}/test`)).text, 'The endpoint is disabled');
 
   t.equal((await client.post(`${page}/enable`)).location, page);
-  t.match(await endpoint(down), { enabled: true, disabled_reason: null, failing_since: null, consecutive_failures: 0 }, 'a fresh start');
+  t.match(
+    await endpoint(down),
+    { enabled: true, disabled_reason: null, failing_since: null, consecutive_failures: 0 },
+    'a fresh start',
+  );
   receiver.answer('/run/down');
-  t.equal((await client.post(`${page}/deliveries/${ended[1].id}/redeliver`)).status, 303, 'what it missed can be redelivered');
+  t.equal(
+    (await client.post(`${page}/deliveries/${ended[1].id}/redeliver`)).status,
+    303,
+    'what it missed can be redelivered',
+  );
   await attempt(ended[1].id);
   t.equal(await deliveryStatus(ended[1].id), 'delivered');
 });
@@ -256,7 +315,9 @@ t.test('410 Gone also tells the account; disabling by hand ends pending deliveri
     status: 'failed',
     last_error: /^Endpoint disabled: The receiver answered 410 Gone/,
   });
-  t.match(await deliveriesTo(watcher), [{ event_type: 'webhook_endpoint.disabled', payload: { data: { endpoint_id: Number(gone), failed_attempts: 1 } } }]);
+  t.match(await deliveriesTo(watcher), [
+    { event_type: 'webhook_endpoint.disabled', payload: { data: { endpoint_id: Number(gone), failed_attempts: 1 } } },
+  ]);
 
   const { client, accountId: handAccount } = await signedIn();
   const byHand = await addEndpoint(handAccount, '/hand/endpoint');

@@ -6,7 +6,13 @@ import { createDatabase } from '../../src/db/database.ts';
 import { notify, type MeterOutcome } from '../../src/pipeline/notify.ts';
 import { createBoss } from '../../src/queue.ts';
 import type { ChainReading } from '../../src/readers/chain.ts';
-import { deliverWebhook, redeliver, RESPONSE_BODY_START_CHARACTERS, sendTestEvent, WEBHOOK_RETRY_DELAYS_SECONDS } from '../../src/webhooks/deliver.ts';
+import {
+  deliverWebhook,
+  redeliver,
+  RESPONSE_BODY_START_CHARACTERS,
+  sendTestEvent,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+} from '../../src/webhooks/deliver.ts';
 import { deleteWebhookEndpoint, updateWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import type { WebhookEvent } from '../../src/webhooks/events.ts';
 import { newWebhookSecret } from '../../src/webhooks/signature.ts';
@@ -28,16 +34,27 @@ t.teardown(receiver.close);
 const receiverUrl = (path: string) => `${receiver.url}${path}`;
 const { answer, requestsTo } = receiver;
 
-const accountId = (await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()).id;
+const accountId = (
+  await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()
+).id;
 const apiKeyId = (
   await db
     .insertInto('api_keys')
-    .values({ account_id: accountId, project_name: 'Test', key_sha256: 'a'.repeat(64), display_prefix: 'ml_', display_suffix: 'aaaa' })
+    .values({
+      account_id: accountId,
+      project_name: 'Test',
+      key_sha256: 'a'.repeat(64),
+      display_prefix: 'ml_',
+      display_suffix: 'aaaa',
+    })
     .returning('id')
     .executeTakeFirstOrThrow()
 ).id;
 
-async function addEndpoint(path: string, options: { events?: WebhookEvent[]; enabled?: boolean; url?: string; account?: string } = {}) {
+async function addEndpoint(
+  path: string,
+  options: { events?: WebhookEvent[]; enabled?: boolean; url?: string; account?: string } = {},
+) {
   const secret = newWebhookSecret();
   const { id } = await db
     .insertInto('webhook_endpoints')
@@ -57,14 +74,29 @@ async function addEndpoint(path: string, options: { events?: WebhookEvent[]; ena
 async function newMeter() {
   return db
     .insertInto('meters')
-    .values({ account_id: accountId, api_key_id: apiKeyId, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
+    .values({
+      account_id: accountId,
+      api_key_id: apiKeyId,
+      mode: 'async',
+      error_code: null,
+      error_message: null,
+      started_at: null,
+      finished_at: null,
+    })
     .returning(['id', 'reference_id'])
     .executeTakeFirstOrThrow();
 }
 
 async function completedOutcome(account = accountId): Promise<MeterOutcome> {
   const meter = await newMeter();
-  const reading = { reading: '004217.35', value: 4217.35, confidence: 93, model: 'local-crnn-v1', escalated: false, plausibility: 'unknown' } as ChainReading;
+  const reading = {
+    reading: '004217.35',
+    value: 4217.35,
+    confidence: 93,
+    model: 'local-crnn-v1',
+    escalated: false,
+    plausibility: 'unknown',
+  } as ChainReading;
   return {
     status: 'completed',
     meterId: meter.id,
@@ -97,7 +129,12 @@ function delivery(id: string) {
 }
 
 function attempts(deliveryId: string) {
-  return db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt').execute();
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempt')
+    .execute();
 }
 
 /** The deliver-webhook jobs pg-boss holds for a delivery. */
@@ -124,7 +161,9 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
   const completedOnly = await addEndpoint('/notify/completed', { events: ['reading.completed'] });
   await addEndpoint('/notify/failed-only', { events: ['reading.failed'] });
   await addEndpoint('/notify/disabled', { enabled: false });
-  const otherAccount = (await db.insertInto('accounts').values({ name: 'Other' }).returning('id').executeTakeFirstOrThrow()).id;
+  const otherAccount = (
+    await db.insertInto('accounts').values({ name: 'Other' }).returning('id').executeTakeFirstOrThrow()
+  ).id;
   await addEndpoint('/notify/other-account', { account: otherAccount });
 
   const deliveries = await notifyCommitted(outcome);
@@ -147,7 +186,13 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
     reading_id: 42,
     meter_id: null,
     needs_review: false,
-    plausibility: { status: 'unknown', reference: null, reference_source: null, reference_submission: null, window: null },
+    plausibility: {
+      status: 'unknown',
+      reference: null,
+      reference_source: null,
+      reference_submission: null,
+      window: null,
+    },
   });
   t.equal(payload.event, 'reading.completed');
   t.equal(new Date(payload.timestamp).toISOString(), payload.timestamp, 'ISO-8601 timestamp');
@@ -174,11 +219,17 @@ t.test('a failed reading is announced with its error; a rolled-back transaction 
   t.same(await deliveriesOf(meter.id), [], 'no delivery rows');
   const { rows } = await sql<{
     count: string;
-  }>`SELECT count(*) FROM pgboss.job WHERE name = 'deliver-webhook' AND data->>'deliveryId' NOT IN (SELECT id::text FROM webhook_deliveries)`.execute(db);
+  }>`SELECT count(*) FROM pgboss.job WHERE name = 'deliver-webhook' AND data->>'deliveryId' NOT IN (SELECT id::text FROM webhook_deliveries)`.execute(
+    db,
+  );
   t.equal(rows[0].count, '0', 'no jobs for deliveries that do not exist');
 
   const [row] = await notifyCommitted(failed);
-  t.same(JSON.parse(row.payload_text).data, { reference_id: meter.reference_id, error: { code: 'unreadable', message: 'No digits' }, needs_review: true });
+  t.same(JSON.parse(row.payload_text).data, {
+    reference_id: meter.reference_id,
+    error: { code: 'unreadable', message: 'No digits' },
+    needs_review: true,
+  });
   t.equal(row.event_type, 'reading.failed');
 });
 
@@ -191,8 +242,17 @@ t.test('a delivery is signed so that the standardwebhooks package verifies it, a
   t.equal(request.body, row.payload_text, 'the stored payload bytes are sent');
   t.equal(request.headers['content-type'], 'application/json');
   t.equal(request.headers['webhook-id'], row.event_id);
-  t.same(new Webhook(endpoint.secret).verify(request.body, request.headers as Record<string, string>), JSON.parse(row.payload_text));
-  t.match(await delivery(row.id), { status: 'delivered', attempt_count: 1, last_status_code: 204, last_error: null, next_attempt_at: null });
+  t.same(
+    new Webhook(endpoint.secret).verify(request.body, request.headers as Record<string, string>),
+    JSON.parse(row.payload_text),
+  );
+  t.match(await delivery(row.id), {
+    status: 'delivered',
+    attempt_count: 1,
+    last_status_code: 204,
+    last_error: null,
+    next_attempt_at: null,
+  });
   t.ok((await delivery(row.id)).delivered_at);
   t.match(await attempts(row.id), [{ attempt: 1, status_code: 204, error: null }]);
 
@@ -214,16 +274,26 @@ t.test('a 500 is recorded and retried on the schedule with the same webhook-id',
   });
   t.match(await attempts(row.id), [{ attempt: 1, status_code: 500, error: /HTTP 500/ }]);
   const delay = await scheduledDelaySeconds(row.id);
-  t.ok(delay >= WEBHOOK_RETRY_DELAYS_SECONDS[0] && delay < WEBHOOK_RETRY_DELAYS_SECONDS[0] + 5, `next attempt ${delay} s after the first`);
+  t.ok(
+    delay >= WEBHOOK_RETRY_DELAYS_SECONDS[0] && delay < WEBHOOK_RETRY_DELAYS_SECONDS[0] + 5,
+    `next attempt ${delay} s after the first`,
+  );
   const scheduled = await jobs(row.id);
   t.equal(scheduled.length, 2, 'the first job and the retry');
-  t.equal(scheduled[1].start_after.getTime(), (await delivery(row.id)).next_attempt_at!.getTime(), 'pg-boss starts the retry then');
+  t.equal(
+    scheduled[1].start_after.getTime(),
+    (await delivery(row.id)).next_attempt_at!.getTime(),
+    'pg-boss starts the retry then',
+  );
 
   await deliverWebhook(deps, row.id);
   const [first, second] = requestsTo('/deliver/500');
   t.equal(second.headers['webhook-id'], first.headers['webhook-id'], 'webhook-id is stable across retries');
   t.equal(second.body, first.body);
-  t.same(new Webhook(endpoint.secret).verify(second.body, second.headers as Record<string, string>), JSON.parse(row.payload_text));
+  t.same(
+    new Webhook(endpoint.secret).verify(second.body, second.headers as Record<string, string>),
+    JSON.parse(row.payload_text),
+  );
   t.match(await delivery(row.id), { status: 'delivered', attempt_count: 2, last_status_code: 204, last_error: null });
   t.same(
     (await attempts(row.id)).map((attempt) => attempt.status_code),
@@ -234,7 +304,12 @@ t.test('a 500 is recorded and retried on the schedule with the same webhook-id',
 t.test('a Retry-After longer than the step is honoured, as seconds or as an HTTP-date', async (t) => {
   await addEndpoint('/deliver/retry-after');
   const inAnHour = new Date(Date.now() + 3600_000).toUTCString();
-  answer('/deliver/retry-after', status(429, { 'retry-after': '120' }), status(503, { 'retry-after': inAnHour }), status(503, { 'retry-after': '1' }));
+  answer(
+    '/deliver/retry-after',
+    status(429, { 'retry-after': '120' }),
+    status(503, { 'retry-after': inAnHour }),
+    status(503, { 'retry-after': '1' }),
+  );
   const [row] = await notifyCommitted(await completedOutcome());
 
   await deliverWebhook(deps, row.id);
@@ -245,7 +320,10 @@ t.test('a Retry-After longer than the step is honoured, as seconds or as an HTTP
   t.ok(afterDate >= 3590 && afterDate < 3605, `Retry-After: <date in an hour> → ${afterDate} s`);
   await deliverWebhook(deps, row.id);
   const shorter = await scheduledDelaySeconds(row.id);
-  t.ok(shorter >= WEBHOOK_RETRY_DELAYS_SECONDS[2] && shorter < WEBHOOK_RETRY_DELAYS_SECONDS[2] + 5, `a shorter Retry-After keeps the step: ${shorter} s`);
+  t.ok(
+    shorter >= WEBHOOK_RETRY_DELAYS_SECONDS[2] && shorter < WEBHOOK_RETRY_DELAYS_SECONDS[2] + 5,
+    `a shorter Retry-After keeps the step: ${shorter} s`,
+  );
 });
 
 t.test('410 Gone disables the endpoint; its other pending deliveries then fail without a request', async (t) => {
@@ -256,12 +334,20 @@ t.test('410 Gone disables the endpoint; its other pending deliveries then fail w
 
   await deliverWebhook(deps, first.id);
   t.match(await delivery(first.id), { status: 'failed', last_status_code: 410, next_attempt_at: null });
-  const endpoint = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', first.endpoint_id).executeTakeFirstOrThrow();
+  const endpoint = await db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', first.endpoint_id)
+    .executeTakeFirstOrThrow();
   t.match(endpoint, { enabled: false, disabled_reason: /410 Gone/ });
   t.equal((await jobs(first.id)).length, 1, 'no retry');
 
   await deliverWebhook(deps, second.id);
-  t.match(await delivery(second.id), { status: 'failed', attempt_count: 0, last_error: /^Endpoint disabled: .*410 Gone/ });
+  t.match(await delivery(second.id), {
+    status: 'failed',
+    attempt_count: 0,
+    last_error: /^Endpoint disabled: .*410 Gone/,
+  });
   t.equal(requestsTo('/deliver/gone').length, 1);
 });
 
@@ -279,7 +365,12 @@ t.test('the retry schedule spans about 3 days, then the delivery fails', async (
   }
   await deliverWebhook(deps, row.id);
   const attemptCount = WEBHOOK_RETRY_DELAYS_SECONDS.length + 1;
-  t.match(await delivery(row.id), { status: 'failed', attempt_count: attemptCount, last_status_code: 500, next_attempt_at: null });
+  t.match(await delivery(row.id), {
+    status: 'failed',
+    attempt_count: attemptCount,
+    last_status_code: 500,
+    next_attempt_at: null,
+  });
   t.equal((await attempts(row.id)).length, attemptCount);
   t.equal((await jobs(row.id)).length, attemptCount, 'no job after the last attempt');
   await deliverWebhook(deps, row.id);
@@ -291,7 +382,12 @@ t.test('a receiver that does not answer in time is recorded as a timeout', async
   answer('/deliver/slow', () => {});
   const [row] = await notifyCommitted(await completedOutcome());
   await deliverWebhook(deps, row.id);
-  t.match(await delivery(row.id), { status: 'pending', attempt_count: 1, last_status_code: null, last_error: 'No answer within 300 ms' });
+  t.match(await delivery(row.id), {
+    status: 'pending',
+    attempt_count: 1,
+    last_status_code: null,
+    last_error: 'No answer within 300 ms',
+  });
   t.match(await attempts(row.id), [{ attempt: 1, status_code: null, error: 'No answer within 300 ms' }]);
 });
 
@@ -306,7 +402,12 @@ t.test('without WEBHOOK_ALLOW_PRIVATE, a delivery to a private address is refuse
     await deliverWebhook(strict, row.id);
     t.match(
       await delivery(row.id),
-      { status: 'pending', attempt_count: 1, last_status_code: null, last_error: /^Refused to connect to .*non-public address/ },
+      {
+        status: 'pending',
+        attempt_count: 1,
+        last_status_code: null,
+        last_error: /^Refused to connect to .*non-public address/,
+      },
       url,
     );
     t.match(await attempts(row.id), [{ attempt: 1, error: /Refused/ }]);
@@ -314,28 +415,39 @@ t.test('without WEBHOOK_ALLOW_PRIVATE, a delivery to a private address is refuse
   t.equal(requestsTo('/deliver/private').length, 0, 'no request reached the receiver');
 });
 
-t.test('redeliver resends a delivered or failed delivery with the same webhook-id, for its own account only', async (t) => {
-  await addEndpoint('/redeliver');
-  const [row] = await notifyCommitted(await completedOutcome());
-  await deliverWebhook(deps, row.id);
-  const otherAccount = (await db.insertInto('accounts').values({ name: 'Someone else' }).returning('id').executeTakeFirstOrThrow()).id;
+t.test(
+  'redeliver resends a delivered or failed delivery with the same webhook-id, for its own account only',
+  async (t) => {
+    await addEndpoint('/redeliver');
+    const [row] = await notifyCommitted(await completedOutcome());
+    await deliverWebhook(deps, row.id);
+    const otherAccount = (
+      await db.insertInto('accounts').values({ name: 'Someone else' }).returning('id').executeTakeFirstOrThrow()
+    ).id;
 
-  await t.rejects(redeliver(db, boss, otherAccount, row.id), { name: 'DomainError', kind: 'not_found' });
-  await t.rejects(redeliver(db, boss, accountId, 'nope'), { name: 'DomainError', kind: 'not_found' });
-  await redeliver(db, boss, accountId, row.id);
-  t.match(await delivery(row.id), { status: 'pending', delivered_at: null });
-  t.equal((await jobs(row.id)).length, 2);
-  await t.rejects(redeliver(db, boss, accountId, row.id), { name: 'DomainError', kind: 'invalid', message: /already scheduled/ });
+    await t.rejects(redeliver(db, boss, otherAccount, row.id), { name: 'DomainError', kind: 'not_found' });
+    await t.rejects(redeliver(db, boss, accountId, 'nope'), { name: 'DomainError', kind: 'not_found' });
+    await redeliver(db, boss, accountId, row.id);
+    t.match(await delivery(row.id), { status: 'pending', delivered_at: null });
+    t.equal((await jobs(row.id)).length, 2);
+    await t.rejects(redeliver(db, boss, accountId, row.id), {
+      name: 'DomainError',
+      kind: 'invalid',
+      message: /already scheduled/,
+    });
 
-  await deliverWebhook(deps, row.id);
-  const [first, second] = requestsTo('/redeliver');
-  t.equal(second.headers['webhook-id'], first.headers['webhook-id']);
-  t.match(await delivery(row.id), { status: 'delivered', attempt_count: 2 });
-});
+    await deliverWebhook(deps, row.id);
+    const [first, second] = requestsTo('/redeliver');
+    t.equal(second.headers['webhook-id'], first.headers['webhook-id']);
+    t.match(await delivery(row.id), { status: 'delivered', attempt_count: 2 });
+  },
+);
 
 t.test('sendTestEvent sends a webhook.test event to one enabled endpoint of the account', async (t) => {
   const endpoint = await addEndpoint('/test-event', { events: ['reading.failed'] });
-  const otherAccount = (await db.insertInto('accounts').values({ name: 'Stranger' }).returning('id').executeTakeFirstOrThrow()).id;
+  const otherAccount = (
+    await db.insertInto('accounts').values({ name: 'Stranger' }).returning('id').executeTakeFirstOrThrow()
+  ).id;
   await t.rejects(sendTestEvent(db, boss, otherAccount, endpoint.id), { name: 'DomainError', kind: 'not_found' });
 
   const { deliveryId } = await sendTestEvent(db, boss, accountId, endpoint.id);
@@ -348,12 +460,23 @@ t.test('sendTestEvent sends a webhook.test event to one enabled endpoint of the 
   const usage = await sendTestEvent(db, boss, accountId, endpoint.id, 'usage.limit_reached');
   t.match(await delivery(usage.deliveryId), {
     event_type: 'usage.limit_reached',
-    payload: { event: 'usage.limit_reached', data: { test: true, month: /^\d{4}-\d{2}$/, count: Number, limit: Number, plan: String } },
+    payload: {
+      event: 'usage.limit_reached',
+      data: { test: true, month: /^\d{4}-\d{2}$/, count: Number, limit: Number, plan: String },
+    },
   });
-  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id, 'nonsense'), { name: 'DomainError', kind: 'invalid', message: /Unknown event kind/ });
+  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id, 'nonsense'), {
+    name: 'DomainError',
+    kind: 'invalid',
+    message: /Unknown event kind/,
+  });
 
   await db.updateTable('webhook_endpoints').set({ enabled: false }).where('id', '=', endpoint.id).execute();
-  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id), { name: 'DomainError', kind: 'invalid', message: /disabled/ });
+  await t.rejects(sendTestEvent(db, boss, accountId, endpoint.id), {
+    name: 'DomainError',
+    kind: 'invalid',
+    message: /disabled/,
+  });
 });
 
 t.test("each attempt keeps the start of the receiver's answer; none when no answer came", async (t) => {
@@ -370,7 +493,10 @@ t.test("each attempt keeps the start of the receiver's answer; none when no answ
   await deliverWebhook(deps, row.id);
   const [bad, silent, ok] = await attempts(row.id);
   t.equal(bad.status_code, 502);
-  t.equal(bad.response_body_start, Array.from(page.replace('\u0000', '\uFFFD')).slice(0, RESPONSE_BODY_START_CHARACTERS).join(''));
+  t.equal(
+    bad.response_body_start,
+    Array.from(page.replace('\u0000', '\uFFFD')).slice(0, RESPONSE_BODY_START_CHARACTERS).join(''),
+  );
   t.equal(Array.from(bad.response_body_start!).length, RESPONSE_BODY_START_CHARACTERS, 'characters, not bytes');
   t.match(silent, { status_code: null, error: 'No answer within 300 ms', response_body_start: null });
   t.match(ok, { status_code: 204, response_body_start: '' });
@@ -383,7 +509,12 @@ t.test("an edited URL takes the endpoint's pending deliveries at their next atte
   await deliverWebhook(deps, row.id);
   t.match(await delivery(row.id), { status: 'pending', attempt_count: 1 });
 
-  await updateWebhookEndpoint(db, config, { accountId, id: endpoint.id, url: receiverUrl('/edit/new'), events: ['reading.completed'] });
+  await updateWebhookEndpoint(db, config, {
+    accountId,
+    id: endpoint.id,
+    url: receiverUrl('/edit/new'),
+    events: ['reading.completed'],
+  });
   await deliverWebhook(deps, row.id);
   t.equal(requestsTo('/edit/old').length, 1);
   t.equal(requestsTo('/edit/new').length, 1, 'the retry went to the new URL');
@@ -391,41 +522,63 @@ t.test("an edited URL takes the endpoint's pending deliveries at their next atte
   t.match(await delivery(row.id), { status: 'delivered', attempt_count: 2 });
 });
 
-t.test('deleting an endpoint ends its pending deliveries visibly and keeps its history; a queued attempt sends nothing', async (t) => {
-  const endpoint = await addEndpoint('/delete/me');
-  answer('/delete/me', status(503), status(204), status(503));
-  const [done] = await notifyCommitted(await completedOutcome());
-  await deliverWebhook(deps, done.id);
-  await deliverWebhook(deps, done.id);
-  const [pending] = await notifyCommitted(await completedOutcome());
-  await deliverWebhook(deps, pending.id);
-  t.match(await delivery(pending.id), { status: 'pending', attempt_count: 1 });
+t.test(
+  'deleting an endpoint ends its pending deliveries visibly and keeps its history; a queued attempt sends nothing',
+  async (t) => {
+    const endpoint = await addEndpoint('/delete/me');
+    answer('/delete/me', status(503), status(204), status(503));
+    const [done] = await notifyCommitted(await completedOutcome());
+    await deliverWebhook(deps, done.id);
+    await deliverWebhook(deps, done.id);
+    const [pending] = await notifyCommitted(await completedOutcome());
+    await deliverWebhook(deps, pending.id);
+    t.match(await delivery(pending.id), { status: 'pending', attempt_count: 1 });
 
-  const otherAccount = (await db.insertInto('accounts').values({ name: 'Not the owner' }).returning('id').executeTakeFirstOrThrow()).id;
-  await t.rejects(deleteWebhookEndpoint(db, otherAccount, endpoint.id), { name: 'DomainError', kind: 'not_found' });
-  t.same(await deleteWebhookEndpoint(db, accountId, endpoint.id), { url: receiverUrl('/delete/me'), endedDeliveries: 1 });
+    const otherAccount = (
+      await db.insertInto('accounts').values({ name: 'Not the owner' }).returning('id').executeTakeFirstOrThrow()
+    ).id;
+    await t.rejects(deleteWebhookEndpoint(db, otherAccount, endpoint.id), { name: 'DomainError', kind: 'not_found' });
+    t.same(await deleteWebhookEndpoint(db, accountId, endpoint.id), {
+      url: receiverUrl('/delete/me'),
+      endedDeliveries: 1,
+    });
 
-  t.notOk(await db.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).executeTakeFirst(), 'the endpoint is gone');
-  t.match(await delivery(pending.id), {
-    status: 'failed',
-    next_attempt_at: null,
-    endpoint_id: null,
-    account_id: accountId,
-    deleted_endpoint_url: receiverUrl('/delete/me'),
-    last_error: 'Endpoint deleted by the account before this delivery succeeded',
-  });
-  t.match(await delivery(done.id), { status: 'delivered', endpoint_id: null, deleted_endpoint_url: receiverUrl('/delete/me') }, 'past deliveries stay');
-  t.equal((await attempts(done.id)).length, 2, 'with their attempts');
+    t.notOk(
+      await db.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).executeTakeFirst(),
+      'the endpoint is gone',
+    );
+    t.match(await delivery(pending.id), {
+      status: 'failed',
+      next_attempt_at: null,
+      endpoint_id: null,
+      account_id: accountId,
+      deleted_endpoint_url: receiverUrl('/delete/me'),
+      last_error: 'Endpoint deleted by the account before this delivery succeeded',
+    });
+    t.match(
+      await delivery(done.id),
+      { status: 'delivered', endpoint_id: null, deleted_endpoint_url: receiverUrl('/delete/me') },
+      'past deliveries stay',
+    );
+    t.equal((await attempts(done.id)).length, 2, 'with their attempts');
 
-  await deliverWebhook(deps, pending.id);
-  t.equal(requestsTo('/delete/me').length, 3, 'the retry pg-boss still holds sends nothing');
-  await t.rejects(redeliver(db, boss, accountId, done.id), { name: 'DomainError', kind: 'not_found' }, 'nothing to redeliver to');
-});
+    await deliverWebhook(deps, pending.id);
+    t.equal(requestsTo('/delete/me').length, 3, 'the retry pg-boss still holds sends nothing');
+    await t.rejects(
+      redeliver(db, boss, accountId, done.id),
+      { name: 'DomainError', kind: 'not_found' },
+      'nothing to redeliver to',
+    );
+  },
+);
 
 /** Resolves once this many sessions wait for a lock. */
 async function lockWaiters(count: number): Promise<void> {
   const waiting = async () =>
-    Number((await sql<{ count: string }>`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`.execute(db)).rows[0].count);
+    Number(
+      (await sql<{ count: string }>`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`.execute(db))
+        .rows[0].count,
+    );
   while ((await waiting()) < count) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
@@ -433,7 +586,11 @@ async function lockWaiters(count: number): Promise<void> {
  * Deletes the endpoint while another transaction holds one of its deliveries, so that the deletion
  * waits there with the endpoint's row locked; `meanwhile` runs then, and waits for the deletion.
  */
-async function deleteHeldUp<T>(endpointId: string, heldDeliveryId: string, meanwhile: () => Promise<T>): Promise<PromiseSettledResult<T>> {
+async function deleteHeldUp<T>(
+  endpointId: string,
+  heldDeliveryId: string,
+  meanwhile: () => Promise<T>,
+): Promise<PromiseSettledResult<T>> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let held!: () => void;
@@ -457,7 +614,11 @@ t.test('an event queued while its endpoint is being deleted skips the endpoint; 
   const [earlier] = await notifyCommitted(await completedOutcome());
   const outcome = await completedOutcome();
   const announced = await deleteHeldUp(endpoint.id, earlier.id, () => notifyCommitted(outcome));
-  t.same(announced, { status: 'fulfilled', value: [] }, 'no delivery for the deleted endpoint, and no foreign-key error');
+  t.same(
+    announced,
+    { status: 'fulfilled', value: [] },
+    'no delivery for the deleted endpoint, and no foreign-key error',
+  );
   t.match(await delivery(earlier.id), { status: 'failed', endpoint_id: null });
 });
 

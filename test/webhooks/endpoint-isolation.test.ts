@@ -13,13 +13,21 @@ t.test("a receiver that never answers does not delay another account's webhooks"
   const slowEvents = 24;
   receiver.answer('/slow', ...Array<Answer>(slowEvents * 2).fill(neverAnswers));
   const [slowAccount, otherAccount] = [await createCustomer(service.db), await createCustomer(service.db)];
-  const slow = await addWebhookEndpoint(service.db, service.config, { accountId: slowAccount.accountId, url: `${receiver.url}/slow` });
-  const other = await addWebhookEndpoint(service.db, service.config, { accountId: otherAccount.accountId, url: `${receiver.url}/other` });
+  const slow = await addWebhookEndpoint(service.db, service.config, {
+    accountId: slowAccount.accountId,
+    url: `${receiver.url}/slow`,
+  });
+  const other = await addWebhookEndpoint(service.db, service.config, {
+    accountId: otherAccount.accountId,
+    url: `${receiver.url}/other`,
+  });
 
   // Queued as any event is: test events are limited per endpoint and minute.
   await service.db.transaction().execute(async (tx) => {
     for (let i = 0; i < slowEvents; i++) {
-      await queueEvent(tx, service.boss, { type: 'reading.completed', data: { index: i }, meterId: null }, (eb) => eb('id', '=', slow.id));
+      await queueEvent(tx, service.boss, { type: 'reading.completed', data: { index: i }, meterId: null }, (eb) =>
+        eb('id', '=', slow.id),
+      );
     }
   });
   await waitFor(
@@ -36,5 +44,8 @@ t.test("a receiver that never answers does not delay another account's webhooks"
 
   const delayMs = delivered.receivedAt - sentAt;
   t.ok(delayMs < 1000, `the other account's webhook arrived ${delayMs} ms after it was sent`);
-  t.ok(receiver.requestsTo('/slow').length <= service.config.webhookEndpointConcurrency, 'the silent receiver holds at most its share of attempts');
+  t.ok(
+    receiver.requestsTo('/slow').length <= service.config.webhookEndpointConcurrency,
+    'the silent receiver holds at most its share of attempts',
+  );
 });

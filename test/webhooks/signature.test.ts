@@ -17,5 +17,8 @@ t.test('a receiver using the standardwebhooks package verifies our signature', a
 t.test('the signature matches the package’s own signing for the same id, timestamp and body', async (t) => {
   const secret = newWebhookSecret();
   const timestamp = 1_700_000_000;
-  t.equal(signWebhook(secret, 'msg_2', timestamp, '{}'), new Webhook(secret).sign('msg_2', new Date(timestamp * 1000), '{}'));
+  t.equal(
+    signWebhook(secret, 'msg_2', timestamp, '{}'),
+    new Webhook(secret).sign('msg_2', new Date(timestamp * 1000), '{}'),
+  );
 });

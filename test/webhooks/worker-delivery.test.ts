@@ -29,15 +29,31 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
   const receiver = await startWebhookReceiver(200);
   t.teardown(receiver.close);
 
-  const accountId = (await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()).id;
+  const accountId = (
+    await db.insertInto('accounts').values({ name: 'Waterworks' }).returning('id').executeTakeFirstOrThrow()
+  ).id;
   const apiKey = await db
     .insertInto('api_keys')
-    .values({ account_id: accountId, project_name: 'Test', key_sha256: 'b'.repeat(64), display_prefix: 'ml_', display_suffix: 'bbbb' })
+    .values({
+      account_id: accountId,
+      project_name: 'Test',
+      key_sha256: 'b'.repeat(64),
+      display_prefix: 'ml_',
+      display_suffix: 'bbbb',
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const meter = await db
     .insertInto('meters')
-    .values({ account_id: accountId, api_key_id: apiKey.id, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
+    .values({
+      account_id: accountId,
+      api_key_id: apiKey.id,
+      mode: 'async',
+      error_code: null,
+      error_message: null,
+      started_at: null,
+      finished_at: null,
+    })
     .returning(['id', 'reference_id'])
     .executeTakeFirstOrThrow();
   const { secret } = await addWebhookEndpoint(db, config, {
@@ -60,6 +76,10 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
     data: { reference_id: meter.reference_id, error: { code: 'unreadable' } },
   });
   await jobDone;
-  const delivery = await db.selectFrom('webhook_deliveries').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
+  const delivery = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('meter_id', '=', meter.id)
+    .executeTakeFirstOrThrow();
   t.match(delivery, { status: 'delivered', attempt_count: 1, last_status_code: 200 }, 'recorded by the queue handler');
 });

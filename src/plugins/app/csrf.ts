@@ -16,7 +16,11 @@ declare module 'fastify' {
 
 /** Raised for a state-changing request without the right token; shown as 403. */
 function csrfRefused(): DomainError {
-  return new DomainError('refused', CSRF_FIELD, 'The form has expired or did not come from this site. Go back, reload the page and try again.');
+  return new DomainError(
+    'refused',
+    CSRF_FIELD,
+    'The form has expired or did not come from this site. Go back, reload the page and try again.',
+  );
 }
 
 /**

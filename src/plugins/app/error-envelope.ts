@@ -9,7 +9,13 @@ import { REQUEST_ID_HEADER } from './request-id.ts';
 import { ANSWER_HEADERS, secureAnswer } from './security-headers.ts';
 
 /** The API's status of each kind of error; it refuses a key, a subscription or the usage with 422, as documented. */
-export const API_STATUS: Record<ErrorKind, number> = { invalid: 422, not_found: 404, conflict: 409, refused: 422, unavailable: 503 };
+export const API_STATUS: Record<ErrorKind, number> = {
+  invalid: 422,
+  not_found: 404,
+  conflict: 409,
+  refused: 422,
+  unavailable: 503,
+};
 
 export function httpStatus(error: DomainError, statuses: Record<ErrorKind, number> = API_STATUS): number {
   return error.status ?? statuses[error.kind];
@@ -113,7 +119,9 @@ export default fp(async (app: FastifyInstance) => {
     if (error.code?.startsWith('FST_') && error.statusCode && error.statusCode < 500) {
       const field = error.code.includes('MULTIPART') || error.code.includes('FILE') ? 'image' : 'request';
       // An upload over a multipart limit is the documented 422 `image`; a JSON body over Fastify's bodyLimit stays a 413.
-      reply.code(field === 'image' && error.statusCode === 413 ? 422 : error.statusCode).send(errorBody(field, error.message));
+      reply
+        .code(field === 'image' && error.statusCode === 413 ? 422 : error.statusCode)
+        .send(errorBody(field, error.message));
       return;
     }
     if (answeredDatabaseOutage(error, request, reply)) {

@@ -14,7 +14,10 @@ export default fp(async (app) => {
   });
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;
-    return reply.code(503).header('retry-after', '1').send(errorBody('server', 'The service is shutting down: retry the request'));
+    return reply
+      .code(503)
+      .header('retry-after', '1')
+      .send(errorBody('server', 'The service is shutting down: retry the request'));
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

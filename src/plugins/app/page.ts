@@ -33,7 +33,15 @@ export default fp(async (app) => {
   app.decorateReply('page', function (this: FastifyReply, template: string, data: Record<string, unknown> = {}) {
     const request = this.request;
     this.header('cache-control', 'no-store');
-    return this.view(template, { user: request.user, csrfToken: request.csrfToken(this), signupOpen, format, error: null, section: template, ...data });
+    return this.view(template, {
+      user: request.user,
+      csrfToken: request.csrfToken(this),
+      signupOpen,
+      format,
+      error: null,
+      section: template,
+      ...data,
+    });
   });
 });
 

@@ -33,8 +33,18 @@ old name of \`starting_after\`.`;
 const WEBHOOK_HEADERS = [
   { name: 'webhook-id', description: 'The event’s id, the same on every retry of it' },
   { name: 'webhook-timestamp', description: 'Unix seconds when this attempt was signed' },
-  { name: 'webhook-signature', description: '`v1,<base64 HMAC-SHA256>` of `id.timestamp.body` with the endpoint’s `whsec_…` secret (Standard Webhooks)' },
-].map(({ name, description }) => ({ name, in: 'header', required: true, description, schema: { type: 'string' as const } }));
+  {
+    name: 'webhook-signature',
+    description:
+      '`v1,<base64 HMAC-SHA256>` of `id.timestamp.body` with the endpoint’s `whsec_…` secret (Standard Webhooks)',
+  },
+].map(({ name, description }) => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema: { type: 'string' as const },
+}));
 
 /** An event as it is POSTed to the client's endpoints (OpenAPI 3.1 `webhooks`). */
 function webhook({ summary, operationId, payload }: (typeof WEBHOOK_PAYLOADS)[number]) {
@@ -46,7 +56,12 @@ function webhook({ summary, operationId, payload }: (typeof WEBHOOK_PAYLOADS)[nu
       security: [],
       parameters: WEBHOOK_HEADERS,
       requestBody: { required: true, content: { 'application/json': { schema: { $ref: componentPointer(payload) } } } },
-      responses: { '2XX': { description: 'Delivered. Anything else is retried (5 s, 30 s, 2 min, … over about 3 days); 410 disables the endpoint' } },
+      responses: {
+        '2XX': {
+          description:
+            'Delivered. Anything else is retried (5 s, 30 s, 2 min, … over about 3 days); 410 disables the endpoint',
+        },
+      },
     },
   };
 }
@@ -60,10 +75,18 @@ function webhook({ summary, operationId, payload }: (typeof WEBHOOK_PAYLOADS)[nu
 export default fp(async (app: FastifyInstance) => {
   for (const schema of namedSchemas()) app.addSchema(schema);
   await app.register(swagger, {
-    refResolver: { buildLocalReference: (schema: { $id?: string }, _baseUri: unknown, _fragment: string, i: number) => schema.$id ?? `def-${i}` },
+    refResolver: {
+      buildLocalReference: (schema: { $id?: string }, _baseUri: unknown, _fragment: string, i: number) =>
+        schema.$id ?? `def-${i}`,
+    },
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Meterlens API', version: '1', description: DESCRIPTION, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
+      info: {
+        title: 'Meterlens API',
+        version: '1',
+        description: DESCRIPTION,
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+      },
       // Where this document is served: every deployment has its own address.
       servers: [{ url: '/' }],
       components: {
@@ -80,7 +103,9 @@ export default fp(async (app: FastifyInstance) => {
       return { schema: { ...validated, ...documentation, security: [{ bearerAuth: [] }] }, url };
     },
     transformObject: (document) =>
-      'openapiObject' in document ? withRequestIdHeaders(withRefusalsAroundRoutes(document.openapiObject)) : document.swaggerObject,
+      'openapiObject' in document
+        ? withRequestIdHeaders(withRefusalsAroundRoutes(document.openapiObject))
+        : document.swaggerObject,
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -102,9 +127,21 @@ interface Operation {
  * request-deadline, require-host, graceful-close and a database outage refuse a request before or
  * around its route (docs/api.md, "Errors").
  */
-const REFUSALS_AROUND_ROUTES: Array<{ status: string; description: string; applies?: (operation: Operation) => boolean }> = [
-  { status: '400', description: '`request`: not valid HTTP, an HTTP/1.1 request without Host, or a URL path that is not valid percent-encoding' },
-  { status: '408', description: '`request`: the headers or body did not arrive within REQUEST_TIMEOUT_SECONDS (60 s by default); the connection is closed' },
+const REFUSALS_AROUND_ROUTES: Array<{
+  status: string;
+  description: string;
+  applies?: (operation: Operation) => boolean;
+}> = [
+  {
+    status: '400',
+    description:
+      '`request`: not valid HTTP, an HTTP/1.1 request without Host, or a URL path that is not valid percent-encoding',
+  },
+  {
+    status: '408',
+    description:
+      '`request`: the headers or body did not arrive within REQUEST_TIMEOUT_SECONDS (60 s by default); the connection is closed',
+  },
   {
     status: '413',
     description: '`request`: a JSON body over 1 MiB',
@@ -119,7 +156,8 @@ const REFUSALS_AROUND_ROUTES: Array<{ status: string; description: string; appli
   { status: '431', description: '`request`: headers over 16 KB; the connection is closed' },
   {
     status: '503',
-    description: '`server`: the process is shutting down (`Retry-After: 1`); `database`: the database cannot be reached (`Retry-After: 10`)',
+    description:
+      '`server`: the process is shutting down (`Retry-After: 1`); `database`: the database cannot be reached (`Retry-After: 10`)',
   },
 ];
 

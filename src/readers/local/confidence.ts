@@ -86,7 +86,10 @@ export function logitOf(points: number): number {
 }
 
 /** What the calibration weighs, in the order of its slopes: the logits of the product and of the weakest digit. */
-export function calibrationFeatures({ product, weakestDigit }: Pick<Sureness, 'product' | 'weakestDigit'>): [number, number] {
+export function calibrationFeatures({
+  product,
+  weakestDigit,
+}: Pick<Sureness, 'product' | 'weakestDigit'>): [number, number] {
   return [logitOf(product), logitOf(weakestDigit)];
 }
 
@@ -97,7 +100,10 @@ export function calibrate(sureness: Sureness, calibration: Calibration | undefin
   if (!calibration) return sureness.product;
   const [productLogit, weakestDigitLogit] = calibrationFeatures(sureness);
   const intercept = calibration.layoutIntercepts[sureness.layout] ?? calibration.intercept;
-  return 100 / (1 + Math.exp(-(calibration.slope * productLogit + calibration.weakestDigitSlope * weakestDigitLogit + intercept)));
+  return (
+    100 /
+    (1 + Math.exp(-(calibration.slope * productLogit + calibration.weakestDigitSlope * weakestDigitLogit + intercept)))
+  );
 }
 
 /** The calibration in `file`, checked; a file that is not one stops the model from loading. */

@@ -30,12 +30,17 @@ const DIGITS = [...'0123456789'].map((digit) => ALPHABET.indexOf(digit) + 1);
  * Best-path CTC decoding of per-step class probabilities (`steps` x `classes`, blank at index 0):
  * repeated classes collapse, blanks separate them. A character's probability is its peak over its run.
  */
-export function decodeCtc(probabilities: Float32Array, steps: number, classes: number): DecodedStrip & { logProbability: number } {
+export function decodeCtc(
+  probabilities: Float32Array,
+  steps: number,
+  classes: number,
+): DecodedStrip & { logProbability: number } {
   const path: number[] = [];
   let logProbability = 0;
   for (let step = 0; step < steps; step++) {
     let best = 0;
-    for (let index = 1; index < classes; index++) if (probabilities[step * classes + index]! > probabilities[step * classes + best]!) best = index;
+    for (let index = 1; index < classes; index++)
+      if (probabilities[step * classes + index]! > probabilities[step * classes + best]!) best = index;
     path.push(best);
     logProbability += Math.log(probabilities[step * classes + best]!);
   }
@@ -46,7 +51,12 @@ export function decodeCtc(probabilities: Float32Array, steps: number, classes: n
  * The most probable CTC path whose text fits `layout` (Viterbi over the layout's slots: each slot is one run of
  * a character, blanks may come between and around runs and must separate equal neighbours).
  */
-export function decodeInLayout(probabilities: Float32Array, steps: number, classes: number, layout: string): DecodedStrip & { logProbability: number } {
+export function decodeInLayout(
+  probabilities: Float32Array,
+  steps: number,
+  classes: number,
+  layout: string,
+): DecodedStrip & { logProbability: number } {
   const slots = [...layout].map((kind) => (kind === '.' ? [POINT] : DIGITS));
   const slotCount = slots.length;
   // State ids: `j` = blank after j slots (0..slotCount); slotCount + 1 + k * classes + c = slot k showing class c.
@@ -101,7 +111,8 @@ export function decodeInLayout(probabilities: Float32Array, steps: number, class
   }
 
   let end = slotCount;
-  for (const symbol of slots[slotCount - 1]!) if (score[charState(slotCount - 1, symbol)]! > score[end]!) end = charState(slotCount - 1, symbol);
+  for (const symbol of slots[slotCount - 1]!)
+    if (score[charState(slotCount - 1, symbol)]! > score[end]!) end = charState(slotCount - 1, symbol);
   const logProbability = score[end]!;
   const path = new Array<number>(steps);
   for (let step = steps - 1, state = end; step >= 0; step--) {
@@ -112,7 +123,12 @@ export function decodeInLayout(probabilities: Float32Array, steps: number, class
 }
 
 /** The model's reading in whichever of `layouts` (by default every trained one) it finds most probable. */
-export function readInLayouts(probabilities: Float32Array, steps: number, classes: number, layouts: string[] = LAYOUTS): LayoutReading {
+export function readInLayouts(
+  probabilities: Float32Array,
+  steps: number,
+  classes: number,
+  layouts: string[] = LAYOUTS,
+): LayoutReading {
   const free = decodeCtc(probabilities, steps, classes);
   const candidates = layouts.map((layout) => decodeInLayout(probabilities, steps, classes, layout));
   const best = candidates.reduce((a, b) => (b.logProbability > a.logProbability ? b : a));
@@ -147,10 +163,15 @@ export function combineReadings(readings: LayoutReading[], wheelVotes: number[][
   const wholeWheels = shape.split('.')[0]!.length;
 
   const digitDistributions = Array.from({ length: wheelCount }, (_, wheel) => {
-    const wheelReaderWeight = !wheelReaderVotes ? 0 : wheel < wholeWheels ? WHEEL_READER_WEIGHT.wholeUnits : WHEEL_READER_WEIGHT.fractional;
+    const wheelReaderWeight = !wheelReaderVotes
+      ? 0
+      : wheel < wholeWheels
+        ? WHEEL_READER_WEIGHT.wholeUnits
+        : WHEEL_READER_WEIGHT.fractional;
     return DIGITS.map(
       (_, digit) =>
-        (agreeing.reduce((sum, reading) => sum + reading.digitDistributions[wheel]![digit]!, 0) + wheelReaderWeight * (wheelVotes[wheel]?.[digit] ?? 0)) /
+        (agreeing.reduce((sum, reading) => sum + reading.digitDistributions[wheel]![digit]!, 0) +
+          wheelReaderWeight * (wheelVotes[wheel]?.[digit] ?? 0)) /
         (readings.length + wheelReaderWeight),
     );
   });
@@ -217,7 +238,10 @@ const READING = /^\d+(\.\d+)?$/;
  * that every digit (and the point) is right, taking them as independent, times how sure the model is of the
  * orientation and of the layout. Undefined when the text is not a number.
  */
-export function formatReading(strip: Omit<LayoutReading, 'digitDistributions'>, orientationProbability: number): FormattedReading | undefined {
+export function formatReading(
+  strip: Omit<LayoutReading, 'digitDistributions'>,
+  orientationProbability: number,
+): FormattedReading | undefined {
   if (!READING.test(strip.text)) return undefined;
   const allRight = [...strip.digitProbabilities, strip.pointProbability ?? 1].reduce((product, p) => product * p, 1);
   return {
@@ -243,7 +267,10 @@ export interface WheelRange {
  * `00123.999` with its units wheel rolling to 4 is thus `00124.000` or `00123.999`, never `00124.999`.
  * Undefined when no number of that many wheels is in the range.
  */
-export function mostProbableInRange(distributions: number[][], range: WheelRange): { digits: number[]; probability: number } | undefined {
+export function mostProbableInRange(
+  distributions: number[][],
+  range: WheelRange,
+): { digits: number[]; probability: number } | undefined {
   const wheels = distributions.length;
   const low = Math.max(0, Math.ceil(range.low));
   const high = Math.min(10 ** wheels - 1, Math.floor(range.high));
@@ -266,8 +293,18 @@ export function mostProbableInRange(distributions: number[][], range: WheelRange
       const carried = carry !== 'none' && seen === CARRY_FROM[carry] ? CARRY_TO[carry] : undefined;
       for (let digit = onLow ? lowDigits[wheel]! : 0; digit <= (onHigh ? highDigits[wheel]! : 9); digit++) {
         if (carried !== undefined && digit !== carried) continue;
-        const nextCarry = carried !== undefined ? carry : digit === (seen + 1) % 10 ? 'up' : digit === (seen + 9) % 10 ? 'down' : 'none';
-        const target = 4 * CARRIES.indexOf(nextCarry) + (onLow && digit === lowDigits[wheel] ? 1 : 0) + (onHigh && digit === highDigits[wheel] ? 2 : 0);
+        const nextCarry =
+          carried !== undefined
+            ? carry
+            : digit === (seen + 1) % 10
+              ? 'up'
+              : digit === (seen + 9) % 10
+                ? 'down'
+                : 'none';
+        const target =
+          4 * CARRIES.indexOf(nextCarry) +
+          (onLow && digit === lowDigits[wheel] ? 1 : 0) +
+          (onHigh && digit === highDigits[wheel] ? 2 : 0);
         const candidate = prefix + Math.log(Math.max(distribution[digit]!, 1e-12));
         if (candidate > next[target]!) {
           next[target] = candidate;
@@ -300,7 +337,10 @@ const CARRY_TO = { up: 0, down: 9 } as const;
  * The strip's most probable reading (on its wheels, in its layout) whose value in m³ lies between `min` and `max`:
  * the fractional wheels are the ones after the point. Undefined when its wheels cannot show such a value.
  */
-export function readWithinValues(strip: LayoutReading, values: { min: number; max: number }): LayoutReading | undefined {
+export function readWithinValues(
+  strip: LayoutReading,
+  values: { min: number; max: number },
+): LayoutReading | undefined {
   const unitsPerM3 = 10 ** (strip.text.split('.')[1]?.length ?? 0);
   // The tolerance keeps float products such as 0.1 * 1000 from moving an end by a unit.
   const range = { low: Math.ceil(values.min * unitsPerM3 - 1e-6), high: Math.floor(values.max * unitsPerM3 + 1e-6) };

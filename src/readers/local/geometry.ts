@@ -81,7 +81,11 @@ function fitWindow(region: number[], probabilities: Float32Array, width: number)
 }
 
 /** Connected regions of cells above the threshold with their probability mass, heaviest first. */
-function regionsAboveThreshold(probabilities: Float32Array, width: number, height: number): Array<{ cells: number[]; mass: number }> {
+function regionsAboveThreshold(
+  probabilities: Float32Array,
+  width: number,
+  height: number,
+): Array<{ cells: number[]; mass: number }> {
   const seen = new Uint8Array(width * height);
   const regions: Array<{ cells: number[]; mass: number }> = [];
   for (let start = 0; start < width * height; start++) {
@@ -185,7 +189,9 @@ function spanAround(first: number, last: number, count: number): [start: number,
  * from the rest move no wheel.
  */
 export function evenlySpaced(centres: number[]): { first: number; spacing: number } {
-  const spacing = median(centres.map((centre, i) => median(centres.flatMap((other, j) => (j === i ? [] : [(other - centre) / (j - i)])))));
+  const spacing = median(
+    centres.map((centre, i) => median(centres.flatMap((other, j) => (j === i ? [] : [(other - centre) / (j - i)])))),
+  );
   return { first: median(centres.map((centre, i) => centre - spacing * i)), spacing };
 }
 

@@ -16,7 +16,16 @@ import {
   type FormattedReading,
   type LayoutReading,
 } from './decode.ts';
-import { CALIBRATION_FILE, calibrate, layoutOf, givenLayouts, parseCalibration, shareOf, type Calibration, type ConfidenceEvidence } from './confidence.ts';
+import {
+  CALIBRATION_FILE,
+  calibrate,
+  layoutOf,
+  givenLayouts,
+  parseCalibration,
+  shareOf,
+  type Calibration,
+  type ConfidenceEvidence,
+} from './confidence.ts';
 import {
   isDiagonal,
   rectifyInto,
@@ -86,7 +95,10 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
     load(READER_FILES, STRIP_HEIGHT, STRIP_WIDTH),
   ]);
   const calibration = loadCalibration(modelDir);
-  return { read: (image, window, layout) => readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, calibration) };
+  return {
+    read: (image, window, layout) =>
+      readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, calibration),
+  };
 }
 
 /**
@@ -157,7 +169,8 @@ async function readMeter(
   const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
   if (pastWholeUnits) readings.push(pastWholeUnits);
   const free = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
-  if (!free?.formatted) throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
+  if (!free?.formatted)
+    throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const layouts = trainedLayoutsOf(layout);
   const best = await readInLayout(readers, photo, readings, free, layouts);
   const reading = (chosen: FormattedWindowReading, raw: object = {}): MeterReading => {
@@ -175,13 +188,22 @@ async function readMeter(
       model: MODEL_NAME,
       raw: { ...chosen.raw, candidates: candidates.length, evidence, ...raw },
       digitConfidences: chosen.formatted.digitConfidences,
-      counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [Math.round(x), Math.round(y)]),
+      counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [
+        Math.round(x),
+        Math.round(y),
+      ]),
     };
   };
-  const corrected = (judged: MeterReading): MeterReading => ({ ...judged, plausibility: 'corrected', unconstrainedReading: free.formatted.reading });
+  const corrected = (judged: MeterReading): MeterReading => ({
+    ...judged,
+    plausibility: 'corrected',
+    unconstrainedReading: free.formatted.reading,
+  });
   if (!window) return best === free ? reading(best) : corrected(reading(best));
   const inLayouts = layout ? readings.filter((candidate) => inLayoutsOf(candidate, layouts)) : readings;
-  const verdict = judgeWithinWindow(best, window, () => mostConfident(inLayouts.map((candidate) => readWithinWindow(candidate, window))));
+  const verdict = judgeWithinWindow(best, window, () =>
+    mostConfident(inLayouts.map((candidate) => readWithinWindow(candidate, window))),
+  );
   const windowFit = verdict.plausibility === 'ok' ? {} : { windowFit: verdict.windowFit };
   const judged = reading(verdict.chosen, windowFit);
   if (verdict.plausibility === 'implausible') return implausible(judged, verdict.reason);
@@ -243,7 +265,8 @@ async function readCandidates(readers: WindowReaders, photo: RgbImage, candidate
   for (const found of candidates) {
     const { wheelCentres, ...oriented } = await orientWindow(readers.stripReaders, photo, found);
     const cuts: WindowReading[] = [];
-    for (const window of windowsAroundWheels(oriented.window, wheelCentres)) cuts.push(await readWindow(readers, photo, { ...oriented, window }));
+    for (const window of windowsAroundWheels(oriented.window, wheelCentres))
+      cuts.push(await readWindow(readers, photo, { ...oriented, window }));
     readings.push(mostConfident(cuts) ?? cuts[0]!);
   }
   return readings;
@@ -305,7 +328,8 @@ async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): 
   ];
   const parts = origins.map(([left, top]) => ({ left, top, width, height }));
   const candidates: Window[] = [];
-  for (const localiser of localisers) for (const part of parts) candidates.push(...(await localise(localiser, photo, part)));
+  for (const localiser of localisers)
+    for (const part of parts) candidates.push(...(await localise(localiser, photo, part)));
   return candidates;
 }
 
@@ -318,14 +342,22 @@ const FRACTIONAL_WINDOW_WIDTH = 1.7;
  * The window is read again reaching past its right end to where three fractional wheels would be, cut to the wheels
  * the aligned reader finds there: that reading, when it is one of 5 + 3 wheels.
  */
-async function readPastWholeUnits(readers: WindowReaders, photo: RgbImage, chosen: FormattedWindowReading): Promise<FormattedWindowReading | undefined> {
+async function readPastWholeUnits(
+  readers: WindowReaders,
+  photo: RgbImage,
+  chosen: FormattedWindowReading,
+): Promise<FormattedWindowReading | undefined> {
   if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
   const reachingOn = spanOfWindow(chosen.window, -1, 2 * FRACTIONAL_WINDOW_WIDTH - 1);
-  const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [{ window: reachingOn, marginY: STRIP_MARGIN_Y }]);
+  const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [
+    { window: reachingOn, marginY: STRIP_MARGIN_Y },
+  ]);
   const { steps, classes, crops } = stripProbabilities(aligned!);
   const window = windowAroundWheels(reachingOn, wheelCentres(crops[0]!, steps, classes));
   const reading = await readWindow(readers, photo, { ...chosen.raw, window });
-  return reading.formatted && layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT ? (reading as FormattedWindowReading) : undefined;
+  return reading.formatted && layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT
+    ? (reading as FormattedWindowReading)
+    : undefined;
 }
 
 /**
@@ -341,16 +373,23 @@ const FRACTIONAL_WHEELS_FOUND = 20;
  * Toloka counters read as five wheels, four were read right as 5 + 3 and one misread at 60 fell to 51; BDCI's
  * five-wheel counters, read past their end at confidence 4 or less, keep their reading and lose at most a few points.
  */
-export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(wholeUnits: T, fractional: T): T {
+export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(
+  wholeUnits: T,
+  fractional: T,
+): T {
   const sameWholeUnits = fractional.formatted.reading.split('.')[0] === wholeUnits.formatted.reading;
   const fractionalWins =
-    fractional.formatted.confidence > wholeUnits.formatted.confidence || (sameWholeUnits && fractional.formatted.confidence >= FRACTIONAL_WHEELS_FOUND);
+    fractional.formatted.confidence > wholeUnits.formatted.confidence ||
+    (sameWholeUnits && fractional.formatted.confidence >= FRACTIONAL_WHEELS_FOUND);
   const [chosen, other] = fractionalWins ? [fractional, wholeUnits] : [wholeUnits, fractional];
   const share = chosen.formatted.confidence / (chosen.formatted.confidence + other.formatted.confidence);
   return {
     ...chosen,
     formatted: { ...chosen.formatted, confidence: chosen.formatted.confidence * share },
-    raw: { ...chosen.raw, otherLayout: { reading: other.formatted.reading, confidence: clampConfidence(other.formatted.confidence) } },
+    raw: {
+      ...chosen.raw,
+      otherLayout: { reading: other.formatted.reading, confidence: clampConfidence(other.formatted.confidence) },
+    },
   };
 }
 
@@ -363,7 +402,10 @@ export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' 
  * "Readers that disagree inside the window", chosen with a window of 60 m³; a month's physical window is some
  * 1 800 m³, the usual one about a household's month).
  */
-export function rivalsInsideWindow(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>, window: PlausibilityWindow): string[] {
+export function rivalsInsideWindow(
+  chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>,
+  window: PlausibilityWindow,
+): string[] {
   const { reading, value } = chosen.formatted;
   const { readerTexts, wheelReaderText } = chosen.raw;
   const wheelReaderReads = wheelReaderText.length === reading.replace('.', '').length;
@@ -371,7 +413,8 @@ export function rivalsInsideWindow(chosen: Pick<FormattedWindowReading, 'formatt
   for (const text of wheelReaderReads ? [...readerTexts, inLayout(reading, wheelReaderText)] : readerTexts) {
     const rival = parseReading(text);
     const usual = rival && (window.usualMax === undefined || rival.value <= window.usualMax);
-    if (rival && usual && !outsideWindowReason(rival, window) && Math.trunc(rival.value) !== Math.trunc(value)) rivals.add(text);
+    if (rival && usual && !outsideWindowReason(rival, window) && Math.trunc(rival.value) !== Math.trunc(value))
+      rivals.add(text);
   }
   return [...rivals];
 }
@@ -389,7 +432,10 @@ function confidenceEvidence(chosen: FormattedWindowReading, readings: WindowRead
   const text = chosen.formatted.reading;
   const layout = layoutOf(text);
   const candidateTexts = readings.map((candidate) => candidate.formatted?.reading ?? candidate.strip.text);
-  const layoutsAgreeing = shareOf([...candidateTexts, ...chosen.raw.readerTexts], (other) => layoutOf(other) === layout);
+  const layoutsAgreeing = shareOf(
+    [...candidateTexts, ...chosen.raw.readerTexts],
+    (other) => layoutOf(other) === layout,
+  );
   return {
     product: givenLayouts(chosen.formatted.confidence, layoutsAgreeing),
     weakestDigit: givenLayouts(100 * Math.min(...chosen.strip.digitProbabilities), layoutsAgreeing),
@@ -423,7 +469,8 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
   const windowFit = (inside?.formatted.confidence ?? 0) / Math.max(free.formatted.confidence, 1e-12);
   const insideConfidence = clampConfidence(inside?.formatted.confidence ?? 0);
   const fits = windowFit >= IMPLAUSIBLE_BELOW_WINDOW_FIT;
-  if (inside && fits && insideConfidence >= MIN_LOCAL_CONFIDENCE) return { plausibility: 'corrected', chosen: inside, windowFit };
+  if (inside && fits && insideConfidence >= MIN_LOCAL_CONFIDENCE)
+    return { plausibility: 'corrected', chosen: inside, windowFit };
   const mostProbableInside = `; the most probable reading inside the window, ${inside?.formatted.reading},`;
   const improbable = !inside
     ? ''
@@ -437,7 +484,8 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
 function mostConfident(readings: Array<WindowReading | undefined>): FormattedWindowReading | undefined {
   let best: FormattedWindowReading | undefined;
   for (const reading of readings) {
-    if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence)) best = reading as FormattedWindowReading;
+    if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence))
+      best = reading as FormattedWindowReading;
   }
   return best;
 }
@@ -471,14 +519,21 @@ export interface OrientedWindow {
  * The localiser cannot tell left from right: the strip readers' upside-down heads say which way round the counter
  * reads, from one crop each way at the margin they were trained with.
  */
-export async function orientWindow(stripReaders: ort.InferenceSession[], photo: RgbImage, found: Window): Promise<OrientedWindow> {
+export async function orientWindow(
+  stripReaders: ort.InferenceSession[],
+  photo: RgbImage,
+  found: Window,
+): Promise<OrientedWindow> {
   const windows = [found, turnWindow(found)];
   const bothWays = await readStrips(
     stripReaders,
     photo,
     windows.map((window) => ({ window, marginY: STRIP_MARGIN_Y })),
   );
-  const upsideDown = windows.map((_, w) => bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length);
+  const upsideDown = windows.map(
+    (_, w) =>
+      bothWays.reduce((sum, output) => sum + (output.upside_down!.data as Float32Array)[w]!, 0) / bothWays.length,
+  );
   const uprightBelief = [(1 - upsideDown[0]!) * upsideDown[1]!, (1 - upsideDown[1]!) * upsideDown[0]!];
   const chosen = uprightBelief[0]! >= uprightBelief[1]! ? 0 : 1;
   const { steps, classes, crops } = stripProbabilities(bothWays[ALIGNED_READER]!);
@@ -534,7 +589,10 @@ export async function readWindow(
   });
   // The wheel reader votes only on a layout of its WHEEL_COUNT wheels (combineReadings): not read for another.
   const [layout] = mostChosenLayout(readerStrips);
-  const wheelVotes = wheelReader && layout.replaceAll('.', '').length === WHEEL_COUNT ? await readWheels(wheelReader, photo, window) : [];
+  const wheelVotes =
+    wheelReader && layout.replaceAll('.', '').length === WHEEL_COUNT
+      ? await readWheels(wheelReader, photo, window)
+      : [];
   const strip = combineReadings(readerStrips, wheelVotes);
   return {
     window,
@@ -556,15 +614,25 @@ export async function readWindow(
  */
 async function readWheels(wheelReader: ort.InferenceSession, photo: RgbImage, window: Window): Promise<number[][]> {
   const size = 3 * WHEEL_HEIGHT * WHEEL_WIDTH;
-  const slices = WHEEL_SHIFTS.flatMap((shift) => Array.from({ length: WHEEL_COUNT }, (_, wheel) => sliceWindow(window, wheel + shift, WHEEL_COUNT)));
+  const slices = WHEEL_SHIFTS.flatMap((shift) =>
+    Array.from({ length: WHEEL_COUNT }, (_, wheel) => sliceWindow(window, wheel + shift, WHEEL_COUNT)),
+  );
   const crops = new Float32Array(slices.length * size);
-  slices.forEach((slice, index) => rectifyInto(photo, slice, WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, crops, index * size));
-  const output = await wheelReader.run({ wheels: new ort.Tensor('float32', crops, [slices.length, 3, WHEEL_HEIGHT, WHEEL_WIDTH]) });
+  slices.forEach((slice, index) =>
+    rectifyInto(photo, slice, WHEEL_MARGIN, WHEEL_MARGIN, WHEEL_WIDTH, WHEEL_HEIGHT, crops, index * size),
+  );
+  const output = await wheelReader.run({
+    wheels: new ort.Tensor('float32', crops, [slices.length, 3, WHEEL_HEIGHT, WHEEL_WIDTH]),
+  });
   const probabilities = output.probabilities!.data as Float32Array;
   const perShift = probabilities.length / WHEEL_SHIFTS.length;
-  const averaged = mean(WHEEL_SHIFTS.map((_, shift) => probabilities.subarray(shift * perShift, (shift + 1) * perShift)));
+  const averaged = mean(
+    WHEEL_SHIFTS.map((_, shift) => probabilities.subarray(shift * perShift, (shift + 1) * perShift)),
+  );
   const digits = averaged.length / WHEEL_COUNT;
-  return Array.from({ length: WHEEL_COUNT }, (_, wheel) => Array.from(averaged.subarray(wheel * digits, (wheel + 1) * digits)));
+  return Array.from({ length: WHEEL_COUNT }, (_, wheel) =>
+    Array.from(averaged.subarray(wheel * digits, (wheel + 1) * digits)),
+  );
 }
 
 /** The photo as RGB at the training scale, and the factor from its pixels back to the frame the caller sent. */
@@ -626,10 +694,13 @@ async function findWindows(
     for (let x = 0; x < info.width; x++) {
       const source = (y * info.width + x) * 3;
       const target = y * LOCALISER_INPUT + x;
-      for (let channel = 0; channel < 3; channel++) input[channel * plane + target] = data[source + channel]! / 255 - 0.5;
+      for (let channel = 0; channel < 3; channel++)
+        input[channel * plane + target] = data[source + channel]! / 255 - 0.5;
     }
   }
-  const output = await localiser.run({ image: new ort.Tensor('float32', input, [1, 3, LOCALISER_INPUT, LOCALISER_INPUT]) });
+  const output = await localiser.run({
+    image: new ort.Tensor('float32', input, [1, 3, LOCALISER_INPUT, LOCALISER_INPUT]),
+  });
   const logits = output.mask_logits!.data as Float32Array;
   const cells = LOCALISER_INPUT / LOCALISER_STRIDE;
   const toRegion = (LOCALISER_STRIDE * Math.max(region.width, region.height)) / LOCALISER_INPUT;
@@ -655,7 +726,9 @@ async function readStrips(
 ): Promise<ort.InferenceSession.ReturnType[]> {
   const stripSize = 3 * STRIP_HEIGHT * STRIP_WIDTH;
   const strips = new Float32Array(crops.length * stripSize);
-  crops.forEach(({ window, marginY }, index) => rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, index * stripSize));
+  crops.forEach(({ window, marginY }, index) =>
+    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, index * stripSize),
+  );
   const input = new ort.Tensor('float32', strips, [crops.length, 3, STRIP_HEIGHT, STRIP_WIDTH]);
   const outputs: ort.InferenceSession.ReturnType[] = [];
   for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));
@@ -663,12 +736,20 @@ async function readStrips(
 }
 
 /** A strip reader's per-step class probabilities, one array per strip of the batch. */
-function stripProbabilities(output: ort.InferenceSession.ReturnType): { steps: number; classes: number; crops: Float32Array[] } {
+function stripProbabilities(output: ort.InferenceSession.ReturnType): {
+  steps: number;
+  classes: number;
+  crops: Float32Array[];
+} {
   const [strips, steps, classes] = output.probabilities!.dims as number[];
   if (classes !== ALPHABET.length + 1) throw new ReaderError('unparseable', `reader model has ${classes} classes`);
   const data = output.probabilities!.data as Float32Array;
   const size = steps! * classes;
-  return { steps: steps!, classes, crops: Array.from({ length: strips! }, (_, index) => data.subarray(index * size, (index + 1) * size)) };
+  return {
+    steps: steps!,
+    classes,
+    crops: Array.from({ length: strips! }, (_, index) => data.subarray(index * size, (index + 1) * size)),
+  };
 }
 
 /** Element-wise mean of equally long arrays. */

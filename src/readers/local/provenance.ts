@@ -24,6 +24,8 @@ export function licenceLine(provenance: Provenance): string {
   const used = new Set(Object.values(provenance.files).flat());
   const restricted = [...used].map((id) => provenance.datasets[id]).filter((dataset) => !dataset?.commercialUse);
   if (restricted.length === 0) return `weights ${provenance.set}: learned only from data that allows commercial use`;
-  const sources = restricted.map((dataset) => (dataset ? `${dataset.name} (${dataset.licence})` : 'a dataset provenance.json does not describe'));
+  const sources = restricted.map((dataset) =>
+    dataset ? `${dataset.name} (${dataset.licence})` : 'a dataset provenance.json does not describe',
+  );
   return `weights ${provenance.set}: NOT for commercial use, learned from ${sources.join('; ')}`;
 }

@@ -27,7 +27,11 @@ try {
   const model = await loadMeterModel(modelDir, threads);
   port.on('message', async ({ id, image, window, layout }: ReadRequest) => {
     try {
-      post({ type: 'result', id, reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength), window, layout) });
+      post({
+        type: 'result',
+        id,
+        reading: await model.read(Buffer.from(image.buffer, image.byteOffset, image.byteLength), window, layout),
+      });
     } catch (error) {
       const kind = error instanceof ReaderError ? error.kind : 'unavailable';
       post({ type: 'error', id, kind, message: error instanceof Error ? error.message : String(error) });

@@ -40,7 +40,11 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const retryKey = idempotencyKey(request);
       // A retry of an accepted request is answered from its key's stored response, which a used-up
       // quota must not refuse; only its upload says whether it is that retry.
-      await checkUsage(key.monthlyUsage, plan, async () => retryKey !== undefined && (await isKeyTaken(db, key.accountId, retryKey)));
+      await checkUsage(
+        key.monthlyUsage,
+        plan,
+        async () => retryKey !== undefined && (await isKeyTaken(db, key.accountId, retryKey)),
+      );
       request.submitter = { key, plan };
     } catch (error) {
       discardRestOfBody(request.raw);
@@ -85,18 +89,29 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const context = await readContext(db, accepted.meterId);
     let result;
     try {
-      result = await readPhoto({ db, photos, config, readers }, accepted.meterId, { jpeg: null, upload: image.upload }, context);
+      result = await readPhoto(
+        { db, photos, config, readers },
+        accepted.meterId,
+        { jpeg: null, upload: image.upload },
+        context,
+      );
     } catch (error) {
       // Nothing was read: the bucket refused the upright JPEG. Taken back uncounted, answered as the bucket's 503.
       if (isPhotoStoreUnavailable(error) && (await withdrawSubmission(db, key.accountId, accepted))) throw error;
       const reason =
-        error instanceof ReadFailure ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'The reading failed unexpectedly' };
+        error instanceof ReadFailure
+          ? { code: error.code, message: error.message }
+          : { code: 'internal_error', message: 'The reading failed unexpectedly' };
       await recordFailure({ db, boss }, meter, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
     const readingId = await recordReading({ db, boss, config }, meter, result, context);
     if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
-    return { reference_id: accepted.referenceId, status: 'completed' as const, ...freshReadingResult(result, readingId, context) };
+    return {
+      reference_id: accepted.referenceId,
+      status: 'completed' as const,
+      ...freshReadingResult(result, readingId, context),
+    };
   });
 };
 
@@ -114,7 +129,10 @@ function syncReadError(reason: { code: string; message: string }, referenceId: s
     case 'invalid_image':
       return new DomainError('invalid', 'image', reason.message, { extra });
     case 'readers_unavailable':
-      return new DomainError('unavailable', 'reader', reason.message, { extra, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } });
+      return new DomainError('unavailable', 'reader', reason.message, {
+        extra,
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+      });
     default:
       return cause instanceof Error ? cause : new Error(String(cause));
   }

@@ -70,7 +70,8 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: MeterListQuery,
         response: {
           200: {
-            description: 'A page of submissions; with `Accept: text/csv` or `format=csv`, every matching submission as CSV, streamed',
+            description:
+              'A page of submissions; with `Accept: text/csv` or `format=csv`, every matching submission as CSV, streamed',
             content: { 'application/json': { schema: ref(MeterResultList) }, 'text/csv': { schema: MeterReadingsCsv } },
           },
           422: errorEnvelope(
@@ -94,7 +95,10 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
           .header('content-disposition', 'attachment; filename="meter-readings.csv"')
           .send(billingExport(db, account(request), listFilter(request.query)) as never);
       }
-      return meterResults(db, account(request), listFilter(request.query), { limit: limit ?? DEFAULT_LIST_LIMIT, startingAfter });
+      return meterResults(db, account(request), listFilter(request.query), {
+        limit: limit ?? DEFAULT_LIST_LIMIT,
+        startingAfter,
+      });
     },
   );
 };
@@ -107,7 +111,8 @@ function account(request: FastifyRequest): string {
 }
 
 const CREATED_AFTER_RULE = 'created_after must be an RFC 3339 date-time with its offset, such as 2026-11-01T00:00:00Z';
-const CREATED_BEFORE_RULE = 'created_before must be an RFC 3339 date-time with its offset, such as 2026-12-01T00:00:00Z';
+const CREATED_BEFORE_RULE =
+  'created_before must be an RFC 3339 date-time with its offset, such as 2026-12-01T00:00:00Z';
 
 /** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
 const LIST_QUERY_RULES = {
@@ -138,7 +143,13 @@ function listFilter(query: Static<typeof MeterListQuery>): SubmissionFilter {
     plausibility: query.plausibility,
     needsReview: query.needs_review,
     meterId: query.meter_id,
-    createdAfter: query.created_after === undefined ? undefined : instantField(query.created_after, 'created_after', CREATED_AFTER_RULE),
-    createdBefore: query.created_before === undefined ? undefined : instantField(query.created_before, 'created_before', CREATED_BEFORE_RULE),
+    createdAfter:
+      query.created_after === undefined
+        ? undefined
+        : instantField(query.created_after, 'created_after', CREATED_AFTER_RULE),
+    createdBefore:
+      query.created_before === undefined
+        ? undefined
+        : instantField(query.created_before, 'created_before', CREATED_BEFORE_RULE),
   };
 }

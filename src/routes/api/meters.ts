@@ -62,25 +62,41 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     request.apiKey = await authenticate(db, request.headers.authorization);
   });
 
-  app.get<{ Querystring: Static<typeof MetersQuery> }>('/meters', checkedQuery(MeterList, METERS_QUERY_RULES), async (request) => {
-    const { limit, starting_after: startingAfter, meter_id_prefix: prefix } = request.query;
-    const page = await meterList(db, apiKey(request).accountId, { limit: limit ?? DEFAULT_HISTORY_LIMIT, startingAfter, prefix });
-    return { data: page.meters.map(meterSummaryJson), has_more: page.nextCursor !== null, next_cursor: page.nextCursor };
-  });
+  app.get<{ Querystring: Static<typeof MetersQuery> }>(
+    '/meters',
+    checkedQuery(MeterList, METERS_QUERY_RULES),
+    async (request) => {
+      const { limit, starting_after: startingAfter, meter_id_prefix: prefix } = request.query;
+      const page = await meterList(db, apiKey(request).accountId, {
+        limit: limit ?? DEFAULT_HISTORY_LIMIT,
+        startingAfter,
+        prefix,
+      });
+      return {
+        data: page.meters.map(meterSummaryJson),
+        has_more: page.nextCursor !== null,
+        next_cursor: page.nextCursor,
+      };
+    },
+  );
 
-  app.get<HistoryRequest>('/meters/:meter_id/readings', checkedQuery(MeterHistory, HISTORY_QUERY_RULES), async (request) => {
-    const meterId = meterIdField(request.params.meter_id);
-    const limit = request.query.limit ?? DEFAULT_HISTORY_LIMIT;
-    const before = historyStart(request.query);
-    const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
-    if (!history) throw new DomainError('not_found', 'meter_id', `No meter "${meterId}" in your account`);
-    return {
-      meter_id: meterId,
-      readings: history.records.map(submissionJson),
-      has_more: history.nextBefore !== null,
-      next_cursor: history.nextBefore ? encodeCursor(history.nextBefore) : null,
-    };
-  });
+  app.get<HistoryRequest>(
+    '/meters/:meter_id/readings',
+    checkedQuery(MeterHistory, HISTORY_QUERY_RULES),
+    async (request) => {
+      const meterId = meterIdField(request.params.meter_id);
+      const limit = request.query.limit ?? DEFAULT_HISTORY_LIMIT;
+      const before = historyStart(request.query);
+      const history = await meterHistory(db, apiKey(request).accountId, meterId, { limit, before });
+      if (!history) throw new DomainError('not_found', 'meter_id', `No meter "${meterId}" in your account`);
+      return {
+        meter_id: meterId,
+        readings: history.records.map(submissionJson),
+        has_more: history.nextBefore !== null,
+        next_cursor: history.nextBefore ? encodeCursor(history.nextBefore) : null,
+      };
+    },
+  );
 
   /**
    * The meter's own max flow for its plausibility window (null: the account's) and its counter
@@ -95,34 +111,62 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
       max_flow_m3_per_hour: settings.maxFlow,
       effective_max_flow_m3_per_hour: settings.effectiveMaxFlow,
       layout: settings.layout && layoutJson(settings.layout),
-      effective_layout: settings.effectiveLayout && { ...layoutJson(settings.effectiveLayout), shown_by: settings.effectiveLayout.shownBy ?? null },
+      effective_layout: settings.effectiveLayout && {
+        ...layoutJson(settings.effectiveLayout),
+        shown_by: settings.effectiveLayout.shownBy ?? null,
+      },
     };
   });
 
-  app.post<CorrectionRequest>('/meter-reading/:reference_id/correction', { schema: ReadingCorrection }, async (request) => {
-    const key = apiKey(request);
-    const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
-    const corrected = await correctReading(app.deps, key.accountId, request.params.reference_id, reading, {
-      apiKeyId: key.keyId,
-      label: `api key ${key.keyId}`,
-    });
-    if (corrected.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
-    if (corrected.outcome === 'not_finished')
-      throw new DomainError('conflict', 'reference_id', 'The submission is still being read: correct it once it has finished');
-    return submissionJson(corrected.record);
-  });
+  app.post<CorrectionRequest>(
+    '/meter-reading/:reference_id/correction',
+    { schema: ReadingCorrection },
+    async (request) => {
+      const key = apiKey(request);
+      const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
+      const corrected = await correctReading(app.deps, key.accountId, request.params.reference_id, reading, {
+        apiKeyId: key.keyId,
+        label: `api key ${key.keyId}`,
+      });
+      if (corrected.outcome === 'not_found')
+        throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
+      if (corrected.outcome === 'not_finished')
+        throw new DomainError(
+          'conflict',
+          'reference_id',
+          'The submission is still being read: correct it once it has finished',
+        );
+      return submissionJson(corrected.record);
+    },
+  );
 
   /** A person confirms the machine's reading as it stands (src/meters/corrections.ts): no body. */
-  app.post<ConfirmationRequest>('/meter-reading/:reference_id/confirmation', { schema: ReadingConfirmation }, async (request) => {
-    const key = apiKey(request);
-    const confirmed = await confirmReading(app.deps, key.accountId, request.params.reference_id, { apiKeyId: key.keyId, label: `api key ${key.keyId}` });
-    if (confirmed.outcome === 'not_found') throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
-    if (confirmed.outcome === 'not_finished')
-      throw new DomainError('conflict', 'reference_id', 'The submission is still being read: confirm it once it has finished');
-    if (confirmed.outcome === 'nothing_to_confirm')
-      throw new DomainError('conflict', 'reference_id', 'The submission failed and has no reading to confirm: correct it with the reading instead');
-    return submissionJson(confirmed.record);
-  });
+  app.post<ConfirmationRequest>(
+    '/meter-reading/:reference_id/confirmation',
+    { schema: ReadingConfirmation },
+    async (request) => {
+      const key = apiKey(request);
+      const confirmed = await confirmReading(app.deps, key.accountId, request.params.reference_id, {
+        apiKeyId: key.keyId,
+        label: `api key ${key.keyId}`,
+      });
+      if (confirmed.outcome === 'not_found')
+        throw new DomainError('not_found', 'reference_id', 'No submission with this reference_id in your account');
+      if (confirmed.outcome === 'not_finished')
+        throw new DomainError(
+          'conflict',
+          'reference_id',
+          'The submission is still being read: confirm it once it has finished',
+        );
+      if (confirmed.outcome === 'nothing_to_confirm')
+        throw new DomainError(
+          'conflict',
+          'reference_id',
+          'The submission failed and has no reading to confirm: correct it with the reading instead',
+        );
+      return submissionJson(confirmed.record);
+    },
+  );
 
   /** A reading a person took without a photo (src/meters/manual-readings.ts). */
   app.post<ManualReadingRequest>('/meters/:meter_id/readings', { schema: ManualReading }, async (request, reply) => {
@@ -171,7 +215,10 @@ function meterSummaryJson(meter: MeterSummary) {
 
 /** The settings a PATCH body gives, each checked: at least one of them. */
 function settingsChange(body: unknown): SettingsChange {
-  const given = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as { max_flow_m3_per_hour?: unknown; layout?: unknown };
+  const given = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as {
+    max_flow_m3_per_hour?: unknown;
+    layout?: unknown;
+  };
   const change: SettingsChange = {};
   if (given.max_flow_m3_per_hour !== undefined) {
     const maxFlow = given.max_flow_m3_per_hour;
@@ -197,7 +244,11 @@ const LAYOUT_UNIT = 'm3';
 /** `{"whole_wheels":5,"fractional_wheels":3,"unit":"m3"}`, or null: back to the layout the meter's readings show. */
 function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | null {
   if (value === null) return null;
-  const { whole_wheels: whole, fractional_wheels: fraction, unit } = (typeof value === 'object' ? value : {}) as Record<string, unknown>;
+  const {
+    whole_wheels: whole,
+    fractional_wheels: fraction,
+    unit,
+  } = (typeof value === 'object' ? value : {}) as Record<string, unknown>;
   const layout = { whole, fraction };
   if (!isLayoutSetting(layout)) {
     throw new DomainError(
@@ -225,7 +276,8 @@ function historyStart(query: HistoryRequest['Querystring']): string | undefined 
   if (query.starting_after !== undefined && query.cursor !== undefined) {
     throw new DomainError('invalid', 'cursor', 'cursor is the old name of starting_after: give only starting_after');
   }
-  const [field, value] = query.cursor === undefined ? ['starting_after', query.starting_after] : ['cursor', query.cursor];
+  const [field, value] =
+    query.cursor === undefined ? ['starting_after', query.starting_after] : ['cursor', query.cursor];
   if (value === undefined) return undefined;
   const before = decodeCursor(value);
   if (!before) throw new DomainError('invalid', field, CURSOR_RULE(field));

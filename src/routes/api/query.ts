@@ -11,7 +11,10 @@ type ValidationError = Error & { validation?: Array<{ instancePath: string; para
  * the API. Ajv would otherwise drop an unknown parameter (Fastify's removeAdditional), and a
  * misspelt filter would silently list everything; its own messages name schema keywords.
  */
-export function checkedQuery<S extends { querystring: TObject }>(schema: S, rules: { [K in keyof S['querystring']['properties']]: string }) {
+export function checkedQuery<S extends { querystring: TObject }>(
+  schema: S,
+  rules: { [K in keyof S['querystring']['properties']]: string },
+) {
   const known = Object.keys(schema.querystring.properties);
   const ruleOf = rules as Record<string, string>;
   return {
@@ -19,7 +22,8 @@ export function checkedQuery<S extends { querystring: TObject }>(schema: S, rule
     attachValidation: true,
     preValidation: async (request: FastifyRequest) => {
       const unknown = Object.keys(request.query as Record<string, unknown>).find((name) => !known.includes(name));
-      if (unknown !== undefined) throw new DomainError('invalid', unknown, `Unknown query parameter: this list takes ${known.join(', ')}`);
+      if (unknown !== undefined)
+        throw new DomainError('invalid', unknown, `Unknown query parameter: this list takes ${known.join(', ')}`);
     },
     preHandler: async (request: FastifyRequest) => {
       if (request.validationError) throw queryError(request.validationError, ruleOf);

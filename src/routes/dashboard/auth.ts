@@ -32,7 +32,8 @@ const authRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = as
       if (!isDomainError(error, 'refused')) throw error;
       return reply.code(httpStatus(error)).page('login', { title: 'Sign in', email, error: error.message });
     }
-    if (!userId) return reply.code(401).page('login', { title: 'Sign in', email, error: 'The email or the password is wrong.' });
+    if (!userId)
+      return reply.code(401).page('login', { title: 'Sign in', email, error: 'The email or the password is wrong.' });
     await reply.signIn(userId);
     return reply.redirect('/dashboard', 303);
   });
@@ -46,7 +47,9 @@ const authRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = as
   // A typo in DEFAULT_PLAN would otherwise surface only when the first client tries to sign up.
   const plans = await listPlans(db);
   if (!plans.some((plan) => plan.code === config.defaultPlan)) {
-    throw new Error(`DEFAULT_PLAN "${config.defaultPlan}" is not a plan (${plans.map((plan) => plan.code).join(', ')}); create it or set SIGNUP=closed`);
+    throw new Error(
+      `DEFAULT_PLAN "${config.defaultPlan}" is not a plan (${plans.map((plan) => plan.code).join(', ')}); create it or set SIGNUP=closed`,
+    );
   }
 
   const signupPage = { title: 'Sign up', minPasswordLength: MIN_PASSWORD_LENGTH, verifiesEmail: mailer !== undefined };
@@ -70,12 +73,16 @@ const authRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = as
       }));
     } catch (error) {
       if (!isDomainError(error, 'invalid') && !isDomainError(error, 'refused')) throw error;
-      return reply.code(pageStatus(error)).page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
+      return reply
+        .code(pageStatus(error))
+        .page('signup', { ...signupPage, email, organisation, error: sentence(error.message) });
     }
     await reply.signIn(userId);
     if (mailer) {
       // The account exists either way; the dashboard offers to send the link again.
-      await mailVerificationLink(request, mailer, userId).catch((error) => request.log.error({ err: error }, 'the verification mail was not sent'));
+      await mailVerificationLink(request, mailer, userId).catch((error) =>
+        request.log.error({ err: error }, 'the verification mail was not sent'),
+      );
     }
     return reply.redirect('/dashboard/keys', 303);
   });

@@ -36,15 +36,24 @@ export default async function dashboard(app: FastifyInstance): Promise<void> {
   await app.register(csrf);
   await app.register(page);
 
-  app.setNotFoundHandler((_request, reply) => errorPage(reply, 404, 'There is nothing here, or it belongs to another account.'));
+  app.setNotFoundHandler((_request, reply) =>
+    errorPage(reply, 404, 'There is nothing here, or it belongs to another account.'),
+  );
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (answeredDatabaseOutage(error, request, reply)) {
-      return reply.page('error', { title: 'Temporarily unavailable', message: 'The service cannot reach its database right now. Try again in a few moments.' });
+      return reply.page('error', {
+        title: 'Temporarily unavailable',
+        message: 'The service cannot reach its database right now. Try again in a few moments.',
+      });
     }
     const status = errorStatus(error);
     if (status === 500) {
       request.log.error({ err: error }, 'unexpected error');
-      return errorPage(reply, 500, `Something went wrong on our side. Quote this reference if it happens again: ${request.id}`);
+      return errorPage(
+        reply,
+        500,
+        `Something went wrong on our side. Quote this reference if it happens again: ${request.id}`,
+      );
     }
     // A refusal's own headers (a 429's Retry-After) go out with the page.
     if (error instanceof DomainError) reply.headers(error.headers);

@@ -32,7 +32,9 @@ const invitationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ({ userId } = await acceptInvitation(db, { token, password, passwordConfirmation }));
     } catch (error) {
       if (!isDomainError(error, 'invalid') || error.field === 'token') throw error;
-      return reply.code(pageStatus(error)).page('new-password', { ...(await invitationPage(token)), error: sentence(error.message) });
+      return reply
+        .code(pageStatus(error))
+        .page('new-password', { ...(await invitationPage(token)), error: sentence(error.message) });
     }
     await reply.signIn(userId);
     return reply.redirect('/dashboard', 303);

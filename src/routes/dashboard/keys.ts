@@ -1,6 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createApiKey, deleteApiKey, listApiKeys, PROJECT_NAME_MAX_LENGTH, setApiKeyStatus } from '../../accounts/api-keys.ts';
+import {
+  createApiKey,
+  deleteApiKey,
+  listApiKeys,
+  PROJECT_NAME_MAX_LENGTH,
+  setApiKeyStatus,
+} from '../../accounts/api-keys.ts';
 import { isDomainError } from '../../errors.ts';
 import { pageStatus, sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';

@@ -24,10 +24,15 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.deps;
 
   app.get<MetersQuery>('/meters', async (request, reply) => {
-    const meterIdOrUndefined = (value: string | undefined) => (value && METER_ID_PATTERN.test(value) ? value : undefined);
+    const meterIdOrUndefined = (value: string | undefined) =>
+      value && METER_ID_PATTERN.test(value) ? value : undefined;
     const prefix = meterIdOrUndefined(request.query.prefix);
     const after = meterIdOrUndefined(request.query.after);
-    const { meters, nextCursor } = await meterList(db, accountId(request), { limit: METER_LIST_MAX_LIMIT, prefix, startingAfter: after });
+    const { meters, nextCursor } = await meterList(db, accountId(request), {
+      limit: METER_LIST_MAX_LIMIT,
+      prefix,
+      startingAfter: after,
+    });
     const query = (cursor: string | undefined) =>
       `/dashboard/meters?${new URLSearchParams({ ...(prefix ? { prefix } : {}), ...(cursor ? { after: cursor } : {}) })}`;
     return reply.page('meters', {
@@ -42,7 +47,9 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<MeterParams>('/meters/:meterId', async (request, reply) => {
     const { meterId } = request.params;
-    const history = METER_ID_PATTERN.test(meterId) ? await meterHistory(db, accountId(request), meterId, { limit: HISTORY_MAX_LIMIT }) : undefined;
+    const history = METER_ID_PATTERN.test(meterId)
+      ? await meterHistory(db, accountId(request), meterId, { limit: HISTORY_MAX_LIMIT })
+      : undefined;
     if (!history) throw meterNotFound();
     const { layout, effectiveLayout } = await meterSettings(db, history.meterPointId);
     return reply.page('meter', {
@@ -67,8 +74,11 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     await setLayoutAsUser(db, account, meterId, form);
     return `/dashboard/meters/${encodeURIComponent(meterId)}`;
   };
-  app.post<MeterParams & { Body: MeterLayoutForm }>('/meters/:meterId/layout', { schema: { body: MeterLayoutForm } }, async (request, reply) =>
-    reply.redirect(await setLayout(request.params.meterId, accountId(request), request.body), 303),
+  app.post<MeterParams & { Body: MeterLayoutForm }>(
+    '/meters/:meterId/layout',
+    { schema: { body: MeterLayoutForm } },
+    async (request, reply) =>
+      reply.redirect(await setLayout(request.params.meterId, accountId(request), request.body), 303),
   );
   app.post<MeterParams>('/meters/:meterId/layout/unset', async (request, reply) =>
     reply.redirect(await setLayout(request.params.meterId, accountId(request), null), 303),

@@ -1,6 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { MIN_PASSWORD_LENGTH } from '../../accounts/passwords.ts';
-import { mailResetLink, openResetLink, RESET_LINK_HOURS, RESET_PASSWORD_PATH, reserveResetRequest, resetPassword } from '../../accounts/password-reset.ts';
+import {
+  mailResetLink,
+  openResetLink,
+  RESET_LINK_HOURS,
+  RESET_PASSWORD_PATH,
+  reserveResetRequest,
+  resetPassword,
+} from '../../accounts/password-reset.ts';
 import { DomainError, isDomainError } from '../../errors.ts';
 import type { Mailer } from '../../mail.ts';
 import { dashboardUrl, pageStatus, sentence } from '../../plugins/app/page.ts';
@@ -24,13 +31,20 @@ const passwordResetRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefine
   app.get('/forgot-password', async (_request, reply) => reply.page('forgot-password', { ...forgotPage, email: '' }));
 
   app.post('/forgot-password', { schema: { body: EmailForm } }, async (request, reply) => {
-    if (!mailer) throw new DomainError('unavailable', 'mail', 'This service sends no mail. Ask its operator for a link to reset your password.');
+    if (!mailer)
+      throw new DomainError(
+        'unavailable',
+        'mail',
+        'This service sends no mail. Ask its operator for a link to reset your password.',
+      );
     const { email } = request.body;
     try {
       await reserveResetRequest(db, { email, ip: request.ip });
     } catch (error) {
       if (!isDomainError(error, 'invalid') && !isDomainError(error, 'refused')) throw error;
-      return reply.code(pageStatus(error)).page('forgot-password', { ...forgotPage, email, error: sentence(error.message) });
+      return reply
+        .code(pageStatus(error))
+        .page('forgot-password', { ...forgotPage, email, error: sentence(error.message) });
     }
     // Answered before looking the email up: the same page, as fast, whether or not it has a user.
     mailResetLink({ db, mailer }, { email, resetUrl: dashboardUrl(request, RESET_PASSWORD_PATH) }).catch((error) =>
@@ -51,7 +65,9 @@ const passwordResetRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefine
       ({ userId } = await resetPassword(db, { token, password, passwordConfirmation }));
     } catch (error) {
       if (!isDomainError(error, 'invalid') || error.field === 'token') throw error;
-      return reply.code(pageStatus(error)).page('new-password', { ...resetPage, token, error: sentence(error.message) });
+      return reply
+        .code(pageStatus(error))
+        .page('new-password', { ...resetPage, token, error: sentence(error.message) });
     }
     await reply.signIn(userId);
     return reply.redirect('/dashboard', 303);

@@ -26,7 +26,8 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const after = request.query.after || undefined;
     const { readings, nextCursor, total } = await readingsPage(db, accountId(request), filter, after);
     const filtered = Object.values(form).some((value) => value !== undefined);
-    const next = nextCursor && `/dashboard/readings?${new URLSearchParams(definedEntries({ ...form, after: nextCursor }))}`;
+    const next =
+      nextCursor && `/dashboard/readings?${new URLSearchParams(definedEntries({ ...form, after: nextCursor }))}`;
     const first = after && `/dashboard/readings?${new URLSearchParams(definedEntries(form))}`;
     const exportLink = `/dashboard/readings.csv?${new URLSearchParams(definedEntries(form))}`;
     return reply.page('readings', {
@@ -55,7 +56,12 @@ const readingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get<ReadingParams>('/readings/:referenceId', async (request, reply) => {
     const reading = await readingDetail(db, accountId(request), request.params.referenceId);
     if (!reading) throw submissionNotFound();
-    return reply.page('reading', { title: 'Reading', section: 'readings', reading, needsReview: reading.needsReview ?? undefined });
+    return reply.page('reading', {
+      title: 'Reading',
+      section: 'readings',
+      reading,
+      needsReview: reading.needsReview ?? undefined,
+    });
   });
 
   app.post<ReadingParams & { Body: ReadingCorrectionForm }>(

@@ -18,7 +18,13 @@ const reviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const after = reviewCursor(request.query.after);
     const user = signedInUser(request);
     const item = await nextForReview(db, user.accountId, after);
-    return reply.page('review', { title: 'Review', item, after, waiting: user.reviewWaiting, skip: item && reviewPath(item.referenceId) });
+    return reply.page('review', {
+      title: 'Review',
+      item,
+      after,
+      waiting: user.reviewWaiting,
+      skip: item && reviewPath(item.referenceId),
+    });
   });
 
   app.post<ItemParams & { Body: ReviewConfirmationForm }>(

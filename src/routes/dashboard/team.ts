@@ -45,12 +45,20 @@ const teamRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined }> = as
     try {
       const invited = await inviteColleague(
         { db, mailer },
-        { accountId: user.accountId, invitedBy: user.userId, email: request.body.email, acceptUrl: dashboardUrl(request, INVITATION_PATH) },
+        {
+          accountId: user.accountId,
+          invitedBy: user.userId,
+          email: request.body.email,
+          acceptUrl: dashboardUrl(request, INVITATION_PATH),
+        },
       );
       return teamPage(request, reply, { invited });
     } catch (error) {
       if (!isDomainError(error, 'invalid') && !isDomainError(error, 'refused')) throw error;
-      return teamPage(request, reply.code(pageStatus(error)), { email: request.body.email, error: sentence(error.message) });
+      return teamPage(request, reply.code(pageStatus(error)), {
+        email: request.body.email,
+        error: sentence(error.message),
+      });
     }
   });
 

@@ -6,6 +6,10 @@ import { accountId } from '../../plugins/app/session.ts';
 export default async function usageRoutes(app: FastifyInstance): Promise<void> {
   app.get('/usage', async (request, reply) => {
     const usage = await accountUsage(app.deps.db, accountId(request));
-    return reply.page('usage', { title: 'Usage', usage, chartMax: Math.max(1, ...usage.daily.map((day) => day.count)) });
+    return reply.page('usage', {
+      title: 'Usage',
+      usage,
+      chartMax: Math.max(1, ...usage.daily.map((day) => day.count)),
+    });
   });
 }

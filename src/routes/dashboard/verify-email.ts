@@ -24,7 +24,12 @@ const verifyEmailRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined 
 
   app.post('/verify-email/resend', { onRequest: requireUser }, async (request, reply) => {
     if (!request.user?.awaitingVerification) return reply.redirect('/dashboard', 303);
-    if (!mailer) throw new DomainError('unavailable', 'mail', 'This service sends no mail at the moment. Ask its operator to start your subscription.');
+    if (!mailer)
+      throw new DomainError(
+        'unavailable',
+        'mail',
+        'This service sends no mail at the moment. Ask its operator to start your subscription.',
+      );
     await mailVerificationLink(request, mailer, request.user.userId);
     return reply.page('email-verification', {
       title: 'Check your mail',
@@ -34,7 +39,10 @@ const verifyEmailRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer | undefined 
 };
 
 export async function mailVerificationLink(request: FastifyRequest, mailer: Mailer, userId: string): Promise<void> {
-  await sendVerificationMail({ db: request.server.deps.db, mailer }, { userId, verifyUrl: dashboardUrl(request, '/dashboard/verify-email') });
+  await sendVerificationMail(
+    { db: request.server.deps.db, mailer },
+    { userId, verifyUrl: dashboardUrl(request, '/dashboard/verify-email') },
+  );
 }
 
 export default verifyEmailRoutes;

@@ -1,6 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { deletedEndpointDeliveries, recentDeliveries, webhookEndpoint, webhookSecret } from '../../dashboard/webhooks.ts';
+import {
+  deletedEndpointDeliveries,
+  recentDeliveries,
+  webhookEndpoint,
+  webhookSecret,
+} from '../../dashboard/webhooks.ts';
 import { isDomainError } from '../../errors.ts';
 import { sentence } from '../../plugins/app/page.ts';
 import { accountId } from '../../plugins/app/session.ts';
@@ -60,7 +65,8 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!isDomainError(error, 'invalid') && !isDomainError(error, 'conflict')) throw error;
     return { status: error.kind === 'invalid' ? 400 : 409, error: sentence(error.message) };
   };
-  const backTo = (reply: FastifyReply, id: string) => reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}`, 303);
+  const backTo = (reply: FastifyReply, id: string) =>
+    reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}`, 303);
 
   app.get('/webhooks', async (request, reply) => listPage(request, reply));
 
@@ -96,7 +102,10 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return backTo(reply, request.params.id);
     } catch (error) {
       const refused = formError(error);
-      return endpointPage(request, reply.code(refused.status), request.params.id, { error: refused.error, form: { url, events } });
+      return endpointPage(request, reply.code(refused.status), request.params.id, {
+        error: refused.error,
+        form: { url, events },
+      });
     }
   });
 
@@ -115,15 +124,22 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     });
   }
 
-  app.post<EndpointParams & { Body: TestEventForm }>('/webhooks/:id/test', { schema: { body: TestEventForm } }, async (request, reply) => {
-    await sendTestEvent(db, boss, accountId(request), request.params.id, request.body.kind);
-    return backTo(reply, request.params.id);
-  });
+  app.post<EndpointParams & { Body: TestEventForm }>(
+    '/webhooks/:id/test',
+    { schema: { body: TestEventForm } },
+    async (request, reply) => {
+      await sendTestEvent(db, boss, accountId(request), request.params.id, request.body.kind);
+      return backTo(reply, request.params.id);
+    },
+  );
 
-  app.post<{ Params: { id: string; deliveryId: string } }>('/webhooks/:id/deliveries/:deliveryId/redeliver', async (request, reply) => {
-    await redeliver(db, boss, accountId(request), request.params.deliveryId);
-    return backTo(reply, request.params.id);
-  });
+  app.post<{ Params: { id: string; deliveryId: string } }>(
+    '/webhooks/:id/deliveries/:deliveryId/redeliver',
+    async (request, reply) => {
+      await redeliver(db, boss, accountId(request), request.params.deliveryId);
+      return backTo(reply, request.params.id);
+    },
+  );
 };
 
 export default webhookRoutes;

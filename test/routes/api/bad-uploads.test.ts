@@ -46,7 +46,11 @@ function pixelBombPng(): Buffer {
     crc.writeUInt32BE(crc32(typed));
     return Buffer.concat([length, typed, crc]);
   };
-  return Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), chunk('IHDR', header), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'),
+    chunk('IHDR', header),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10000" height="9999"><rect width="10" height="10"/></svg>';
@@ -78,7 +82,9 @@ const CORPUS: Record<string, BadRequest> = {
   'a field named __proto__': multipart([{ name: '__proto__', body: 'x' }, imagePart()]),
   'a file with an empty field name': multipart([imagePart(photo, { name: '' })]),
   'an empty image file': multipart([imagePart(Buffer.alloc(0))]),
-  'an image over 10 MB': multipart([imagePart(Buffer.concat([photo, Buffer.alloc(MAX_IMAGE_BYTES + 1 - photo.length, 0xff)]))]),
+  'an image over 10 MB': multipart([
+    imagePart(Buffer.concat([photo, Buffer.alloc(MAX_IMAGE_BYTES + 1 - photo.length, 0xff)])),
+  ]),
   'cut in the middle of the file': cut(complete, headOfImagePart + Math.floor(photo.length / 2)),
   'cut right after the part headers': cut(complete, headOfImagePart),
   'cut inside the part headers': cut(complete, 40),
@@ -93,20 +99,37 @@ const CORPUS: Record<string, BadRequest> = {
   'a PDF': multipart([imagePart('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n%%EOF', { filename: 'meter.pdf' })]),
   HTML: multipart([imagePart('<!doctype html><title>meter</title>')]),
   'a JPEG signature and nothing else': multipart([imagePart(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0]))]),
-  'a 1.6 gigapixel PNG header': multipart([imagePart(pixelBombPng(), { filename: 'bomb.png', contentType: 'image/png' })]),
+  'a 1.6 gigapixel PNG header': multipart([
+    imagePart(pixelBombPng(), { filename: 'bomb.png', contentType: 'image/png' }),
+  ]),
 };
 
 async function send(connection: RawConnection, path: string, key: string, request: BadRequest): Promise<void> {
-  const framing = request.chunked ? { 'Transfer-Encoding': 'chunked' } : { 'Content-Length': String(request.body.length) };
-  connection.write(requestHead('POST', path, { Authorization: `Bearer ${key}`, 'Content-Type': request.contentType, ...framing }));
+  const framing = request.chunked
+    ? { 'Transfer-Encoding': 'chunked' }
+    : { 'Content-Length': String(request.body.length) };
+  connection.write(
+    requestHead('POST', path, { Authorization: `Bearer ${key}`, 'Content-Type': request.contentType, ...framing }),
+  );
   if (!request.chunked) connection.write(request.body);
   else if (request.body.length)
-    connection.write(Buffer.concat([Buffer.from(`${request.body.length.toString(16)}\r\n`), request.body, Buffer.from('\r\n0\r\n\r\n')]));
+    connection.write(
+      Buffer.concat([
+        Buffer.from(`${request.body.length.toString(16)}\r\n`),
+        request.body,
+        Buffer.from('\r\n0\r\n\r\n'),
+      ]),
+    );
   else connection.write('0\r\n\r\n');
 }
 
 /** The connection still carries requests after a refusal, unless the refusal said it would close it. */
-async function assertConnectionReusable(t: Test, connection: RawConnection, refusal: { headers: Record<string, string> }, name: string) {
+async function assertConnectionReusable(
+  t: Test,
+  connection: RawConnection,
+  refusal: { headers: Record<string, string> },
+  name: string,
+) {
   if (refusal.headers.connection === 'close') return;
   connection.write(requestHead('GET', '/healthz', {}));
   const next = await connection.response(5000).catch((error: Error) => ({ status: 0, body: error.message }));
@@ -116,7 +139,9 @@ async function assertConnectionReusable(t: Test, connection: RawConnection, refu
 async function countAccepted(service: TestService, accountId: string) {
   const { rows } = await sql<{ meters: number; usage: number }>`
     SELECT (SELECT count(*)::int FROM meters WHERE account_id = ${accountId}) AS meters,
-           (SELECT coalesce(sum(request_count), 0)::int FROM api_usage WHERE account_id = ${accountId}) AS usage`.execute(service.db);
+           (SELECT coalesce(sum(request_count), 0)::int FROM api_usage WHERE account_id = ${accountId}) AS usage`.execute(
+    service.db,
+  );
   return rows[0];
 }
 
@@ -124,29 +149,42 @@ t.test('bad uploads', async (t) => {
   const service = await startTestService(t);
   const customer = await createCustomer(service.db);
 
-  t.test(`a corpus of ${Object.keys(CORPUS).length} malformed uploads: 422 image at both endpoints, no hang, the connection freed`, async (t) => {
-    t.ok(Object.keys(CORPUS).length >= 30);
-    for (const path of ENDPOINTS) {
-      for (const [name, request] of Object.entries(CORPUS)) {
-        const connection = await RawConnection.open(service.url);
-        await send(connection, path, customer.key, request);
-        const response = await connection.response(5000).catch((error: Error) => ({ status: 0, headers: {}, body: error.message }));
-        t.equal(response.status, 422, `${path}: ${name}`);
-        t.match(response.body, /^\{"errors":\{"image":\["/, `${path}: ${name}: ${response.body.slice(0, 160)}`);
-        await assertConnectionReusable(t, connection, response, `${path}: ${name}`);
-        connection.close();
+  t.test(
+    `a corpus of ${Object.keys(CORPUS).length} malformed uploads: 422 image at both endpoints, no hang, the connection freed`,
+    async (t) => {
+      t.ok(Object.keys(CORPUS).length >= 30);
+      for (const path of ENDPOINTS) {
+        for (const [name, request] of Object.entries(CORPUS)) {
+          const connection = await RawConnection.open(service.url);
+          await send(connection, path, customer.key, request);
+          const response = await connection
+            .response(5000)
+            .catch((error: Error) => ({ status: 0, headers: {}, body: error.message }));
+          t.equal(response.status, 422, `${path}: ${name}`);
+          t.match(response.body, /^\{"errors":\{"image":\["/, `${path}: ${name}: ${response.body.slice(0, 160)}`);
+          await assertConnectionReusable(t, connection, response, `${path}: ${name}`);
+          connection.close();
+        }
       }
-    }
-    t.same(await countAccepted(service, customer.accountId), { meters: 0, usage: 0 }, 'nothing was stored or counted');
-    t.equal((await fetch(`${service.url}/healthz`)).status, 200, 'the process is alive');
-  });
+      t.same(
+        await countAccepted(service, customer.accountId),
+        { meters: 0, usage: 0 },
+        'nothing was stored or counted',
+      );
+      t.equal((await fetch(`${service.url}/healthz`)).status, 200, 'the process is alive');
+    },
+  );
 
   t.test('a wrong field is answered before the rest of the body has been sent', async (t) => {
     const connection = await RawConnection.open(service.url);
     t.teardown(() => connection.close());
     const body = multipartBody([imagePart(Buffer.alloc(4 * 1024 * 1024, 1), { name: 'photo' })]);
     connection.write(
-      requestHead('POST', '/api/meter-reading', { Authorization: `Bearer ${customer.key}`, 'Content-Type': MULTIPART, 'Content-Length': String(body.length) }),
+      requestHead('POST', '/api/meter-reading', {
+        Authorization: `Bearer ${customer.key}`,
+        'Content-Type': MULTIPART,
+        'Content-Length': String(body.length),
+      }),
     );
     connection.write(body.subarray(0, 64 * 1024));
     const response = await connection.response(5000);

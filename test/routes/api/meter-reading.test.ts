@@ -48,21 +48,30 @@ t.test('meter-reading API', async (t) => {
       const response = await submitPhoto(service, { key: customer.key, image: photo });
       t.equal(response.status, 422, subscription);
       t.same(Object.keys(response.body.errors), ['subscription'], subscription);
-      t.match(response.body.errors.subscription[0], subscription === 'none' ? /No subscription/ : new RegExp(subscription, 'i'));
+      t.match(
+        response.body.errors.subscription[0],
+        subscription === 'none' ? /No subscription/ : new RegExp(subscription, 'i'),
+      );
     }
   });
 
   t.test('usage: the monthly limit holds exactly under 20 concurrent submissions', async (t) => {
     const customer = await createCustomer(service.db, { monthlyLimit: 3 });
     for (let i = 0; i < 2; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
-    const responses = await Promise.all(Array.from({ length: 20 }, () => submitPhoto(service, { key: customer.key, image: photo })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => submitPhoto(service, { key: customer.key, image: photo })),
+    );
     const statuses = responses.map((response) => response.status);
     t.equal(statuses.filter((status) => status === 202).length, 1, 'exactly one of the 20 is accepted');
     t.equal(statuses.filter((status) => status === 422).length, 19);
     for (const response of responses.filter((response) => response.status === 422)) {
       t.match(response.body, { errors: { usage: [/Monthly request limit of 3 reached/] } });
     }
-    const usage = await service.db.selectFrom('api_usage').select('request_count').where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+    const usage = await service.db
+      .selectFrom('api_usage')
+      .select('request_count')
+      .where('account_id', '=', customer.accountId)
+      .executeTakeFirstOrThrow();
     t.equal(usage.request_count, 3, 'rejected submissions are not counted');
     const meters = await service.db
       .selectFrom('meters')
@@ -105,33 +114,49 @@ t.test('meter-reading API', async (t) => {
     });
     t.equal(json.status, 422, 'a JSON body is not an upload');
     t.match(await json.json(), { errors: { image: [/multipart\/form-data/] } });
-    const meters = await service.db.selectFrom('meters').select('id').where('account_id', '=', customer.accountId).execute();
+    const meters = await service.db
+      .selectFrom('meters')
+      .select('id')
+      .where('account_id', '=', customer.accountId)
+      .execute();
     t.equal(meters.length, 0, 'no meter was created');
   });
 
-  t.test('image: a photo whose header passes but whose pixels do not decode fails its meter as invalid_image', async (t) => {
-    const customer = await createCustomer(service.db);
-    const receiver = await startWebhookReceiver();
-    t.teardown(() => receiver.close());
-    await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: receiver.url });
-    const truncated = photo.subarray(0, Math.floor(photo.length / 2));
-    const modelRequestsBefore = service.model.requests.length;
+  t.test(
+    'image: a photo whose header passes but whose pixels do not decode fails its meter as invalid_image',
+    async (t) => {
+      const customer = await createCustomer(service.db);
+      const receiver = await startWebhookReceiver();
+      t.teardown(() => receiver.close());
+      await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: receiver.url });
+      const truncated = photo.subarray(0, Math.floor(photo.length / 2));
+      const modelRequestsBefore = service.model.requests.length;
 
-    const accepted = await submitPhoto(service, { key: customer.key, image: truncated });
-    t.equal(accepted.status, 202, 'the ack checks only the header');
-    t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'failed', error_code: 'invalid_image' });
-    const [webhook] = await receiver.waitFor(1);
-    t.match(JSON.parse(webhook.body), {
-      event: 'reading.failed',
-      data: { reference_id: accepted.body.reference_id, error: { code: 'invalid_image', message: /could not be decoded/ } },
-    });
+      const accepted = await submitPhoto(service, { key: customer.key, image: truncated });
+      t.equal(accepted.status, 202, 'the ack checks only the header');
+      t.match(await waitForMeter(service.db, accepted.body.reference_id), {
+        status: 'failed',
+        error_code: 'invalid_image',
+      });
+      const [webhook] = await receiver.waitFor(1);
+      t.match(JSON.parse(webhook.body), {
+        event: 'reading.failed',
+        data: {
+          reference_id: accepted.body.reference_id,
+          error: { code: 'invalid_image', message: /could not be decoded/ },
+        },
+      });
 
-    const sync = await submitPhoto(service, { key: customer.key, image: truncated, sync: true });
-    t.equal(sync.status, 422);
-    t.match(sync.body, { errors: { image: [/could not be decoded/] }, reference_id: UUID, status: 'failed' });
-    t.match(await waitForMeter(service.db, sync.body.reference_id), { status: 'failed', error_code: 'invalid_image' });
-    t.equal(service.model.requests.length, modelRequestsBefore, 'no reader was asked');
-  });
+      const sync = await submitPhoto(service, { key: customer.key, image: truncated, sync: true });
+      t.equal(sync.status, 422);
+      t.match(sync.body, { errors: { image: [/could not be decoded/] }, reference_id: UUID, status: 'failed' });
+      t.match(await waitForMeter(service.db, sync.body.reference_id), {
+        status: 'failed',
+        error_code: 'invalid_image',
+      });
+      t.equal(service.model.requests.length, modelRequestsBefore, 'no reader was asked');
+    },
+  );
 
   t.test('image: one byte over 10 MB is refused every time', async (t) => {
     const customer = await createCustomer(service.db);
@@ -165,13 +190,25 @@ t.test('meter-reading API', async (t) => {
     const meter = await waitForMeter(service.db, response.body.reference_id);
     t.equal(meter.status, 'completed');
     t.equal(meter.mode, 'async');
-    const reading = await service.db.selectFrom('readings').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
+    const reading = await service.db
+      .selectFrom('readings')
+      .selectAll()
+      .where('meter_id', '=', meter.id)
+      .executeTakeFirstOrThrow();
     t.match(reading, { reading: '02390.276', value: '2390.276', confidence: 97, reader: 'openai', escalated: false });
-    const image = await service.db.selectFrom('meter_images').selectAll().where('meter_id', '=', meter.id).executeTakeFirstOrThrow();
+    const image = await service.db
+      .selectFrom('meter_images')
+      .selectAll()
+      .where('meter_id', '=', meter.id)
+      .executeTakeFirstOrThrow();
     t.equal(image.original_format, 'jpeg');
     t.ok(image.width! > image.height!, 'the stored image was turned upright from its EXIF orientation');
     t.equal(image.upload, null, 'the upload was replaced by the upright JPEG');
-    const key = await service.db.selectFrom('api_keys').select('last_used_at').where('id', '=', customer.keyId).executeTakeFirstOrThrow();
+    const key = await service.db
+      .selectFrom('api_keys')
+      .select('last_used_at')
+      .where('id', '=', customer.keyId)
+      .executeTakeFirstOrThrow();
     t.ok(key.last_used_at, 'the key records its last use');
   });
 
@@ -203,7 +240,11 @@ t.test('meter-reading API', async (t) => {
       'value',
     ]);
     const meter = await waitForMeter(service.db, response.body.reference_id);
-    const deliveries = await service.db.selectFrom('webhook_deliveries').select('id').where('meter_id', '=', meter.id).execute();
+    const deliveries = await service.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('meter_id', '=', meter.id)
+      .execute();
     t.equal(deliveries.length, 0);
   });
 
@@ -225,8 +266,15 @@ t.test('meter-reading API', async (t) => {
     const response = await submitPhoto(service, { key: customer.key, image: photo, sync: true });
     t.equal(response.status, 503);
     t.equal(response.headers.get('retry-after'), '30');
-    t.match(response.body, { errors: { reader: [/No reader could be reached/] }, reference_id: UUID, status: 'failed' });
-    t.match(await waitForMeter(service.db, response.body.reference_id), { status: 'failed', error_code: 'readers_unavailable' });
+    t.match(response.body, {
+      errors: { reader: [/No reader could be reached/] },
+      reference_id: UUID,
+      status: 'failed',
+    });
+    t.match(await waitForMeter(service.db, response.body.reference_id), {
+      status: 'failed',
+      error_code: 'readers_unavailable',
+    });
   });
 
   t.test('unknown routes and unexpected errors use the envelope', async (t) => {

@@ -9,7 +9,14 @@ import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
 import { seedReadings } from '../../helpers/seed-readings.ts';
-import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter, type TestService } from '../../helpers/service.ts';
+import {
+  createCustomer,
+  startTestService,
+  submitPhoto,
+  waitFor,
+  waitForMeter,
+  type TestService,
+} from '../../helpers/service.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -19,7 +26,9 @@ async function get(
   key: string | undefined,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; headers: Headers; body: any }> {
-  const response = await fetch(`${service.url}${path}`, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
+  const response = await fetch(`${service.url}${path}`, {
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+  });
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
@@ -60,7 +69,10 @@ t.test('results by reference and lists', async (t) => {
     const customer = await createCustomer(service.db);
     const receiver = await startWebhookReceiver();
     t.teardown(() => receiver.close());
-    await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: `${receiver.url}/hook` });
+    await addWebhookEndpoint(service.db, service.config, {
+      accountId: customer.accountId,
+      url: `${receiver.url}/hook`,
+    });
     const accepted = await submitPhoto(service, { key: customer.key, image: photo });
     t.equal(accepted.status, 202);
     const location = accepted.headers.get('location');
@@ -123,9 +135,18 @@ t.test('results by reference and lists', async (t) => {
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const meter = await service.db.selectFrom('meters').select('reference_id').where('id', '=', id).executeTakeFirstOrThrow();
+    const meter = await service.db
+      .selectFrom('meters')
+      .select('reference_id')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     const result = await get(service, `/api/meter-reading/${meter.reference_id}`, customer.key);
-    t.same(result.body, { reference_id: meter.reference_id, status: 'pending', created_at: result.body.created_at, finished_at: null });
+    t.same(result.body, {
+      reference_id: meter.reference_id,
+      status: 'pending',
+      created_at: result.body.created_at,
+      finished_at: null,
+    });
   });
 
   t.test('counter_box and per-wheel digits, in the stored upright image’s frame', async (t) => {
@@ -178,7 +199,11 @@ t.test('results by reference and lists', async (t) => {
       t.equal((await get(service, `/api/meter-reading/${sync.body.reference_id}`, customer.key)).status, 200);
       t.equal((await get(service, '/api/meter-readings', customer.key)).status, 200);
     }
-    const usage = await service.db.selectFrom('api_usage').select('request_count').where('account_id', '=', customer.accountId).executeTakeFirstOrThrow();
+    const usage = await service.db
+      .selectFrom('api_usage')
+      .select('request_count')
+      .where('account_id', '=', customer.accountId)
+      .executeTakeFirstOrThrow();
     t.equal(usage.request_count, 1);
   });
 
@@ -187,7 +212,10 @@ t.test('results by reference and lists', async (t) => {
     const other = await createCustomer(service.db);
     await submitPhoto(service, { key: other.key, image: photo, sync: true });
     const references: string[] = [];
-    for (let i = 0; i < 5; i++) references.unshift((await submitPhoto(service, { key: customer.key, image: photo, sync: true })).body.reference_id);
+    for (let i = 0; i < 5; i++)
+      references.unshift(
+        (await submitPhoto(service, { key: customer.key, image: photo, sync: true })).body.reference_id,
+      );
     // Whole milliseconds, so created_after (a client's millisecond timestamp) splits them exactly.
     await service.db
       .updateTable('meters')
@@ -204,7 +232,11 @@ t.test('results by reference and lists', async (t) => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: Awaited<ReturnType<typeof get>> = await get(service, `/api/meter-readings?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, customer.key);
+      const page: Awaited<ReturnType<typeof get>> = await get(
+        service,
+        `/api/meter-readings?limit=2${cursor ? `&starting_after=${cursor}` : ''}`,
+        customer.key,
+      );
       t.equal(page.status, 200);
       seen.push(...page.body.data.map((item: { reference_id: string }) => item.reference_id));
       t.equal(page.body.has_more, page.body.next_cursor !== null);
@@ -227,8 +259,16 @@ t.test('results by reference and lists', async (t) => {
     );
     t.same(onlyFailed.body.data[0].error, { code: 'expired', message: 'x' });
 
-    const newest = await service.db.selectFrom('meters').select('created_at').where('reference_id', '=', references[1]).executeTakeFirstOrThrow();
-    const after = await get(service, `/api/meter-readings?created_after=${encodeURIComponent(newest.created_at.toISOString())}`, customer.key);
+    const newest = await service.db
+      .selectFrom('meters')
+      .select('created_at')
+      .where('reference_id', '=', references[1])
+      .executeTakeFirstOrThrow();
+    const after = await get(
+      service,
+      `/api/meter-readings?created_after=${encodeURIComponent(newest.created_at.toISOString())}`,
+      customer.key,
+    );
     t.same(
       after.body.data.map((item: { reference_id: string }) => item.reference_id),
       [references[0]],
@@ -248,7 +288,9 @@ t.test('results by reference and lists', async (t) => {
       { createdAt: day(4), reading: '00001.000' },
       { createdAt: day(5), meterId: 'SN_A', reading: '00110.000', plausibility: 'ok' },
     ]);
-    await seedReadings(service.db, other, [{ createdAt: day(3), meterId: 'SN_A', reading: '00100.000', plausibility: 'ok' }]);
+    await seedReadings(service.db, other, [
+      { createdAt: day(3), meterId: 'SN_A', reading: '00100.000', plausibility: 'ok' },
+    ]);
     const references = async (query: string) => {
       const page = await get(service, `/api/meter-readings?${query}`, customer.key);
       t.equal(page.status, 200, query);
@@ -259,25 +301,46 @@ t.test('results by reference and lists', async (t) => {
     t.same(await references('plausibility=ok'), [a3, b1]);
     t.same(await references('plausibility=implausible&meter_id=SN_A'), [a2]);
     t.same(await references(`created_before=${day(4).toISOString()}`), [a2, b1, a1], 'strictly before');
-    t.same(await references(`created_after=${day(1).toISOString()}&created_before=${day(5).toISOString()}`), [none, a2, b1]);
+    t.same(await references(`created_after=${day(1).toISOString()}&created_before=${day(5).toISOString()}`), [
+      none,
+      a2,
+      b1,
+    ]);
 
     t.same(await references('needs_review=true'), [a2], 'implausible: needs review');
     t.same(await references('needs_review=false'), [a3, none, b1, a1]);
 
-    const [lowRow, correctedRow] = await service.db.selectFrom('meters').select('id').where('reference_id', 'in', [b1, a2]).orderBy('created_at').execute();
+    const [lowRow, correctedRow] = await service.db
+      .selectFrom('meters')
+      .select('id')
+      .where('reference_id', 'in', [b1, a2])
+      .orderBy('created_at')
+      .execute();
     await service.db.updateTable('readings').set({ confidence: 50 }).where('meter_id', '=', lowRow!.id).execute();
     await service.db
       .insertInto('reading_corrections')
       .values({ meter_id: correctedRow!.id, reading: '00095.000', value: '95', corrected_by: 'tester' })
       .execute();
     await refreshNeedsReview(service.db, { accountId: customer.accountId });
-    t.same(await references('needs_review=true'), [b1], 'less confident than the account’s threshold; a corrected reading no longer');
+    t.same(
+      await references('needs_review=true'),
+      [b1],
+      'less confident than the account’s threshold; a corrected reading no longer',
+    );
     t.same(await references('needs_review=true&meter_id=SN_A'), [], 'combined with the other filters');
-    t.same((await get(service, `/api/meter-reading/${b1}`, customer.key)).body.needs_review, true, 'the filter and the submission itself agree');
+    t.same(
+      (await get(service, `/api/meter-reading/${b1}`, customer.key)).body.needs_review,
+      true,
+      'the filter and the submission itself agree',
+    );
 
     const first = await get(service, '/api/meter-readings?meter_id=SN_A&limit=2', customer.key);
     t.match(first.body, { has_more: true, next_cursor: a2 });
-    const second = await get(service, `/api/meter-readings?meter_id=SN_A&limit=2&starting_after=${first.body.next_cursor}`, customer.key);
+    const second = await get(
+      service,
+      `/api/meter-readings?meter_id=SN_A&limit=2&starting_after=${first.body.next_cursor}`,
+      customer.key,
+    );
     t.same(
       second.body.data.map((item: { reference_id: string }) => item.reference_id),
       [a1],
@@ -299,13 +362,24 @@ t.test('results by reference and lists', async (t) => {
     ]);
     const [manual, machine, flagged, confirmed, corrected, failed] = references;
     const rowId = async (reference: string) =>
-      (await service.db.selectFrom('meters').select('id').where('reference_id', '=', reference).executeTakeFirstOrThrow()).id;
+      (
+        await service.db
+          .selectFrom('meters')
+          .select('id')
+          .where('reference_id', '=', reference)
+          .executeTakeFirstOrThrow()
+      ).id;
     await service.db.updateTable('meters').set({ mode: 'manual' }).where('reference_id', '=', manual!).execute();
     await service.db
       .insertInto('reading_corrections')
       .values([
         { meter_id: await rowId(confirmed!), reading: '00120.000', value: '120', corrected_by: 'ops@example.com' },
-        { meter_id: await rowId(corrected!), reading: '00125.500', value: '125.5', corrected_by: '=HYPERLINK("http://x","a, b")' },
+        {
+          meter_id: await rowId(corrected!),
+          reading: '00125.500',
+          value: '125.5',
+          corrected_by: '=HYPERLINK("http://x","a, b")',
+        },
       ])
       .execute();
     await service.db
@@ -320,7 +394,9 @@ t.test('results by reference and lists', async (t) => {
     await refreshNeedsReview(service.db, { accountId: customer.accountId });
 
     const csv = async (query: string, headers: Record<string, string> = {}) => {
-      const response = await fetch(`${service.url}/api/meter-readings${query}`, { headers: { authorization: `Bearer ${customer.key}`, ...headers } });
+      const response = await fetch(`${service.url}/api/meter-readings${query}`, {
+        headers: { authorization: `Bearer ${customer.key}`, ...headers },
+      });
       return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
     };
     const byAccept = await csv('', { accept: 'text/csv' });
@@ -346,9 +422,25 @@ t.test('results by reference and lists', async (t) => {
       needs_review: 'false',
       consumption: '',
     });
-    t.match(of(machine!), { reading: '00110.000', value: '110', unit: 'm3', confidence: '97', plausibility: 'ok', quality: 'machine', consumption: '10' });
-    t.match(of(flagged!), { quality: 'machine', needs_review: 'true', consumption: '' }, 'a flagged reading is no trusted value');
-    t.match(of(confirmed!), { quality: 'confirmed', needs_review: 'false', consumption: '10', corrected_reading: '00120.000' }, 'from the last trusted value');
+    t.match(of(machine!), {
+      reading: '00110.000',
+      value: '110',
+      unit: 'm3',
+      confidence: '97',
+      plausibility: 'ok',
+      quality: 'machine',
+      consumption: '10',
+    });
+    t.match(
+      of(flagged!),
+      { quality: 'machine', needs_review: 'true', consumption: '' },
+      'a flagged reading is no trusted value',
+    );
+    t.match(
+      of(confirmed!),
+      { quality: 'confirmed', needs_review: 'false', consumption: '10', corrected_reading: '00120.000' },
+      'from the last trusted value',
+    );
     t.match(of(corrected!), {
       quality: 'corrected',
       consumption: '5.5',
@@ -386,36 +478,53 @@ t.test('results by reference and lists', async (t) => {
     }
   });
 
-  t.test('the billing export reads rows as the client takes them, and a client that stops holds no database connection', async (t) => {
-    const customer = await createCustomer(service.db);
-    await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at)
+  t.test(
+    'the billing export reads rows as the client takes them, and a client that stops holds no database connection',
+    async (t) => {
+      const customer = await createCustomer(service.db);
+      await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at)
       SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now() - g * interval '1 second', now() FROM generate_series(1, 50000) g`.execute(
-      service.db,
-    );
-    await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
-      SELECT id, '00001.000', 1, 95, 'seed', 'seed', false, '[]', 1, 'ok' FROM meters WHERE account_id = ${customer.accountId}`.execute(service.db);
-    const request = http.get(`${service.url}/api/meter-readings?format=csv`, { headers: { authorization: `Bearer ${customer.key}` } });
-    const [response] = (await once(request, 'response')) as [http.IncomingMessage];
-    t.equal(response.statusCode, 200);
-    await sleep(1000); // not reading: the server's buffers fill, and the export waits
+        service.db,
+      );
+      await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+      SELECT id, '00001.000', 1, 95, 'seed', 'seed', false, '[]', 1, 'ok' FROM meters WHERE account_id = ${customer.accountId}`.execute(
+        service.db,
+      );
+      const request = http.get(`${service.url}/api/meter-readings?format=csv`, {
+        headers: { authorization: `Bearer ${customer.key}` },
+      });
+      const [response] = (await once(request, 'response')) as [http.IncomingMessage];
+      t.equal(response.statusCode, 200);
+      await sleep(1000); // not reading: the server's buffers fill, and the export waits
 
-    const busy = await sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query ILIKE '%reading_corrections%'`.execute(service.db);
-    t.equal(busy.rows[0]!.count, 0, 'no query open or transaction held while the client waits');
-    const oldest = await service.db
-      .selectFrom('meters')
-      .select('id')
-      .where('account_id', '=', customer.accountId)
-      .orderBy('created_at')
-      .limit(1)
-      .executeTakeFirstOrThrow();
-    await service.db.updateTable('readings').set({ model: 'changed-while-paused' }).where('meter_id', '=', oldest.id).execute();
+      const busy = await sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query ILIKE '%reading_corrections%'`.execute(
+        service.db,
+      );
+      t.equal(busy.rows[0]!.count, 0, 'no query open or transaction held while the client waits');
+      const oldest = await service.db
+        .selectFrom('meters')
+        .select('id')
+        .where('account_id', '=', customer.accountId)
+        .orderBy('created_at')
+        .limit(1)
+        .executeTakeFirstOrThrow();
+      await service.db
+        .updateTable('readings')
+        .set({ model: 'changed-while-paused' })
+        .where('meter_id', '=', oldest.id)
+        .execute();
 
-    let text = '';
-    for await (const chunk of response) text += chunk;
-    t.equal(text.trimEnd().split('\r\n').length, 50_001, 'every row once the client reads on');
-    t.match(text.trimEnd().split('\r\n').at(-1), /,changed-while-paused$/, 'the last rows fetched after the pause, not held in memory before it');
-  });
+      let text = '';
+      for await (const chunk of response) text += chunk;
+      t.equal(text.trimEnd().split('\r\n').length, 50_001, 'every row once the client reads on');
+      t.match(
+        text.trimEnd().split('\r\n').at(-1),
+        /,changed-while-paused$/,
+        'the last rows fetched after the pause, not held in memory before it',
+      );
+    },
+  );
 
   t.test('an unknown list parameter is a 422 naming it, not ignored', async (t) => {
     const customer = await createCustomer(service.db);
@@ -438,16 +547,28 @@ t.test('results by reference and lists', async (t) => {
       ['status=done', 'status', /^status must be one of pending, processing, completed, failed$/],
       ['created_after=yesterday', 'created_after', /^created_after must be an RFC 3339 date-time/],
       ['created_after=2026-02-30T00:00:00Z', 'created_after', /^created_after must be an RFC 3339 date-time/],
-      ['created_after=2016-12-31T23:59:60Z', 'created_after', /^created_after is a leap second \(:60\), which is not taken: use :59$/],
+      [
+        'created_after=2016-12-31T23:59:60Z',
+        'created_after',
+        /^created_after is a leap second \(:60\), which is not taken: use :59$/,
+      ],
       ['created_after=0000-01-01T00:00:00Z', 'created_after', /^created_after has year 0000: years start at 0001$/],
       ['created_after=2026-01-01T00:00:00%2B01', 'created_after', /^created_after must be an RFC 3339 date-time/],
       ['created_before=2026-11-01', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['meter_id=flat%203', 'meter_id', /^meter_id must be 1–64 characters/],
-      ['plausibility=maybe', 'plausibility', /^plausibility must be one of ok, corrected, suspicious, implausible, unknown$/],
+      [
+        'plausibility=maybe',
+        'plausibility',
+        /^plausibility must be one of ok, corrected, suspicious, implausible, unknown$/,
+      ],
       ['needs_review=yes', 'needs_review', /^needs_review must be true or false$/],
       ['created_before=2026-02-30T00:00:00Z', 'created_before', /^created_before must be an RFC 3339 date-time/],
       ['starting_after=nope', 'starting_after', /^starting_after must be the next_cursor of the previous page/],
-      ['starting_after=00000000-0000-4000-8000-000000000000', 'starting_after', /^No submission of this account has this reference_id$/],
+      [
+        'starting_after=00000000-0000-4000-8000-000000000000',
+        'starting_after',
+        /^No submission of this account has this reference_id$/,
+      ],
     ];
     for (const [query, field, message] of cases) {
       const result = await get(service, `/api/meter-readings?${query}`, customer.key);
@@ -466,8 +587,16 @@ t.test('results by reference and lists', async (t) => {
       t.match(replaced.headers.get('x-request-id'), UUID, insane);
     }
     t.match((await get(service, '/nowhere', undefined)).headers.get('x-request-id'), UUID, 'on a 404');
-    t.match((await get(service, '/api/meter-readings', undefined)).headers.get('x-request-id'), UUID, 'on a refused key');
-    const upload = await submitPhoto(service, { key: customer.key, image: photo, headers: { 'x-request-id': 'upload-1' } });
+    t.match(
+      (await get(service, '/api/meter-readings', undefined)).headers.get('x-request-id'),
+      UUID,
+      'on a refused key',
+    );
+    const upload = await submitPhoto(service, {
+      key: customer.key,
+      image: photo,
+      headers: { 'x-request-id': 'upload-1' },
+    });
     t.equal(upload.headers.get('x-request-id'), 'upload-1');
   });
 });

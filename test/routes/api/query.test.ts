@@ -19,10 +19,16 @@ t.test('every API GET route with a query refuses an unknown or repeated paramete
     paths: Record<string, { get?: { parameters?: Parameter[] } }>;
   };
   const routes = Object.entries(document.paths).flatMap(([path, operations]) => {
-    const query = (operations.get?.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+    const query = (operations.get?.parameters ?? [])
+      .filter((parameter) => parameter.in === 'query')
+      .map((parameter) => parameter.name);
     return query.length > 0 ? [{ path: path.replace('{meter_id}', 'Q-1'), query }] : [];
   });
-  t.same(routes.map((route) => route.path).sort(), ['/api/meter-readings', '/api/meters', '/api/meters/Q-1/readings'], 'the routes that take a query');
+  t.same(
+    routes.map((route) => route.path).sort(),
+    ['/api/meter-readings', '/api/meters', '/api/meters/Q-1/readings'],
+    'the routes that take a query',
+  );
 
   const get = async (path: string) => {
     const response = await fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${customer.key}` } });
@@ -33,7 +39,11 @@ t.test('every API GET route with a query refuses an unknown or repeated paramete
     for (const unknown of ['meterid', 'cursor_', 'LIMIT']) {
       const refused = await get(`${path}?${unknown}=1`);
       t.equal(refused.status, 422, `${path}?${unknown}`);
-      t.same(refused.body.errors, { [unknown]: [`Unknown query parameter: this list takes ${query.join(', ')}`] }, `${path}?${unknown}`);
+      t.same(
+        refused.body.errors,
+        { [unknown]: [`Unknown query parameter: this list takes ${query.join(', ')}`] },
+        `${path}?${unknown}`,
+      );
     }
     const beside = await get(`${path}?limit=5&surprise=1`);
     t.same(Object.keys(beside.body.errors ?? {}), ['surprise'], `${path}: beside a known one too`);

@@ -22,18 +22,26 @@ function multipart(body: PhotoUpload): FormData {
   return form;
 }
 
-const sync = await client.POST('/api/meter-reading/sync', { body: { image: photo, meter_id: 'FIELD-1' }, bodySerializer: multipart });
+const sync = await client.POST('/api/meter-reading/sync', {
+  body: { image: photo, meter_id: 'FIELD-1' },
+  bodySerializer: multipart,
+});
 if (!sync.data) throw new Error(`sync submission refused: ${JSON.stringify(sync.error?.errors)}`);
 const readNow: string = sync.data.reading;
 
-const accepted = await client.POST('/api/meter-reading', { body: { image: photo, meter_id: 'FIELD-1' }, bodySerializer: multipart });
+const accepted = await client.POST('/api/meter-reading', {
+  body: { image: photo, meter_id: 'FIELD-1' },
+  bodySerializer: multipart,
+});
 if (!accepted.data) throw new Error(`submission refused: ${JSON.stringify(accepted.error?.errors)}`);
 const referenceId = accepted.data.reference_id;
 
 /** The submission once it has finished, asked for every 100 ms. */
 async function finished(referenceId: string) {
   for (;;) {
-    const { data, error } = await client.GET('/api/meter-reading/{reference_id}', { params: { path: { reference_id: referenceId } } });
+    const { data, error } = await client.GET('/api/meter-reading/{reference_id}', {
+      params: { path: { reference_id: referenceId } },
+    });
     if (!data) throw new Error(`no result: ${JSON.stringify(error.errors)}`);
     if (data.status === 'completed' || data.status === 'failed') return data;
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -49,7 +57,8 @@ const corrected = await client.POST('/api/meter-reading/{reference_id}/correctio
   params: { path: { reference_id: referenceId } },
   body: { reading: '02390.300' },
 });
-if (corrected.data?.status !== 'completed' || !corrected.data.correction) throw new Error('the correction did not stick');
+if (corrected.data?.status !== 'completed' || !corrected.data.correction)
+  throw new Error('the correction did not stick');
 const correctedTo: string = corrected.data.correction.reading;
 
 const history: string[] = [];
