@@ -1,6 +1,13 @@
 import { DomainError, requireId } from '../errors.ts';
 import { isMaxFlow, MAX_FLOW_LIMIT, setAccountMaxFlow, setMeterSettings } from '../meters/meter-points.ts';
-import { isReviewBelow, isUsualM3PerDay, setReviewSettings, USUAL_M3_PER_DAY_LIMIT } from '../meters/review.ts';
+import {
+  DEFAULT_REVIEW_BELOW,
+  DEFAULT_USUAL_M3_PER_DAY,
+  isReviewBelow,
+  isUsualM3PerDay,
+  setReviewSettings,
+  USUAL_M3_PER_DAY_LIMIT,
+} from '../meters/review.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
 import { optionalOption, requiredOption, UsageError } from './args.ts';
 import type { Command } from './context.ts';
@@ -51,8 +58,7 @@ export const meterCommands: Command[] = [
   {
     name: 'meters review',
     synopsis: '--account N [--below CONFIDENCE] [--usual-m3-per-day X] [--train-on-hosted yes|no]',
-    description:
-      "when a reading needs a person's look before it is billed (needs_review): below this confidence (default 90), or far above the usual consumption, the account's default for meters with too little history (1.5 m³ a day); and whether meterlens train also learns from hosted readers' readings that need no look (default no)",
+    description: `when a reading needs a person's look before it is billed (needs_review): below this confidence (default ${DEFAULT_REVIEW_BELOW}), or far above the usual consumption, the account's default for meters with too little history (${DEFAULT_USUAL_M3_PER_DAY} m³ a day); and whether meterlens train also learns from hosted readers' readings that need no look (default no)`,
     options: {
       account: { type: 'string' },
       below: { type: 'string' },
