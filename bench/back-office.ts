@@ -116,27 +116,27 @@ async function seed(submissions: number, meters: number): Promise<Customer> {
     db,
   );
   await sql`WITH points AS (SELECT array_agg(id ORDER BY external_id) AS ids FROM meter_points WHERE account_id = ${account})
-    INSERT INTO meters (account_id, api_key_id, mode, status, error_code, error_message, created_at, started_at, finished_at, meter_point_id)
+    INSERT INTO submissions (account_id, api_key_id, mode, status, error_code, error_message, created_at, started_at, finished_at, meter_point_id)
     SELECT ${account}, ${customer.keyId}, 'async', CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'completed' END,
       CASE WHEN g % 50 = 0 THEN 'unreadable' END, CASE WHEN g % 50 = 0 THEN 'No reader found a reading in the photo' END,
       t, t, t, points.ids[g % ${meters}::int + 1]
     FROM points, generate_series(1, ${submissions}::int) g, LATERAL (SELECT now() - g * make_interval(secs => ${(100 * DAY_SECONDS) / submissions})) AS at(t)`.execute(
     db,
   );
-  await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+  await sql`INSERT INTO readings (submission_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
     SELECT id, lpad((id % 99999)::text, 5, '0') || '.000', id % 99999, CASE WHEN id % 25 = 0 THEN 50 ELSE 95 END, 'local', 'bench', false, '[]', 5,
       CASE WHEN id % 10 = 0 THEN 'implausible' ELSE 'ok' END
-    FROM meters WHERE account_id = ${account} AND status = 'completed'`.execute(db);
+    FROM submissions WHERE account_id = ${account} AND status = 'completed'`.execute(db);
   // Reviewed: what needed a look, older than 3 days; and every 20th besides.
-  await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
-    SELECT m.id, '00001.000', 1, 'bench' FROM meters m LEFT JOIN readings r ON r.meter_id = m.id
+  await sql`INSERT INTO reading_corrections (submission_id, reading, value, corrected_by)
+    SELECT m.id, '00001.000', 1, 'bench' FROM submissions m LEFT JOIN readings r ON r.submission_id = m.id
     WHERE m.account_id = ${account}
       AND (m.id % 20 = 0 OR (m.created_at < now() - interval '3 days' AND (m.status = 'failed' OR r.plausibility = 'implausible' OR r.confidence < 90)))`.execute(
     db,
   );
   // What the usage check counts: the account's accepted submissions of each month.
   await sql`INSERT INTO api_usage (account_id, month, request_count)
-    SELECT account_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, count(*) FROM meters WHERE account_id = ${account} GROUP BY 1, 2`.execute(
+    SELECT account_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, count(*) FROM submissions WHERE account_id = ${account} GROUP BY 1, 2`.execute(
     db,
   );
   return customer;
@@ -196,7 +196,7 @@ try {
   const { rows: seeded } = await sql<{
     submissions: number;
     meters: number;
-  }>`SELECT (SELECT count(*) FROM meters)::int AS submissions, (SELECT count(*) FROM meter_points)::int AS meters`.execute(
+  }>`SELECT (SELECT count(*) FROM submissions)::int AS submissions, (SELECT count(*) FROM meter_points)::int AS meters`.execute(
     db,
   );
   console.log(
@@ -213,15 +213,15 @@ try {
     waiting: number;
     flagged: number;
   }>`SELECT count(*) FILTER (WHERE needs_review)::int AS waiting,
-    count(*) FILTER (WHERE status = 'failed' OR EXISTS (SELECT 1 FROM readings r WHERE r.meter_id = meters.id AND (r.plausibility = 'implausible' OR r.confidence < 90)))::int AS flagged
-    FROM meters WHERE account_id = ${account}`.execute(db);
+    count(*) FILTER (WHERE status = 'failed' OR EXISTS (SELECT 1 FROM readings r WHERE r.submission_id = submissions.id AND (r.plausibility = 'implausible' OR r.confidence < 90)))::int AS flagged
+    FROM submissions WHERE account_id = ${account}`.execute(db);
   console.log(
     `the measured account: ${count(SHAPE.accountSubmissions)} submissions, ${rows[0]!.flagged} ever needed review, ${rows[0]!.waiting} wait now`,
   );
 
   const middle = Math.floor(SHAPE.accountSubmissions / 2);
   const deep = await db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select('reference_id')
     .where('account_id', '=', account)
     .orderBy('created_at', 'desc')
@@ -314,12 +314,12 @@ try {
     plausibility: sql`r.plausibility`,
     confidence: sql`r.confidence`,
     reviewBelow: sql`(SELECT review_below FROM accounts WHERE id = m.account_id)`,
-    byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE meter_id = m.id))`,
+    byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE submission_id = m.id))`,
   })}`;
   await measure('for comparison: the next item by the rule over the facts, without the stored flag', () =>
     db
-      .selectFrom('meters as m')
-      .leftJoin('readings as r', 'r.meter_id', 'm.id')
+      .selectFrom('submissions as m')
+      .leftJoin('readings as r', 'r.submission_id', 'm.id')
       .select('m.reference_id')
       .where('m.account_id', '=', account)
       .where(byTheFacts)
@@ -335,7 +335,7 @@ try {
   console.log(
     `\nreview threshold 100: refreshNeedsReview of the ${count(SHAPE.accountSubmissions)} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
   );
-  await sql`VACUUM ANALYZE meters`.execute(db);
+  await sql`VACUUM ANALYZE submissions`.execute(db);
   console.log(`the first page's meters: ${await waitingOnFirstPage(account)} readings waiting for review`);
   await measure('meters list, first page of 100, nearly every submission waiting', () =>
     meterList(db, account, { limit: 100 }),

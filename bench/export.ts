@@ -23,16 +23,16 @@ async function seed(db: Db, submissions: number): Promise<string> {
   await sql`INSERT INTO meter_points (account_id, external_id) SELECT ${customer.accountId}, 'SN-' || g FROM generate_series(1, 1000) g`.execute(
     db,
   );
-  await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at, meter_point_id)
+  await sql`INSERT INTO submissions (account_id, api_key_id, mode, status, created_at, finished_at, meter_point_id)
     SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now() - g * interval '1 minute', now() - g * interval '1 minute',
       (SELECT id FROM meter_points WHERE account_id = ${customer.accountId} AND external_id = 'SN-' || (g % 1000 + 1))
     FROM generate_series(1, ${submissions}::int) g`.execute(db);
-  await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+  await sql`INSERT INTO readings (submission_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
     SELECT id, lpad((id % 99999)::text, 5, '0') || '.000', id % 99999, 95, 'local', 'bench', false, '[]', 5,
       CASE WHEN id % 10 = 0 THEN 'implausible' ELSE 'ok' END
-    FROM meters WHERE account_id = ${customer.accountId}`.execute(db);
-  await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
-    SELECT id, '00001.000', 1, 'bench' FROM meters WHERE account_id = ${customer.accountId} AND id % 20 = 0`.execute(
+    FROM submissions WHERE account_id = ${customer.accountId}`.execute(db);
+  await sql`INSERT INTO reading_corrections (submission_id, reading, value, corrected_by)
+    SELECT id, '00001.000', 1, 'bench' FROM submissions WHERE account_id = ${customer.accountId} AND id % 20 = 0`.execute(
     db,
   );
   await refreshNeedsReview(db, { accountId: customer.accountId });
@@ -72,7 +72,7 @@ try {
   }
   // Last: it raises the peak that the exports are measured by.
   const started = performance.now();
-  const ids = await db.selectFrom('meters').select('reference_id').where('account_id', '=', large).execute();
+  const ids = await db.selectFrom('submissions').select('reference_id').where('account_id', '=', large).execute();
   console.log(
     `baseline: one query of the ${ids.length} reference_ids into memory ${(performance.now() - started).toFixed(0)} ms, peak RSS ${peakMb()} MB`,
   );

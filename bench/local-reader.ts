@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config.ts';
 import { SHARED_DATASETS, loadLabelledPhotos, validationSplit } from '../src/eval/dataset.ts';
 import { percentile } from '../src/eval/metrics.ts';
 import { normaliseImage } from '../src/images.ts';
-import { loadMeterModel, type MeterModel } from '../src/readers/local/pipeline.ts';
+import { loadMeterModel, type MeterModel } from '../src/readers/local/model.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 const WARM_UP = 5;

@@ -22,18 +22,18 @@ try {
     .values({ account_id: customer.accountId, external_id: 'BENCH' })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await sql`INSERT INTO meters (account_id, api_key_id, mode, status, finished_at, meter_point_id)
+  await sql`INSERT INTO submissions (account_id, api_key_id, mode, status, finished_at, meter_point_id)
     SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now(), CASE WHEN g % 2 = 0 THEN ${point.id}::bigint END
     FROM generate_series(1, 20000) g`.execute(db);
-  await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
-    SELECT id, (id * 0.1)::numeric(12, 3)::text, id * 0.1, 90, 'local', 'bench', false, '[]', 5, 'ok' FROM meters`.execute(
+  await sql`INSERT INTO readings (submission_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+    SELECT id, (id * 0.1)::numeric(12, 3)::text, id * 0.1, 90, 'local', 'bench', false, '[]', 5, 'ok' FROM submissions`.execute(
     db,
   );
-  await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
-    SELECT id, '1', 1, 'bench' FROM meters WHERE meter_point_id IS NOT NULL AND id % 20 = 0`.execute(db);
+  await sql`INSERT INTO reading_corrections (submission_id, reading, value, corrected_by)
+    SELECT id, '1', 1, 'bench' FROM submissions WHERE meter_point_id IS NOT NULL AND id % 20 = 0`.execute(db);
   await sql`ANALYZE`.execute(db);
   const newest = await db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select('id')
     .where('meter_point_id', '=', point.id)
     .orderBy('id', 'desc')

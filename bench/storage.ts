@@ -106,12 +106,12 @@ try {
     const accepted = await persistAndEnqueue({ db, photos: photoStore, boss }, { key, plan, image, mode: 'async' });
     const meter = { ...accepted, accountId: account.id, mode: 'async' as const };
     try {
-      const jpeg = await normaliseUpload({ db, photos: photoStore, config }, accepted.meterId, image.upload);
+      const jpeg = await normaliseUpload({ db, photos: photoStore, config }, accepted.submissionId, image.upload);
       await recordReading(
         { db, boss, config },
         meter,
         await readers.read(jpeg),
-        await readContext(db, accepted.meterId),
+        await readContext(db, accepted.submissionId),
       );
     } catch {
       // An unreadable photo costs no reading row; the failure is in the meter row.
@@ -123,20 +123,20 @@ try {
   await sql`VACUUM ANALYZE`.execute(db);
   const count = photos.length;
   const { rows: columns } = await sql<{ jpeg: number; readings: number }>`
-    SELECT (SELECT avg(pg_column_size(jpeg)) FROM meter_images)::float8 AS jpeg,
+    SELECT (SELECT avg(pg_column_size(jpeg)) FROM submission_photos)::float8 AS jpeg,
            (SELECT count(*) FROM readings)::int AS readings`.execute(db);
   const { rows: tables } = await sql<{ table: string; bytes: string }>`
     SELECT c.oid::regclass::text AS table, pg_total_relation_size(c.oid)::text AS bytes
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public'
-      AND c.relname IN ('meters', 'meter_images', 'readings', 'webhook_deliveries', 'webhook_attempts')
+      AND c.relname IN ('meters', 'submission_photos', 'readings', 'webhook_deliveries', 'webhook_attempts')
     ORDER BY 1`.execute(db);
   const { rows: jobs } = await sql<{ bytes: number }>`
     SELECT sum(pg_column_size(j.*))::float8 AS bytes FROM pgboss.job j`.execute(db);
 
   console.log(`# ${count} photos (${perDataset} toloka + ${perDataset} bdci2020), ${columns[0].readings} read`);
   console.log(`upload (dataset JPEG, ≤1024 px)          ${Math.round(uploadBytes / count)} B/photo`);
-  console.log(`pg_column_size(meter_images.jpeg)         ${Math.round(columns[0].jpeg)} B/photo`);
+  console.log(`pg_column_size(submission_photos.jpeg)         ${Math.round(columns[0].jpeg)} B/photo`);
   console.log(`stored JPEG of a 12 MP upload (≥)         ${Math.round(fullSizeJpegBytes / count)} B/photo`);
   for (const table of tables) {
     console.log(

@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { turnWindow, windowAroundWheels, windowCorners, type Window } from '../src/readers/local/geometry.ts';
-import { decodePhoto, loadSessions, localise, orientWindow } from '../src/readers/local/pipeline.ts';
+import { decodePhoto, loadSessions, localise, orientWindow } from '../src/readers/local/model.ts';
 import { LOCALISER_FILES, READER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');

@@ -31,7 +31,7 @@ import {
   type Calibration,
   type ConfidenceEvidence,
 } from '../src/readers/local/confidence.ts';
-import { MODEL_FILES } from '../src/readers/local/pipeline.ts';
+import { MODEL_FILES } from '../src/readers/local/model.ts';
 import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
 import { fitLogisticNonNegative, outOfFoldProbabilities, predictLogistic } from './logistic.ts';
 import {

@@ -14,7 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { windowCorners, windowsInscribedIn, type Window } from '../src/readers/local/geometry.ts';
-import { decodePhoto, loadSessions, orientWindow, readWindow } from '../src/readers/local/pipeline.ts';
+import { decodePhoto, loadSessions, orientWindow, readWindow } from '../src/readers/local/model.ts';
 import { LOOSE_BOX_ASPECT, READER_FILES } from '../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');

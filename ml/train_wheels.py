@@ -3,7 +3,7 @@ digit, and exports it as ONNX (models/wheels.onnx).
 
 The strip readers read the whole counter at once and learn their few hundred training counters by heart; the
 wheel reader sees one wheel at a time, eight times as many examples that each say less about the counter
-they came from. The service cuts the window it found into eight equal wheels (src/readers/local/pipeline.ts)
+they came from. The service cuts the window it found into eight equal wheels (src/readers/local/model.ts)
 and lets this reader vote on each wheel beside the strip readers.
 
 Input: wheel `i` of the counter window, the window's i-th eighth grown by MARGIN, rectified to HEIGHT x WIDTH

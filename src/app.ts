@@ -17,7 +17,7 @@ import multipart from './plugins/external/multipart.ts';
 import openapi from './plugins/external/openapi.ts';
 import meterReadingRoutes from './routes/api/meter-reading.ts';
 import meterRoutes from './routes/api/meters.ts';
-import meterResultRoutes from './routes/api/meter-results.ts';
+import submissionRoutes from './routes/api/submissions.ts';
 import dashboardRoutes from './routes/dashboard/index.ts';
 import healthRoutes from './routes/health.ts';
 
@@ -72,7 +72,7 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
   await app.register(healthRoutes);
   await app.register(meterReadingRoutes, { prefix: '/api' });
   await app.register(meterRoutes, { prefix: '/api' });
-  await app.register(meterResultRoutes, { prefix: '/api' });
+  await app.register(submissionRoutes, { prefix: '/api' });
   await app.register(dashboardRoutes, { prefix: '/dashboard' });
   app.get('/', (_request, reply) => reply.redirect('/dashboard', 303));
   return app;

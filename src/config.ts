@@ -276,7 +276,7 @@ export const ENVIRONMENT = Type.Object({
     pattern: PHOTO_STORE_PATTERN,
     accepts: 'database or s3://bucket/prefix',
     description:
-      'Where photos go: `database` (in `meter_images`, nothing else to run) or `s3://bucket/prefix`, an S3-compatible bucket through the AWS SDK (objects `<prefix>/<reference_id>/upload` and `…/upright.jpg`). See docs/operations.md, "Where photos live".',
+      'Where photos go: `database` (in `submission_photos`, nothing else to run) or `s3://bucket/prefix`, an S3-compatible bucket through the AWS SDK (objects `<prefix>/<reference_id>/upload` and `…/upright.jpg`). See docs/operations.md, "Where photos live".',
   }),
   // The AWS SDK's own names, as its users set them.
   AWS_ENDPOINT_URL_S3: unsetString(
@@ -292,7 +292,7 @@ export const ENVIRONMENT = Type.Object({
   IMAGE_RETENTION_DAYS: integer(90, {
     minimum: 0,
     description:
-      'Photos of finished meters older than this are deleted (every 10 minutes, 200 at a time); meters and readings stay and the dashboard says the photo was removed. `0` keeps them forever.',
+      'Photos of finished submissions older than this are deleted (every 10 minutes, 200 at a time); submissions and readings stay and the dashboard says the photo was removed. `0` keeps them forever.',
   }),
   WEBHOOK_RETENTION_DAYS: integer(30, {
     minimum: 0,

@@ -8,7 +8,7 @@ export const QUEUES = {
   /** Read jobs whose retries are spent land here, so their meter is failed and the client told. */
   readMeterDeadLetter: 'read-meter-dead-letter',
   deliverWebhook: 'deliver-webhook',
-  expireStaleMeters: 'expire-stale-meters',
+  expireStaleSubmissions: 'expire-stale-meters',
   announceExpiredSubscriptions: 'announce-expired-subscriptions',
   purgeOldData: 'purge-old-data',
 } as const;
@@ -23,8 +23,16 @@ const JOB_HEARTBEAT_SECONDS = 10;
 /** A webhook job may outlive its POST's timeout by this much: loading the delivery and recording the attempt. */
 const DELIVERY_BOOKKEEPING_SECONDS = 30;
 
-export interface ReadMeterJob {
-  meterId: string;
+export interface ReadJob {
+  submissionId: string;
+}
+
+/**
+ * The submission a read job is for. Jobs queued by releases before the `submissions` table had its name call it
+ * `meterId`, and a deploy's new workers read the jobs the old web processes queued.
+ */
+export function jobSubmissionId(data: ReadJob | { meterId: string }): string {
+  return 'submissionId' in data ? data.submissionId : data.meterId;
 }
 
 export interface DeliverWebhookJob {
@@ -82,7 +90,7 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
       heartbeatSeconds: JOB_HEARTBEAT_SECONDS,
     },
   );
-  await ensureQueue(boss, QUEUES.expireStaleMeters, { policy: 'singleton' }, { retryLimit: 0 });
+  await ensureQueue(boss, QUEUES.expireStaleSubmissions, { policy: 'singleton' }, { retryLimit: 0 });
   await ensureQueue(boss, QUEUES.announceExpiredSubscriptions, { policy: 'singleton' }, { retryLimit: 0 });
   await ensureQueue(boss, QUEUES.purgeOldData, { policy: 'singleton' }, { retryLimit: 0 });
   // pg-boss's own maintenance deletes finished jobs this long after they finished.
@@ -108,7 +116,7 @@ async function ensureQueue(
 export async function enqueueRead(
   boss: PgBoss,
   db: IDatabase,
-  job: ReadMeterJob,
+  job: ReadJob,
   accountId: string,
   startAfter?: Date,
 ): Promise<void> {

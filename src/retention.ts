@@ -32,9 +32,9 @@ async function inBatches(retentionDays: number, deleteBatch: (cutoff: Date) => P
 }
 
 /**
- * Deletes the photos of finished meters submitted before the cutoff, oldest first, and marks
+ * Deletes the photos of finished submissions made before the cutoff, oldest first, and marks
  * their meters; meters and readings stay. Meter ids grow with time, so the scan along
- * meter_images' primary key stops at the first photo that is young enough.
+ * submission_photos' primary key stops at the first photo that is young enough.
  *
  * The rows go first, then their objects in the bucket: a photo is never shown from a row whose
  * object is gone. A crash or an outage between the two leaves objects no row points at, which
@@ -43,13 +43,13 @@ async function inBatches(retentionDays: number, deleteBatch: (cutoff: Date) => P
 async function deleteImageBatch(deps: PhotoDeps, cutoff: Date): Promise<number> {
   const result = await sql<{ upload_object: string | null; jpeg_object: string | null }>`
     WITH expired AS (
-      SELECT i.meter_id FROM meter_images i JOIN meters m ON m.id = i.meter_id
+      SELECT i.submission_id FROM submission_photos i JOIN submissions m ON m.id = i.submission_id
       WHERE m.created_at < ${cutoff} AND m.status IN ('completed', 'failed')
-      ORDER BY i.meter_id LIMIT ${PURGE_BATCH_SIZE}
+      ORDER BY i.submission_id LIMIT ${PURGE_BATCH_SIZE}
     ), removed AS (
-      DELETE FROM meter_images WHERE meter_id IN (SELECT meter_id FROM expired) RETURNING meter_id, upload_object, jpeg_object
+      DELETE FROM submission_photos WHERE submission_id IN (SELECT submission_id FROM expired) RETURNING submission_id, upload_object, jpeg_object
     ), marked AS (
-      UPDATE meters SET image_removed_at = now() WHERE id IN (SELECT meter_id FROM removed)
+      UPDATE submissions SET image_removed_at = now() WHERE id IN (SELECT submission_id FROM removed)
     )
     SELECT upload_object, jpeg_object FROM removed`.execute(deps.db);
   await deps.photos.remove(result.rows.flatMap((row) => [row.upload_object, row.jpeg_object]));

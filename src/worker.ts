@@ -9,14 +9,21 @@ import { isPhotoStoreUnavailable } from './photos/store.ts';
 import { sweepOrphanPhotos } from './photos/sweep.ts';
 import { readContext } from './pipeline/plausibility.ts';
 import { readPhoto } from './pipeline/read.ts';
-import { expireStaleMeters, markProcessing, recordFailure, recordReading, type MeterRef } from './pipeline/record.ts';
+import {
+  expireStaleSubmissions,
+  markProcessing,
+  recordFailure,
+  recordReading,
+  type SubmissionRef,
+} from './pipeline/record.ts';
 import {
   enqueueDelivery,
   enqueueRead,
   QUEUES,
   READ_RETRY_LIMIT,
   type DeliverWebhookJob,
-  type ReadMeterJob,
+  jobSubmissionId,
+  type ReadJob,
 } from './queue.ts';
 import { ReadFailure } from './readers/chain.ts';
 import { purgeOldData } from './retention.ts';
@@ -32,7 +39,7 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
   };
   // An account's backlog holds at most readAccountConcurrency of the read slots; other accounts' photos take the rest at once.
   const perAccount = { ...polling, groupConcurrency: config.readAccountConcurrency };
-  await workContinuously<ReadMeterJob>(boss, QUEUES.readMeter, config.workerConcurrency, perAccount, async (job) => {
+  await workContinuously<ReadJob>(boss, QUEUES.readMeter, config.workerConcurrency, perAccount, async (job) => {
     // Jobs queued before reads were grouped by account have no group, and no share to keep.
     if (job.groupId && !(await withinGroupShare(deps.db, job, config.readAccountConcurrency))) {
       // At once: the fetch passes over an account at its share, and a later start would wait for the next poll.
@@ -52,14 +59,14 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
       else await enqueueDelivery(boss, bossAdapter(deps.db), job.data, new Date(Date.now() + OVER_SHARE_DELAY_MS));
     },
   );
-  await boss.work<ReadMeterJob>(QUEUES.readMeterDeadLetter, polling, async (jobs) => {
-    for (const job of jobs) await failAbandonedMeter(deps, job);
+  await boss.work<ReadJob>(QUEUES.readMeterDeadLetter, polling, async (jobs) => {
+    for (const job of jobs) await failAbandonedSubmission(deps, job);
   });
-  await boss.work(QUEUES.expireStaleMeters, async () => {
-    await expireStaleMeters(deps, config.meterDeadlineSeconds);
+  await boss.work(QUEUES.expireStaleSubmissions, async () => {
+    await expireStaleSubmissions(deps, config.meterDeadlineSeconds);
     await purgeExpiredIdempotencyKeys(deps.db);
   });
-  await boss.schedule(QUEUES.expireStaleMeters, '* * * * *');
+  await boss.schedule(QUEUES.expireStaleSubmissions, '* * * * *');
   await boss.work(QUEUES.announceExpiredSubscriptions, () => announceExpiredSubscriptions(deps));
   await boss.schedule(QUEUES.announceExpiredSubscriptions, '* * * * *');
   await boss.work(QUEUES.purgeOldData, async () => {
@@ -116,23 +123,23 @@ async function workContinuously<T extends object>(
 }
 
 /** Steps 6–8 for an async submission: normalise and read, record, notify. */
-export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Promise<void> {
-  const meter = await loadMeter(deps.db, job.data.meterId);
-  if (!meter || !(await markProcessing(deps.db, meter.ref.meterId))) return;
+export async function readMeter(deps: ServiceDeps, job: Job<ReadJob>): Promise<void> {
+  const submission = await loadSubmission(deps.db, jobSubmissionId(job.data));
+  if (!submission || !(await markProcessing(deps.db, submission.ref.submissionId))) return;
   try {
-    const context = await readContext(deps.db, meter.ref.meterId);
-    const photo = await loadPhoto(deps, meter.ref.meterId);
-    if (!photo) throw new Error(`meter ${meter.ref.meterId} has no photo`);
-    const result = await readPhoto(deps, meter.ref.meterId, photo, context, job.signal);
-    await recordReading(deps, meter.ref, result, context);
+    const context = await readContext(deps.db, submission.ref.submissionId);
+    const photo = await loadPhoto(deps, submission.ref.submissionId);
+    if (!photo) throw new Error(`meter ${submission.ref.submissionId} has no photo`);
+    const result = await readPhoto(deps, submission.ref.submissionId, photo, context, job.signal);
+    await recordReading(deps, submission.ref, result, context);
   } catch (error) {
     // The photo is safe in the bucket: the read waits for it, past the job's retries, until METER_DEADLINE_SECONDS.
     if (isPhotoStoreUnavailable(error)) {
       await enqueueRead(
         deps.boss,
         bossAdapter(deps.db),
-        job.data,
-        meter.ref.accountId,
+        { submissionId: submission.ref.submissionId },
+        submission.ref.accountId,
         new Date(Date.now() + deps.config.readRetryDelaySeconds * 1000),
       );
       return;
@@ -140,26 +147,26 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Prom
     if (!(error instanceof ReadFailure)) throw error;
     // Unreachable models may be back soon: let pg-boss retry, and give up on the last attempt.
     if (error.code === 'readers_unavailable' && job.retryCount < READ_RETRY_LIMIT) throw error;
-    await recordFailure(deps, meter.ref, { code: error.code, message: error.message });
+    await recordFailure(deps, submission.ref, { code: error.code, message: error.message });
   }
 }
 
 /** A read job that kept crashing or whose worker died on every attempt. */
-async function failAbandonedMeter(deps: ServiceDeps, job: Job<ReadMeterJob>): Promise<void> {
-  const meter = await loadMeter(deps.db, job.data.meterId);
-  if (!meter) return;
-  await recordFailure(deps, meter.ref, {
+async function failAbandonedSubmission(deps: ServiceDeps, job: Job<ReadJob>): Promise<void> {
+  const submission = await loadSubmission(deps.db, jobSubmissionId(job.data));
+  if (!submission) return;
+  await recordFailure(deps, submission.ref, {
     code: 'processing_failed',
     message: `The meter could not be processed after ${READ_RETRY_LIMIT + 1} attempts`,
   });
 }
 
-async function loadMeter(db: Db, meterId: string): Promise<{ ref: MeterRef } | undefined> {
+async function loadSubmission(db: Db, submissionId: string): Promise<{ ref: SubmissionRef } | undefined> {
   const row = await db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select(['id', 'account_id', 'reference_id', 'mode'])
-    .where('id', '=', meterId)
+    .where('id', '=', submissionId)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { ref: { meterId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode } };
+  return { ref: { submissionId: row.id, accountId: row.account_id, referenceId: row.reference_id, mode: row.mode } };
 }

@@ -39,7 +39,7 @@ async function meterSubmitted(
 ) {
   const createdAt = sql<Date>`now() - make_interval(days => ${daysAgo})`;
   const meter = await db
-    .insertInto('meters')
+    .insertInto('submissions')
     .values({
       account_id: accountId,
       api_key_id: apiKeyId,
@@ -54,9 +54,9 @@ async function meterSubmitted(
     .returning('id')
     .executeTakeFirstOrThrow();
   await db
-    .insertInto('meter_images')
+    .insertInto('submission_photos')
     .values({
-      meter_id: meter.id,
+      submission_id: meter.id,
       original_format: 'jpeg',
       original_bytes: 3,
       width: 1,
@@ -69,7 +69,7 @@ async function meterSubmitted(
     await db
       .insertInto('readings')
       .values({
-        meter_id: meter.id,
+        submission_id: meter.id,
         reading: '1',
         value: 1,
         confidence: 90,
@@ -94,7 +94,7 @@ async function deliveryCreated(daysAgo: number, status: 'delivered' | 'failed' |
       event_id: `msg_${Math.random().toString(16).slice(2)}`,
       endpoint_id: endpointId,
       account_id: accountId,
-      meter_id: null,
+      submission_id: null,
       event_type: 'reading.completed',
       payload: '{}',
       status,
@@ -121,7 +121,13 @@ async function deliveryCreated(daysAgo: number, status: 'delivered' | 'failed' |
 }
 
 const hasImage = async (meterId: string) =>
-  Boolean(await db.selectFrom('meter_images').select('meter_id').where('meter_id', '=', meterId).executeTakeFirst());
+  Boolean(
+    await db
+      .selectFrom('submission_photos')
+      .select('submission_id')
+      .where('submission_id', '=', meterId)
+      .executeTakeFirst(),
+  );
 
 t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and readings stay', async (t) => {
   const old = [];
@@ -136,14 +142,14 @@ t.test('photos past IMAGE_RETENTION_DAYS are deleted in batches; meters and read
   t.ok(await hasImage(young), 'a younger photo stays');
   t.ok(await hasImage(stillPending), 'an unfinished meter keeps its photo');
   const meter = await db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select(['status', 'image_removed_at'])
     .where('id', '=', old[0])
     .executeTakeFirstOrThrow();
   t.equal(meter.status, 'completed');
   t.ok(meter.image_removed_at instanceof Date, 'the meter says when its photo went');
   t.ok(
-    await db.selectFrom('readings').select('id').where('meter_id', '=', old[0]).executeTakeFirst(),
+    await db.selectFrom('readings').select('id').where('submission_id', '=', old[0]).executeTakeFirst(),
     'the reading stays',
   );
 

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { bossAdapter } from '../src/db/database.ts';
-import { expireStaleMeters } from '../src/pipeline/record.ts';
+import { expireStaleSubmissions } from '../src/pipeline/record.ts';
 import { enqueueRead, QUEUES } from '../src/queue.ts';
 import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { startWorker } from '../src/worker.ts';
@@ -25,12 +25,12 @@ const photo = await renderMeterPhoto();
 
 async function readJobs(service: TestService, referenceId: string) {
   const meter = await service.db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select('id')
     .where('reference_id', '=', referenceId)
     .executeTakeFirstOrThrow();
   const jobs = await sql<{ state: string; retry_count: number }>`
-    SELECT state, retry_count FROM pgboss.job WHERE name = ${QUEUES.readMeter} AND data->>'meterId' = ${meter.id}`.execute(
+    SELECT state, retry_count FROM pgboss.job WHERE name = ${QUEUES.readMeter} AND data->>'submissionId' = ${meter.id}`.execute(
     service.db,
   );
   return jobs.rows;
@@ -43,21 +43,21 @@ t.test('the meter row and its job are committed together or not at all', async (
   t.match(await readJobs(service, accepted.body.reference_id), [{ state: 'created' }], 'commit: row and job');
 
   const account = await service.db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select(['account_id', 'api_key_id'])
     .limit(1)
     .executeTakeFirstOrThrow();
   const rolledBack = service.db.transaction().execute(async (tx) => {
     const meter = await tx
-      .insertInto('meters')
+      .insertInto('submissions')
       .values({ ...account, mode: 'async', error_code: null, error_message: null, started_at: null, finished_at: null })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await enqueueRead(service.boss, bossAdapter(tx), { meterId: meter.id }, account.account_id);
+    await enqueueRead(service.boss, bossAdapter(tx), { submissionId: meter.id }, account.account_id);
     throw new Error('the submission fails after its job was enqueued');
   });
   await t.rejects(rolledBack, /fails after its job/);
-  const meters = await service.db.selectFrom('meters').select('id').execute();
+  const meters = await service.db.selectFrom('submissions').select('id').execute();
   t.equal(meters.length, 1, 'rollback: no meter row');
   const jobs = await sql<{
     count: number;
@@ -133,8 +133,8 @@ t.test('a meter left pending past its deadline is failed as expired, and the cli
   await addWebhookEndpoint(service.db, service.config, { accountId: customer.accountId, url: receiver.url });
   const accepted = await submitPhoto(service, { key: customer.key, image: photo });
   await sleep(1100);
-  t.equal(await expireStaleMeters(service, 1), 1);
-  t.equal(await expireStaleMeters(service, 1), 0, 'a meter expires once');
+  t.equal(await expireStaleSubmissions(service, 1), 1);
+  t.equal(await expireStaleSubmissions(service, 1), 0, 'a meter expires once');
   t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'failed', error_code: 'expired' });
 
   await startWorker(service);
@@ -159,9 +159,9 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
   const verified = new Webhook(endpoint.secret).verify(webhook.body, webhook.headers as Record<string, string>);
   const reading = await service.db
     .selectFrom('readings')
-    .innerJoin('meters', 'meters.id', 'readings.meter_id')
+    .innerJoin('submissions', 'submissions.id', 'readings.submission_id')
     .select('readings.id')
-    .where('meters.reference_id', '=', accepted.body.reference_id)
+    .where('submissions.reference_id', '=', accepted.body.reference_id)
     .executeTakeFirstOrThrow();
   t.same(verified, {
     event: 'reading.completed',
@@ -218,7 +218,7 @@ t.test('a backlog is read job after job, without waiting for the next poll', asy
   for (let i = 0; i < 10; i++) t.equal((await submitPhoto(service, { key: customer.key, image: photo })).status, 202);
   await startWorker(service);
   const countCompleted = async () =>
-    (await service.db.selectFrom('meters').select('id').where('status', '=', 'completed').execute()).length;
+    (await service.db.selectFrom('submissions').select('id').where('status', '=', 'completed').execute()).length;
   // Two workers that paused for a 60 s poll after each job would have read 2 meters by now.
   t.equal(await waitFor(countCompleted, (completed) => completed === 10, 30_000), 10);
 });
@@ -253,7 +253,7 @@ t.test("one account's backlog does not hold another account's reading", async (t
   t.same(new Set(statuses), new Set([202]), 'the backlog is accepted');
   const accepted = await submitPhoto(service, { key: quiet.key, image: photo });
   const meterStatuses = (accountId: string) =>
-    service.db.selectFrom('meters').select('status').where('account_id', '=', accountId).execute();
+    service.db.selectFrom('submissions').select('status').where('account_id', '=', accountId).execute();
   let mostBusyReading = 0;
   let sampling = true;
   const sampled = (async () => {
@@ -293,3 +293,16 @@ t.test('a read job queued without an account, as before reads were shared, is st
   await startWorker(service);
   t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'completed' });
 });
+
+t.test(
+  'a read job that names its submission meterId, as jobs queued by earlier releases do, is still read',
+  async (t) => {
+    const service = await startTestService(t, { worker: false });
+    const customer = await createCustomer(service.db);
+    const accepted = await submitPhoto(service, { key: customer.key, image: photo });
+    await sql`UPDATE pgboss.job SET data = jsonb_build_object('meterId', data->'submissionId')
+    WHERE name = ${QUEUES.readMeter}`.execute(service.db);
+    await startWorker(service);
+    t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'completed' });
+  },
+);

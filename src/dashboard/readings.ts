@@ -1,8 +1,8 @@
 import type { SessionUser } from '../accounts/sessions.ts';
 import type { Db } from '../db/database.ts';
-import type { MeterStatus } from '../db/schema.ts';
+import type { SubmissionStatus } from '../db/schema.ts';
 import { DomainError } from '../errors.ts';
-import { countSubmissions, filteredSubmissions, keysetAfter, pageOf, type SubmissionFilter } from '../meter-results.ts';
+import { countSubmissions, filteredSubmissions, keysetAfter, pageOf, type SubmissionFilter } from '../submissions.ts';
 import { confirmReading, type CorrectionDeps, correctReading } from '../meters/corrections.ts';
 import { submissionRecords } from '../meters/records.ts';
 import { METER_ID_PATTERN, readingField } from '../pipeline/identify-meter.ts';
@@ -10,7 +10,7 @@ import { loadJpeg, type PhotoDeps } from '../photos/meter-photos.ts';
 import type { Plausibility } from '../readers/reader.ts';
 import { isReferenceId, PlausibilityStatus } from '../schemas/meter-reading.ts';
 
-export const METER_STATUSES: readonly MeterStatus[] = ['pending', 'processing', 'completed', 'failed'];
+export const METER_STATUSES: readonly SubmissionStatus[] = ['pending', 'processing', 'completed', 'failed'];
 export const PLAUSIBILITIES: readonly Plausibility[] = PlausibilityStatus.anyOf.map((member) => member.const);
 const PAGE_SIZE = 100;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -85,7 +85,7 @@ export async function readingPhoto(
 ): Promise<Buffer | undefined> {
   if (!isReferenceId(referenceId)) return undefined;
   const meter = await deps.db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select('id')
     .where('account_id', '=', accountId)
     .where('reference_id', '=', referenceId)

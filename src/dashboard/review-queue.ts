@@ -35,7 +35,7 @@ export async function nextForReview(db: Db, accountId: string, after: string | u
   // A cursor whose submission is gone (deleted by retention) matches nothing: the pass ends there.
   if (after)
     query = query.where(
-      sql<SqlBool>`(m.created_at, m.id) > (SELECT created_at, id FROM meters WHERE account_id = ${accountId} AND reference_id = ${after})`,
+      sql<SqlBool>`(m.created_at, m.id) > (SELECT created_at, id FROM submissions WHERE account_id = ${accountId} AND reference_id = ${after})`,
     );
   const item = await query.executeTakeFirst();
   if (!item) return undefined;
@@ -53,7 +53,7 @@ export async function nextForReview(db: Db, accountId: string, after: string | u
       item.counterBox && item.imageWidth && item.imageHeight
         ? zoomBox(item.counterBox, { width: item.imageWidth, height: item.imageHeight })
         : null,
-    beside: item.meterPointId ? besideItem(item, await trustedAround(db, item.meterPointId, item.meterRowId)) : null,
+    beside: item.meterPointId ? besideItem(item, await trustedAround(db, item.meterPointId, item.submissionId)) : null,
   };
 }
 
@@ -80,8 +80,8 @@ export function reviewPath(after: string | undefined): string {
  * The meter's trusted readings nearest the item, before it and after it by (created_at, id), in time
  * order: what a person compares its reading with. The item itself is never among them.
  */
-async function trustedAround(db: Db, meterPointId: string, meterRowId: string) {
-  const item = sql`(SELECT created_at, id FROM meters WHERE id = ${meterRowId})`;
+async function trustedAround(db: Db, meterPointId: string, submissionId: string) {
+  const item = sql`(SELECT created_at, id FROM submissions WHERE id = ${submissionId})`;
   const [before, after] = await Promise.all([
     trustedSubmissions(db, meterPointId)
       .where(sql<SqlBool>`(m.created_at, m.id) < ${item}`)

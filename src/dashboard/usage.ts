@@ -33,7 +33,7 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
              (now() AT TIME ZONE 'UTC')::date - ${USAGE_CHART_DAYS - 1}::int,
              (now() AT TIME ZONE 'UTC')::date,
              interval '1 day') AS days (day)
-      LEFT JOIN meters m
+      LEFT JOIN submissions m
         ON m.account_id = ${accountId}
        AND m.mode <> 'manual' -- readings people entered are not usage
        AND m.created_at >= days.day AT TIME ZONE 'UTC'

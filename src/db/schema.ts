@@ -12,11 +12,11 @@ export interface Database {
   accounts: AccountsTable;
   subscriptions: SubscriptionsTable;
   api_keys: ApiKeysTable;
-  meters: MetersTable;
+  submissions: SubmissionsTable;
   meter_points: MeterPointsTable;
   meter_anomalies: MeterAnomaliesTable;
   reading_corrections: ReadingCorrectionsTable;
-  meter_images: MeterImagesTable;
+  submission_photos: SubmissionPhotosTable;
   readings: ReadingsTable;
   api_usage: ApiUsageTable;
   webhook_endpoints: WebhookEndpointsTable;
@@ -92,16 +92,16 @@ export interface ApiKeysTable {
 export type ApiKey = Selectable<ApiKeysTable>;
 
 /** manual: a reading a person took, without a photo (POST /api/meters/{meter_id}/readings). */
-export type MeterMode = 'async' | 'sync' | 'manual';
-export type MeterStatus = 'pending' | 'processing' | 'completed' | 'failed';
+export type SubmissionMode = 'async' | 'sync' | 'manual';
+export type SubmissionStatus = 'pending' | 'processing' | 'completed' | 'failed';
 
-export interface MetersTable {
+export interface SubmissionsTable {
   id: Id;
   reference_id: Generated<string>;
   account_id: IdRef;
   api_key_id: IdRef;
-  mode: MeterMode;
-  status: Generated<MeterStatus>;
+  mode: SubmissionMode;
+  status: Generated<SubmissionStatus>;
   error_code: string | null;
   error_message: string | null;
   created_at: CreatedAt;
@@ -115,7 +115,6 @@ export interface MetersTable {
   /** needs_review as refreshNeedsReview (src/meters/review.ts) last stored it: what the review queue's index holds. */
   needs_review: ColumnType<boolean, never, boolean>;
 }
-export type Meter = Selectable<MetersTable>;
 
 /** A physical meter, named by the client's `meter_id` (its external_id). */
 export interface MeterPointsTable {
@@ -137,14 +136,15 @@ export interface MeterAnomaliesTable {
   opened_at: CreatedAt;
   /** Null while the episode is open. */
   closed_at: ColumnType<Date | null, never, Date>;
-  meter_id: ColumnType<string | null, string | number, never>;
+  /** The submission that opened the episode. */
+  submission_id: ColumnType<string | null, string | number, never>;
   /** meter.anomaly's data as sent, less meter_id. */
   data: ColumnType<AnomalyJson, string, never>;
 }
 
 export interface ReadingCorrectionsTable {
   id: Id;
-  meter_id: IdRef;
+  submission_id: IdRef;
   reading: string;
   value: ColumnType<string, number | string, never>;
   api_key_id: ColumnType<string | null, string | number | null, never>;
@@ -154,8 +154,8 @@ export interface ReadingCorrectionsTable {
   created_at: CreatedAt;
 }
 
-export interface MeterImagesTable {
-  meter_id: IdRef;
+export interface SubmissionPhotosTable {
+  submission_id: IdRef;
   original_format: string;
   original_bytes: number;
   /** The file as uploaded, until the read step has normalised it (then null); or in upload_object. */
@@ -172,7 +172,7 @@ export interface MeterImagesTable {
 
 export interface ReadingsTable {
   id: Id;
-  meter_id: IdRef;
+  submission_id: IdRef;
   reading: string;
   /** numeric: pg returns it as a string to keep every digit. */
   value: ColumnType<string, number | string, never>;
@@ -194,7 +194,7 @@ export interface ReadingsTable {
   unconstrained_reading: ColumnType<string | null, string | null | undefined, never>;
   plausibility_reason: ColumnType<string | null, string | null | undefined, never>;
   /** The submission whose value was the reference; null: the client's previous_reading. */
-  reference_meter_id: ColumnType<string | null, string | null | undefined, never>;
+  reference_submission_id: ColumnType<string | null, string | null | undefined, never>;
   usual_max: ColumnType<string | null, number | null | undefined, never>;
   created_at: CreatedAt;
 }
@@ -233,7 +233,7 @@ export interface WebhookDeliveriesTable {
   account_id: IdRef;
   /** The deleted endpoint's URL. */
   deleted_endpoint_url: string | null;
-  meter_id: IdRef | null;
+  submission_id: IdRef | null;
   event_type: DeliveryEvent;
   /** json column: the exact text that is signed and sent. */
   payload: ColumnType<unknown, string, never>;

@@ -97,7 +97,7 @@ export function grownPast(photo: LabelledPhoto, kind: PastKind): MeterFacts {
     reading: dialReading(Math.max(0, label - used), layout),
     source,
     readAt: new Date(PHOTO_TAKEN_AT.getTime() - daysBefore * DAY_MS),
-    meterRowId: null,
+    submissionId: null,
     referenceId: null,
   });
   if (kind === 'dated') return { ...facts, previous: value(rate * days, days, 'previous_reading'), history: [] };

@@ -7,7 +7,7 @@ import { loadLabelledPhotos } from '../eval/dataset.ts';
 import { isExact, isWholeUnitExact } from '../eval/metrics.ts';
 import { readPhotos } from '../eval/run.ts';
 import { createLocalReader } from '../readers/local.ts';
-import { MODEL_FILES } from '../readers/local/pipeline.ts';
+import { MODEL_FILES } from '../readers/local/model.ts';
 import { readTraining } from './weights.ts';
 
 /** How a set of weights reads a candidate's held-back photos. */

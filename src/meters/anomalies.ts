@@ -50,7 +50,7 @@ const DAY_MS = 86_400_000;
 
 /** A trusted value of a meter: what it showed, when, and the submission it is the value of. */
 export interface TrustedValue {
-  meterRowId: string;
+  submissionId: string;
   referenceId: string;
   at: Date;
   reading: string;
@@ -244,7 +244,7 @@ export async function checkMeterAnomalies(
       .values({
         meter_point_id: meterPointId,
         kind: anomaly.kind,
-        meter_id: anomaly.to.meterRowId,
+        submission_id: anomaly.to.submissionId,
         data: JSON.stringify(data),
       })
       .execute();
@@ -252,7 +252,7 @@ export async function checkMeterAnomalies(
       accountId: point.account_id,
       type: 'meter.anomaly',
       data: { meter_id: point.external_id, ...data },
-      meterId: anomaly.to.meterRowId,
+      submissionId: anomaly.to.submissionId,
     });
   }
   return opens.map((anomaly) => anomaly.kind);
@@ -286,14 +286,14 @@ async function meterValues(tx: Tx, meterPointId: string, days: number): Promise<
 }
 
 function trustedValue(row: {
-  meterRowId: string;
+  submissionId: string;
   referenceId: string;
   readAt: Date;
   reading: string;
   value: string;
 }): TrustedValue {
   return {
-    meterRowId: row.meterRowId,
+    submissionId: row.submissionId,
     referenceId: row.referenceId,
     at: row.readAt,
     reading: row.reading,

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { filteredSubmissions, type SubmissionFilter } from '../meter-results.ts';
+import { filteredSubmissions, type SubmissionFilter } from '../submissions.ts';
 import { isTrusted } from '../pipeline/plausibility.ts';
 import { consumption, trustedSubmissions } from './consumption.ts';
 
@@ -57,13 +57,15 @@ function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterI
     .limit(EXPORT_BATCH_SIZE);
   // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
   if (afterId)
-    page = page.where(sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${afterId})`);
+    page = page.where(
+      sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM submissions WHERE id = ${afterId})`,
+    );
   return db
     .selectFrom(page.as('s'))
     .leftJoinLateral(
       // The meter's newest trusted value before this submission, by (created_at, id): the index meters_meter_point.
       trustedSubmissions(db, sql.ref('s.meterPointId'))
-        .where(sql<SqlBool>`(m.created_at, m.id) < (s."createdAt", s."meterRowId")`)
+        .where(sql<SqlBool>`(m.created_at, m.id) < (s."createdAt", s."submissionId")`)
         .orderBy('m.created_at', 'desc')
         .orderBy('m.id', 'desc')
         .limit(1)
@@ -73,7 +75,7 @@ function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterI
     .selectAll('s')
     .select('previous.value as previousValue')
     .orderBy('s.createdAt', 'desc')
-    .orderBy('s.meterRowId', 'desc')
+    .orderBy('s.submissionId', 'desc')
     .execute();
 }
 
@@ -123,7 +125,7 @@ export function billingExport(db: Db, accountId: string, filter: SubmissionFilte
       const rows = await exportBatch(db, accountId, filter, afterId);
       if (rows.length > 0) yield rows.map(exportLine).join('');
       if (rows.length < EXPORT_BATCH_SIZE) return;
-      afterId = rows.at(-1)!.meterRowId;
+      afterId = rows.at(-1)!.submissionId;
     }
   }
   return Readable.from(lines(), { objectMode: false });

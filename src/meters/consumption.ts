@@ -14,21 +14,21 @@ export const CONSUMPTION_MONTHS = 24;
  */
 export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref> | string) {
   return db
-    .selectFrom('meters as m')
-    .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .selectFrom('submissions as m')
+    .leftJoin('readings as r', 'r.submission_id', 'm.id')
     .leftJoinLateral(
       (eb) =>
         eb
           .selectFrom('reading_corrections')
           .select(['reading', 'value'])
-          .whereRef('meter_id', '=', 'm.id')
+          .whereRef('submission_id', '=', 'm.id')
           .orderBy('id', 'desc')
           .limit(1)
           .as('c'),
       (join) => join.onTrue(),
     )
     .select([
-      'm.id as meterRowId',
+      'm.id as submissionId',
       'm.reference_id as referenceId',
       'm.created_at as readAt',
       sql<string>`coalesce(c.reading, r.reading)`.as('reading'),

@@ -81,8 +81,8 @@ async function storeCorrection(
     // The submission's row stays locked until the correction is stored, so that concurrent
     // corrections of it are counted one after another and the bound holds exactly.
     const meter = await tx
-      .selectFrom('meters as m')
-      .leftJoin('readings as r', 'r.meter_id', 'm.id')
+      .selectFrom('submissions as m')
+      .leftJoin('readings as r', 'r.submission_id', 'm.id')
       .select(['m.id', 'm.status', 'm.meter_point_id', 'r.reading'])
       .where('m.account_id', '=', accountId)
       .where('m.reference_id', '=', referenceId)
@@ -95,7 +95,7 @@ async function storeCorrection(
     const { count } = await tx
       .selectFrom('reading_corrections')
       .select(sql<number>`count(*)::int`.as('count'))
-      .where('meter_id', '=', meter.id)
+      .where('submission_id', '=', meter.id)
       .executeTakeFirstOrThrow();
     checkBound(
       count,
@@ -106,7 +106,7 @@ async function storeCorrection(
     await tx
       .insertInto('reading_corrections')
       .values({
-        meter_id: meter.id,
+        submission_id: meter.id,
         reading,
         value: reading,
         api_key_id: by.apiKeyId ?? null,
@@ -114,7 +114,7 @@ async function storeCorrection(
         corrected_by: by.label,
       })
       .execute();
-    await refreshNeedsReview(tx, { meterId: meter.id });
+    await refreshNeedsReview(tx, { submissionId: meter.id });
     // The corrected or confirmed value is the submission's trusted value now.
     if (meter.meter_point_id) anomalies = await checkMeterAnomalies(tx, deps, meter.meter_point_id);
     const record = await submissionRecords(tx, accountId).where('m.id', '=', meter.id).executeTakeFirstOrThrow();
@@ -122,7 +122,7 @@ async function storeCorrection(
       accountId,
       type: 'reading.corrected',
       data: submissionJson(record),
-      meterId: meter.id,
+      submissionId: meter.id,
     });
     return { outcome: 'corrected', record };
   });

@@ -39,20 +39,20 @@ export async function exportDataset(
 ): Promise<ExportedPhoto[]> {
   const labelledAt = sql<Date>`coalesce(c.created_at, r.created_at)`;
   let query = deps.db
-    .selectFrom('meters as m')
+    .selectFrom('submissions as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .leftJoinLateral(
       (eb) =>
         eb
           .selectFrom('reading_corrections')
           .select(['reading', 'created_at'])
-          .whereRef('meter_id', '=', 'm.id')
+          .whereRef('submission_id', '=', 'm.id')
           .orderBy('id', 'desc')
           .limit(1)
           .as('c'),
       (join) => join.onTrue(),
     )
-    .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .leftJoin('readings as r', 'r.submission_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .select([
       'm.id',

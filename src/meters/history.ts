@@ -6,8 +6,8 @@ import { submissionRecords, type SubmissionRecord } from './records.ts';
 export const HISTORY_MAX_LIMIT = 100;
 
 /** Opaque to clients: the row id the next page starts below. */
-export function encodeCursor(meterRowId: string): string {
-  return Buffer.from(`m${meterRowId}`).toString('base64url');
+export function encodeCursor(submissionId: string): string {
+  return Buffer.from(`m${submissionId}`).toString('base64url');
 }
 
 /** The row id in a cursor, or undefined when it is not one of ours. */
@@ -35,10 +35,14 @@ export async function meterHistory(
     .orderBy('m.id', 'desc')
     .limit(page.limit + 1);
   if (page.before) {
-    const cursorRow = db.selectFrom('meters').select(['created_at', 'id']).where('id', '=', page.before);
+    const cursorRow = db.selectFrom('submissions').select(['created_at', 'id']).where('id', '=', page.before);
     query = query.where(sql<SqlBool>`(m.created_at, m.id) < (${cursorRow})`);
   }
   const rows = await query.execute();
   const records = rows.slice(0, page.limit);
-  return { meterPointId: point.id, records, nextBefore: rows.length > page.limit ? records.at(-1)!.meterRowId : null };
+  return {
+    meterPointId: point.id,
+    records,
+    nextBefore: rows.length > page.limit ? records.at(-1)!.submissionId : null,
+  };
 }

@@ -32,7 +32,7 @@ export async function addManualReading(
     await checkLayout(tx, meterPointId, externalId, reading);
     const finishedAt = new Date();
     const meter = await tx
-      .insertInto('meters')
+      .insertInto('submissions')
       .values({
         account_id: key.accountId,
         api_key_id: key.keyId,
@@ -50,7 +50,7 @@ export async function addManualReading(
     await tx
       .insertInto('readings')
       .values({
-        meter_id: meter.id,
+        submission_id: meter.id,
         reading,
         value: reading,
         confidence: 100,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
 import { readingResult } from '../pipeline/reading-result.ts';
-import type { Correction, MeterResult } from '../schemas/meter-reading.ts';
+import type { Correction, Submission } from '../schemas/meter-reading.ts';
 import { storedNeedsReview } from './review.ts';
 
 /**
@@ -11,24 +11,24 @@ import { storedNeedsReview } from './review.ts';
  */
 export function submissionRecords(db: Db, accountId: string) {
   return db
-    .selectFrom('meters as m')
-    .leftJoin('readings as r', 'r.meter_id', 'm.id')
-    .leftJoin('meter_images as i', 'i.meter_id', 'm.id')
+    .selectFrom('submissions as m')
+    .leftJoin('readings as r', 'r.submission_id', 'm.id')
+    .leftJoin('submission_photos as i', 'i.submission_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
-    .leftJoin('meters as rm', 'rm.id', 'r.reference_meter_id')
+    .leftJoin('submissions as rm', 'rm.id', 'r.reference_submission_id')
     .leftJoinLateral(
       (eb) =>
         eb
           .selectFrom('reading_corrections')
           .select(['reading', 'value', 'corrected_by', 'created_at'])
-          .whereRef('meter_id', '=', 'm.id')
+          .whereRef('submission_id', '=', 'm.id')
           .orderBy('id', 'desc')
           .limit(1)
           .as('c'),
       (join) => join.onTrue(),
     )
     .select([
-      'm.id as meterRowId',
+      'm.id as submissionId',
       'm.reference_id as referenceId',
       'm.mode',
       'm.status',
@@ -81,7 +81,7 @@ export function billableReading(record: SubmissionRecord): { reading: string; va
  * its status; once completed, the machine's reading; once failed, the error; once finished, the
  * newest correction beside them (a person may correct a failed submission too) and `needs_review`.
  */
-export function submissionJson(record: SubmissionRecord): MeterResult {
+export function submissionJson(record: SubmissionRecord): Submission {
   const submitted = { reference_id: record.referenceId, created_at: record.createdAt.toISOString() };
   if (record.status === 'pending' || record.status === 'processing')
     return { ...submitted, status: record.status, finished_at: null };

@@ -52,25 +52,27 @@ export function needsReviewSql(facts: { [K in keyof ReviewFacts]: RawBuilder<unk
 /** needsReview of the submission `m` (a row of `meters as m`) from its facts as they stand now. */
 const currentNeedsReview = needsReviewSql({
   status: sql`m.status`,
-  plausibility: sql`(SELECT plausibility FROM readings WHERE meter_id = m.id)`,
-  confidence: sql`(SELECT confidence FROM readings WHERE meter_id = m.id)`,
+  plausibility: sql`(SELECT plausibility FROM readings WHERE submission_id = m.id)`,
+  confidence: sql`(SELECT confidence FROM readings WHERE submission_id = m.id)`,
   reviewBelow: sql`(SELECT review_below FROM accounts WHERE id = m.account_id)`,
-  byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE meter_id = m.id))`,
+  byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE submission_id = m.id))`,
 });
 
 /**
- * Stores needs_review (meters.needs_review, which the review queue's index holds) of one submission
+ * Stores needs_review (submissions.needs_review, which the review queue's index holds) of one submission
  * or of every submission of an account, from their facts as they stand. Called in the transaction of
  * each change to those facts: a submission finishing, a correction or confirmation, a new threshold;
  * one that stores a single submission's has taken holdReviewThreshold first. An unfinished
  * submission's is false. Rows whose value stays are not written.
  */
-export async function refreshNeedsReview(tx: Db, of: { meterId: string } | { accountId: string }): Promise<void> {
+export async function refreshNeedsReview(tx: Db, of: { submissionId: string } | { accountId: string }): Promise<void> {
   const current = sql<boolean>`(m.status IN ('completed', 'failed') AND ${currentNeedsReview})`;
   await tx
-    .updateTable('meters as m')
+    .updateTable('submissions as m')
     .set({ needs_review: current })
-    .where('meterId' in of ? sql<SqlBool>`m.id = ${of.meterId}` : sql<SqlBool>`m.account_id = ${of.accountId}`)
+    .where(
+      'submissionId' in of ? sql<SqlBool>`m.id = ${of.submissionId}` : sql<SqlBool>`m.account_id = ${of.accountId}`,
+    )
     .where(sql<SqlBool>`m.needs_review <> ${current}`)
     .execute();
 }
@@ -105,7 +107,7 @@ export const REVIEW_COUNT_LIMIT = 1000;
  * REVIEW_COUNT_LIMIT: a range of the queue's index.
  */
 export function reviewWaitingCount(account: string | RawBuilder<unknown> | ReturnType<typeof sql.ref>) {
-  return sql<number>`(SELECT count(*)::int FROM (SELECT FROM meters WHERE account_id = ${account} AND needs_review LIMIT ${sql.lit(REVIEW_COUNT_LIMIT)}) AS waiting)`;
+  return sql<number>`(SELECT count(*)::int FROM (SELECT FROM submissions WHERE account_id = ${account} AND needs_review LIMIT ${sql.lit(REVIEW_COUNT_LIMIT)}) AS waiting)`;
 }
 
 /**
@@ -113,7 +115,7 @@ export function reviewWaitingCount(account: string | RawBuilder<unknown> | Retur
  * a range of the index meters_meter_point_review, which holds only the submissions that wait.
  */
 export function meterWaitingCount(meterPoint: string | ReturnType<typeof sql.ref>) {
-  return sql<number>`(SELECT count(*)::int FROM meters WHERE meter_point_id = ${meterPoint} AND needs_review)`;
+  return sql<number>`(SELECT count(*)::int FROM submissions WHERE meter_point_id = ${meterPoint} AND needs_review)`;
 }
 
 /** How many submissions of the meter point wait for review (meterWaitingCount), for one meter's page. */

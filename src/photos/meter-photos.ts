@@ -19,8 +19,8 @@ export const uploadName = (referenceId: string) => `${referenceId}/upload`;
 export const jpegName = (referenceId: string) => `${referenceId}/upright.jpg`;
 
 /**
- * A new submission's upload, stored before its meter row is written (so a queued job always finds
- * it): the meter_images columns that say where it is.
+ * A new submission's upload, stored before its submission's row is written (so a queued job always finds
+ * it): the submission_photos columns that say where it is.
  */
 export async function keepUpload(
   photos: PhotoStore,
@@ -32,11 +32,11 @@ export async function keepUpload(
 }
 
 /** The photo the read step starts from; undefined when the meter has none (its row is gone). */
-export async function loadPhoto(deps: PhotoDeps, meterId: string): Promise<MeterPhoto | undefined> {
+export async function loadPhoto(deps: PhotoDeps, submissionId: string): Promise<MeterPhoto | undefined> {
   const row = await deps.db
-    .selectFrom('meter_images')
+    .selectFrom('submission_photos')
     .select(['jpeg', 'jpeg_object', 'upload', 'upload_object'])
-    .where('meter_id', '=', meterId)
+    .where('submission_id', '=', submissionId)
     .executeTakeFirst();
   if (!row) return undefined;
   if (row.jpeg || row.jpeg_object) return { jpeg: await mustGet(deps.photos, row.jpeg, row.jpeg_object), upload: null };
@@ -44,11 +44,11 @@ export async function loadPhoto(deps: PhotoDeps, meterId: string): Promise<Meter
 }
 
 /** The upright JPEG of a meter; undefined until the read step has made it, or once retention removed it. */
-export async function loadJpeg(deps: PhotoDeps, meterId: string): Promise<Buffer | undefined> {
+export async function loadJpeg(deps: PhotoDeps, submissionId: string): Promise<Buffer | undefined> {
   const row = await deps.db
-    .selectFrom('meter_images')
+    .selectFrom('submission_photos')
     .select(['jpeg', 'jpeg_object'])
-    .where('meter_id', '=', meterId)
+    .where('submission_id', '=', submissionId)
     .executeTakeFirst();
   return row && deps.photos.get({ bytes: row.jpeg, object: row.jpeg_object });
 }
@@ -58,22 +58,22 @@ export async function loadJpeg(deps: PhotoDeps, meterId: string): Promise<Buffer
  * upload, whose object is deleted last. A crash before the update leaves the JPEG's object for the
  * retried job to overwrite; one after it leaves the upload's object to the orphan sweep.
  */
-export async function keepNormalised(deps: PhotoDeps, meterId: string, image: NormalisedImage): Promise<void> {
+export async function keepNormalised(deps: PhotoDeps, submissionId: string, image: NormalisedImage): Promise<void> {
   const meter = await deps.db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select('reference_id')
-    .where('id', '=', meterId)
+    .where('id', '=', submissionId)
     .executeTakeFirstOrThrow();
   const place = await deps.photos.put(jpegName(meter.reference_id), image.jpeg);
   const replaced = await deps.db.transaction().execute(async (tx) => {
     const before = await tx
-      .selectFrom('meter_images')
+      .selectFrom('submission_photos')
       .select('upload_object')
-      .where('meter_id', '=', meterId)
+      .where('submission_id', '=', submissionId)
       .forUpdate()
       .executeTakeFirst();
     await tx
-      .updateTable('meter_images')
+      .updateTable('submission_photos')
       .set({
         jpeg: place.bytes,
         jpeg_object: place.object,
@@ -82,7 +82,7 @@ export async function keepNormalised(deps: PhotoDeps, meterId: string, image: No
         upload: null,
         upload_object: null,
       })
-      .where('meter_id', '=', meterId)
+      .where('submission_id', '=', submissionId)
       .execute();
     return before?.upload_object ?? null;
   });

@@ -11,7 +11,7 @@ export interface MigrateProgress {
 }
 
 interface Row {
-  meter_id: string;
+  submission_id: string;
   reference_id: string;
   upload: Buffer | null;
   upload_object: string | null;
@@ -36,7 +36,7 @@ export async function migratePhotos(
     ? sql<boolean>`(upload IS NOT NULL OR jpeg IS NOT NULL)`
     : sql<boolean>`(upload_object IS NOT NULL OR jpeg_object IS NOT NULL)`;
   const { total } = await deps.db
-    .selectFrom('meter_images')
+    .selectFrom('submission_photos')
     .select((eb) => eb.fn.countAll<string>().as('total'))
     .where(notMoved)
     .executeTakeFirstOrThrow();
@@ -44,12 +44,12 @@ export async function migratePhotos(
   let after = '0';
   for (;;) {
     const rows: Row[] = await deps.db
-      .selectFrom('meter_images as i')
-      .innerJoin('meters as m', 'm.id', 'i.meter_id')
-      .select(['i.meter_id', 'm.reference_id', 'i.upload', 'i.upload_object', 'i.jpeg', 'i.jpeg_object'])
+      .selectFrom('submission_photos as i')
+      .innerJoin('submissions as m', 'm.id', 'i.submission_id')
+      .select(['i.submission_id', 'm.reference_id', 'i.upload', 'i.upload_object', 'i.jpeg', 'i.jpeg_object'])
       .where(notMoved)
-      .where('i.meter_id', '>', after)
-      .orderBy('i.meter_id')
+      .where('i.submission_id', '>', after)
+      .orderBy('i.submission_id')
       .limit(batchSize)
       .execute();
     if (rows.length === 0) return progress;
@@ -57,7 +57,7 @@ export async function migratePhotos(
     const count = moved.filter(Boolean).length;
     progress.moved += count;
     progress.left = Math.max(progress.left - count, 0);
-    after = rows.at(-1)!.meter_id;
+    after = rows.at(-1)!.submission_id;
     await onBatch({ ...progress });
   }
 }
@@ -74,9 +74,9 @@ async function movePhotos(deps: PhotoDeps, row: Row): Promise<boolean> {
   if (!bytes) return false;
   const copy = await deps.photos.put((isJpeg ? jpegName : uploadName)(row.reference_id), bytes);
   const updated = await deps.db
-    .updateTable('meter_images')
+    .updateTable('submission_photos')
     .set({ [bytesColumn]: copy.bytes, [objectColumn]: copy.object })
-    .where('meter_id', '=', row.meter_id)
+    .where('submission_id', '=', row.submission_id)
     .where(
       original.object === null
         ? sql<boolean>`${sql.ref(bytesColumn)} IS NOT NULL`

@@ -11,7 +11,7 @@ import type { Config } from '../config.ts';
 import { DomainError, isDomainError } from '../errors.ts';
 
 /**
- * Where a meter_images row keeps one photo: its bytes, or the object that holds them
+ * Where a submission_photos row keeps one photo: its bytes, or the object that holds them
  * (`s3://bucket/key`). Only this module and meter-photos.ts look inside.
  */
 export interface PhotoPlace {

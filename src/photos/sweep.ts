@@ -10,7 +10,7 @@ export const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
 
 /**
  * The orphan sweep (with the scheduled purge, every 10 minutes): deletes every object under
- * PHOTO_STORE's prefix older than ORPHAN_MIN_AGE_MS that no meter_images row points at: uploads
+ * PHOTO_STORE's prefix older than ORPHAN_MIN_AGE_MS that no submission_photos row points at: uploads
  * whose transaction rolled back or whose process died before COMMIT, uploads of sync submissions
  * withdrawn when the bucket refused their JPEG (withdrawSubmission), uploads replaced by their
  * upright JPEG, photos retention or a deleted account removed the rows of before their objects
@@ -22,8 +22,8 @@ export async function sweepOrphanPhotos(deps: PhotoDeps, minAgeMs = ORPHAN_MIN_A
     if (objects.length === 0) continue;
     const { rows } = await sql<{ object: string }>`
       SELECT object FROM unnest(${objects}::text[]) AS listed (object)
-      WHERE NOT EXISTS (SELECT 1 FROM meter_images WHERE upload_object = listed.object)
-        AND NOT EXISTS (SELECT 1 FROM meter_images WHERE jpeg_object = listed.object)`.execute(deps.db);
+      WHERE NOT EXISTS (SELECT 1 FROM submission_photos WHERE upload_object = listed.object)
+        AND NOT EXISTS (SELECT 1 FROM submission_photos WHERE jpeg_object = listed.object)`.execute(deps.db);
     await deps.photos.remove(rows.map((row) => row.object));
     swept += rows.length;
   }

@@ -11,7 +11,7 @@ import { ReadFailure } from '../readers/chain.ts';
  */
 export async function normaliseUpload(
   deps: PhotoDeps & { config: Config },
-  meterId: string,
+  submissionId: string,
   upload: Buffer,
 ): Promise<Buffer> {
   const { config } = deps;
@@ -22,6 +22,6 @@ export async function normaliseUpload(
     if (error instanceof ImageError) throw new ReadFailure('invalid_image', error.message, []);
     throw error;
   }
-  await keepNormalised(deps, meterId, image);
+  await keepNormalised(deps, submissionId, image);
   return image.jpeg;
 }

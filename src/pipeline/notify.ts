@@ -6,10 +6,10 @@ import type { WebhookEvent } from '../webhooks/events.ts';
 import type { ReadContext } from './plausibility.ts';
 import { freshReadingResult } from './reading-result.ts';
 
-export type MeterOutcome =
+export type SubmissionOutcome =
   | {
       status: 'completed';
-      meterId: string;
+      submissionId: string;
       accountId: string;
       referenceId: string;
       reading: ChainReading;
@@ -18,28 +18,28 @@ export type MeterOutcome =
     }
   | {
       status: 'failed';
-      meterId: string;
+      submissionId: string;
       accountId: string;
       referenceId: string;
       error: { code: string; message: string };
     };
 
 /**
- * Step 8, for async meters: inside the transaction that records the outcome, one webhook
+ * Step 8, for async submissions: inside the transaction that records the outcome, one webhook
  * delivery per enabled endpoint of the account subscribed to the event, each enqueued to be
  * attempted at once. Rolled back with the outcome, so no webhook announces an unrecorded result.
  */
-export async function notify(tx: Tx, boss: PgBoss, outcome: MeterOutcome): Promise<void> {
+export async function notify(tx: Tx, boss: PgBoss, outcome: SubmissionOutcome): Promise<void> {
   const type: WebhookEvent = outcome.status === 'completed' ? 'reading.completed' : 'reading.failed';
   await queueAccountEvent(tx, boss, {
     accountId: outcome.accountId,
     type,
     data: eventData(outcome),
-    meterId: outcome.meterId,
+    submissionId: outcome.submissionId,
   });
 }
 
-function eventData(outcome: MeterOutcome): Record<string, unknown> {
+function eventData(outcome: SubmissionOutcome): Record<string, unknown> {
   if (outcome.status === 'failed')
     return { reference_id: outcome.referenceId, error: outcome.error, needs_review: true };
   return {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PgBoss } from 'pg-boss';
 import { bossAdapter, type Db } from '../db/database.ts';
-import type { MeterMode } from '../db/schema.ts';
+import type { SubmissionMode } from '../db/schema.ts';
 import type { CheckedImage } from '../images.ts';
 import { upsertMeterPoint } from '../meters/meter-points.ts';
 import { keepUpload } from '../photos/meter-photos.ts';
@@ -13,8 +13,8 @@ import type { ActivePlan } from './check-subscription.ts';
 import { releaseUsage, reserveUsage } from './check-usage.ts';
 import type { MeterIdentity } from './identify-meter.ts';
 
-export interface AcceptedMeter {
-  meterId: string;
+export interface StoredSubmission {
+  submissionId: string;
   referenceId: string;
   /** The month its request was counted in (usageMonth). */
   usageMonth: string;
@@ -23,7 +23,7 @@ export interface AcceptedMeter {
 /**
  * Step 5: the upload is stored where PHOTO_STORE says (in a bucket: before the transaction, so a
  * committed meter always has its photo; an object whose transaction then fails is left to the
- * orphan sweep). Then one transaction stores the meter row and its image's row, for async
+ * orphan sweep). Then one transaction stores the submission's row and its photo's row, for async
  * submissions enqueues the read job, and counts the request against the plan. Either all of it is
  * committed or none. A sync meter starts as `processing`: the web process reads it at once.
  *
@@ -36,20 +36,20 @@ export async function persistAndEnqueue(
     key: AuthenticatedKey;
     plan: ActivePlan;
     image: CheckedImage;
-    mode: MeterMode;
+    mode: SubmissionMode;
     identity?: MeterIdentity;
   },
-): Promise<AcceptedMeter> {
+): Promise<StoredSubmission> {
   const { key, plan, image, mode, identity = {} } = submission;
   const referenceId = randomUUID();
   const stored = await keepUpload(deps.photos, referenceId, image.upload);
   return deps.db.transaction().execute(async (tx) => {
     const meterPointId = identity.meterId ? await upsertMeterPoint(tx, key.accountId, identity.meterId) : null;
     // One statement: the meter, its image and the key's last use.
-    const meter = await tx
-      .with('meter', (db) =>
+    const submission = await tx
+      .with('submission', (db) =>
         db
-          .insertInto('meters')
+          .insertInto('submissions')
           .values({
             reference_id: referenceId,
             account_id: key.accountId,
@@ -68,13 +68,13 @@ export async function persistAndEnqueue(
       )
       .with('image', (db) =>
         db
-          .insertInto('meter_images')
-          .columns(['meter_id', 'original_format', 'original_bytes', 'upload', 'upload_object'])
+          .insertInto('submission_photos')
+          .columns(['submission_id', 'original_format', 'original_bytes', 'upload', 'upload_object'])
           .expression((eb) =>
             eb
-              .selectFrom('meter')
+              .selectFrom('submission')
               .select((eb) => [
-                'meter.id',
+                'submission.id',
                 eb.val(image.format).as('original_format'),
                 eb.val(image.upload.length).as('original_bytes'),
                 eb.val(stored.upload).as('upload'),
@@ -92,12 +92,12 @@ export async function persistAndEnqueue(
             eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)]),
           ),
       )
-      .selectFrom('meter')
-      .select(['meter.id', 'meter.reference_id'])
+      .selectFrom('submission')
+      .select(['submission.id', 'submission.reference_id'])
       .executeTakeFirstOrThrow();
-    if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { meterId: meter.id }, key.accountId);
+    if (mode === 'async') await enqueueRead(deps.boss, bossAdapter(tx), { submissionId: submission.id }, key.accountId);
     const usageMonth = await reserveUsage(tx, deps.boss, key.accountId, plan);
-    return { meterId: meter.id, referenceId: meter.reference_id, usageMonth };
+    return { submissionId: submission.id, referenceId: submission.reference_id, usageMonth };
   });
 }
 
@@ -109,11 +109,11 @@ export async function persistAndEnqueue(
  * left to the orphan sweep (src/photos/sweep.ts): the bucket has just failed. False, and nothing
  * changes, when the submission has finished meanwhile (expired).
  */
-export async function withdrawSubmission(db: Db, accountId: string, accepted: AcceptedMeter): Promise<boolean> {
+export async function withdrawSubmission(db: Db, accountId: string, accepted: StoredSubmission): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
     const withdrawn = await tx
-      .deleteFrom('meters')
-      .where('id', '=', accepted.meterId)
+      .deleteFrom('submissions')
+      .where('id', '=', accepted.submissionId)
       .where('status', 'in', ['pending', 'processing'])
       .executeTakeFirst();
     if (withdrawn.numDeletedRows === 0n) return false;

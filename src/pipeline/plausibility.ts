@@ -20,8 +20,8 @@ export interface MeterReference {
   reading: string;
   source: ReferenceSource;
   readAt: Date | null;
-  /** The submission it is the value of (its meters row and reference_id); null: this submission's own previous_reading. */
-  meterRowId: string | null;
+  /** The submission it is the value of (its submissions row and reference_id); null: this submission's own previous_reading. */
+  submissionId: string | null;
   referenceId: string | null;
 }
 
@@ -46,9 +46,9 @@ export interface ReadContext extends MeterExpectation {
 const TRUSTED_HISTORY_LIMIT = 100;
 
 /** Step 6a: what the service expects of a submission's reading (meterExpectation), from its meter's settings and trusted history. */
-export async function readContext(db: Db, meterId: string): Promise<ReadContext> {
-  const meter = await db
-    .selectFrom('meters as m')
+export async function readContext(db: Db, submissionId: string): Promise<ReadContext> {
+  const submission = await db
+    .selectFrom('submissions as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .select([
@@ -64,26 +64,26 @@ export async function readContext(db: Db, meterId: string): Promise<ReadContext>
       'a.usual_m3_per_day',
       sql<string>`coalesce(p.max_flow_m3_per_hour, a.max_flow_m3_per_hour)`.as('max_flow'),
     ])
-    .where('m.id', '=', meterId)
+    .where('m.id', '=', submissionId)
     .executeTakeFirstOrThrow();
-  const history = meter.meter_point_id ? await trustedHistory(db, meter.meter_point_id, meter) : [];
+  const history = submission.meter_point_id ? await trustedHistory(db, submission.meter_point_id, submission) : [];
   const expected = meterExpectation({
-    previous: meter.previous_reading
+    previous: submission.previous_reading
       ? {
-          reading: meter.previous_reading,
+          reading: submission.previous_reading,
           source: 'previous_reading',
-          readAt: meter.previous_read_at,
-          meterRowId: null,
+          readAt: submission.previous_read_at,
+          submissionId: null,
           referenceId: null,
         }
       : undefined,
     history,
-    takenAt: meter.created_at,
-    maxFlow: Number(meter.max_flow),
-    usualPerDay: Number(meter.usual_m3_per_day),
-    layoutSet: layoutSetting(meter),
+    takenAt: submission.created_at,
+    maxFlow: Number(submission.max_flow),
+    usualPerDay: Number(submission.usual_m3_per_day),
+    layoutSet: layoutSetting(submission),
   });
-  return { meterId: meter.external_id, reviewBelow: meter.review_below, ...expected };
+  return { meterId: submission.external_id, reviewBelow: submission.review_below, ...expected };
 }
 
 /** What is known of a meter before a photo it showed at `takenAt`. */
@@ -211,7 +211,7 @@ export interface StoredPlausibility {
   plausibility: Plausibility | null;
   referenceReading: string | null;
   referenceSource: ReferenceSource | null;
-  /** reference_id of the submission the reference came from (readings.reference_meter_id). */
+  /** reference_id of the submission the reference came from (readings.reference_submission_id). */
   referenceSubmission: string | null;
   windowMin: string | null;
   windowMax: string | null;
@@ -275,14 +275,14 @@ async function trustedHistory(
   before?: { id: string; created_at: Date },
 ): Promise<MeterReference[]> {
   let query = db
-    .selectFrom('meters as m')
-    .leftJoin('readings as r', 'r.meter_id', 'm.id')
+    .selectFrom('submissions as m')
+    .leftJoin('readings as r', 'r.submission_id', 'm.id')
     .leftJoinLateral(
       (eb) =>
         eb
           .selectFrom('reading_corrections')
           .select('reading')
-          .whereRef('meter_id', '=', 'm.id')
+          .whereRef('submission_id', '=', 'm.id')
           .orderBy('id', 'desc')
           .limit(1)
           .as('c'),
@@ -307,7 +307,7 @@ async function trustedHistory(
   if (before) query = query.where('m.id', '<>', before.id).where('m.created_at', '<=', before.created_at);
   const rows = await query.execute();
   return rows.map((row): MeterReference => {
-    const of = { meterRowId: row.id, referenceId: row.reference_id };
+    const of = { submissionId: row.id, referenceId: row.reference_id };
     if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at, ...of };
     if (row.reading && !FLAGGED.includes(row.plausibility!)) {
       return {

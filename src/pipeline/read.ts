@@ -14,12 +14,12 @@ import type { ReadContext } from './plausibility.ts';
  */
 export async function readPhoto(
   deps: Pick<ServiceDeps, 'db' | 'photos' | 'config' | 'readers'>,
-  meterId: string,
+  submissionId: string,
   photo: MeterPhoto,
   context: Pick<ReadContext, 'window' | 'usual' | 'layout'>,
   signal?: AbortSignal,
 ): Promise<ChainReading> {
-  const jpeg = photo.jpeg ?? (await normaliseUpload(deps, meterId, photo.upload!));
+  const jpeg = photo.jpeg ?? (await normaliseUpload(deps, submissionId, photo.upload!));
   try {
     const reading = await deps.readers.read(jpeg, signal, context.window, context.layout);
     observeReaderAttempts(reading.attempts);

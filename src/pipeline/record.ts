@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/database.ts';
-import type { MeterMode } from '../db/schema.ts';
+import type { SubmissionMode } from '../db/schema.ts';
 import type { ServiceDeps } from '../deps.ts';
 import { type AnomalyKind, checkMeterAnomalies } from '../meters/anomalies.ts';
 import { FLAGGED, holdReviewThreshold, refreshNeedsReview } from '../meters/review.ts';
@@ -9,11 +9,11 @@ import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './plausibility.ts';
 
-export interface MeterRef {
-  meterId: string;
+export interface SubmissionRef {
+  submissionId: string;
   accountId: string;
   referenceId: string;
-  mode: MeterMode;
+  mode: SubmissionMode;
 }
 
 export interface FailureReason {
@@ -31,19 +31,19 @@ export interface FailureReason {
  */
 export async function recordReading(
   deps: Pick<ServiceDeps, 'db' | 'boss' | 'config'>,
-  meter: MeterRef,
+  submission: SubmissionRef,
   result: ChainReading,
   context: ReadContext,
 ): Promise<string | undefined> {
   let anomalies: AnomalyKind[] = [];
   const readingId = await deps.db.transaction().execute(async (tx) => {
-    await holdReviewThreshold(tx, meter.accountId);
-    const finished = await finish(tx, meter.meterId, 'completed');
+    await holdReviewThreshold(tx, submission.accountId);
+    const finished = await finish(tx, submission.submissionId, 'completed');
     if (!finished) return undefined;
     const { id: readingId } = await tx
       .insertInto('readings')
       .values({
-        meter_id: meter.meterId,
+        submission_id: submission.submissionId,
         reading: result.reading,
         value: result.value,
         confidence: result.confidence,
@@ -62,15 +62,15 @@ export async function recordReading(
         window_min: context.window?.min ?? null,
         window_max: context.window?.max ?? null,
         usual_max: context.usual?.max ?? null,
-        reference_meter_id: context.reference?.meterRowId ?? null,
+        reference_submission_id: context.reference?.submissionId ?? null,
         unconstrained_reading: result.unconstrainedReading ?? null,
         plausibility_reason: result.plausibilityReason ?? null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await refreshNeedsReview(tx, { meterId: meter.meterId });
-    if (meter.mode === 'async')
-      await notify(tx, deps.boss, { status: 'completed', ...meter, reading: result, readingId, context });
+    await refreshNeedsReview(tx, { submissionId: submission.submissionId });
+    if (submission.mode === 'async')
+      await notify(tx, deps.boss, { status: 'completed', ...submission, reading: result, readingId, context });
     // A reading nobody flagged is a trusted value of its meter.
     if (finished.meterPointId && !FLAGGED.includes(result.plausibility))
       anomalies = await checkMeterAnomalies(tx, deps, finished.meterPointId);
@@ -85,14 +85,14 @@ export async function recordReading(
 
 export async function recordFailure(
   deps: { db: Db; boss: PgBoss },
-  meter: MeterRef,
+  submission: SubmissionRef,
   reason: FailureReason,
 ): Promise<boolean> {
   const failed = await deps.db.transaction().execute(async (tx) => {
-    await holdReviewThreshold(tx, meter.accountId);
-    if (!(await finish(tx, meter.meterId, 'failed', reason))) return false;
-    await refreshNeedsReview(tx, { meterId: meter.meterId });
-    if (meter.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...meter, error: reason });
+    await holdReviewThreshold(tx, submission.accountId);
+    if (!(await finish(tx, submission.submissionId, 'failed', reason))) return false;
+    await refreshNeedsReview(tx, { submissionId: submission.submissionId });
+    if (submission.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...submission, error: reason });
     return true;
   });
   if (failed) observeFailedReading(reason.code);
@@ -100,11 +100,11 @@ export async function recordFailure(
 }
 
 /** pending → processing; false when the meter has already finished. */
-export async function markProcessing(db: Db, meterId: string): Promise<boolean> {
+export async function markProcessing(db: Db, submissionId: string): Promise<boolean> {
   const updated = await db
-    .updateTable('meters')
+    .updateTable('submissions')
     .set({ status: 'processing', started_at: new Date() })
-    .where('id', '=', meterId)
+    .where('id', '=', submissionId)
     .where('status', 'in', ['pending', 'processing'])
     .executeTakeFirst();
   return updated.numUpdatedRows > 0n;
@@ -113,14 +113,14 @@ export async function markProcessing(db: Db, meterId: string): Promise<boolean> 
 /** Its meter point, or undefined when the meter had already finished. */
 async function finish(
   tx: Db,
-  meterId: string,
+  submissionId: string,
   status: 'completed' | 'failed',
   reason?: FailureReason,
 ): Promise<{ meterPointId: string | null } | undefined> {
   const updated = await tx
-    .updateTable('meters')
+    .updateTable('submissions')
     .set({ status, finished_at: new Date(), error_code: reason?.code ?? null, error_message: reason?.message ?? null })
-    .where('id', '=', meterId)
+    .where('id', '=', submissionId)
     .where('status', 'in', ['pending', 'processing'])
     .returning('meter_point_id')
     .executeTakeFirst();
@@ -128,18 +128,23 @@ async function finish(
 }
 
 /** Fails every meter still unfinished after the deadline, so none waits forever; the client is told. */
-export async function expireStaleMeters(deps: { db: Db; boss: PgBoss }, deadlineSeconds: number): Promise<number> {
+export async function expireStaleSubmissions(deps: { db: Db; boss: PgBoss }, deadlineSeconds: number): Promise<number> {
   const stale = await deps.db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select(['id', 'account_id', 'reference_id', 'mode'])
     .where('status', 'in', ['pending', 'processing'])
     .where('created_at', '<', new Date(Date.now() - deadlineSeconds * 1000))
     .execute();
   let expired = 0;
-  for (const meter of stale) {
+  for (const submission of stale) {
     const failed = await recordFailure(
       deps,
-      { meterId: meter.id, accountId: meter.account_id, referenceId: meter.reference_id, mode: meter.mode },
+      {
+        submissionId: submission.id,
+        accountId: submission.account_id,
+        referenceId: submission.reference_id,
+        mode: submission.mode,
+      },
       { code: 'expired', message: `The meter was not read within ${deadlineSeconds} seconds` },
     );
     if (failed) expired += 1;

@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
-import { MODEL_FILES } from './local/pipeline.ts';
+import { MODEL_FILES } from './local/model.ts';
 import { MODEL_NAME } from './local/spec.ts';
-import type { ReadRequest, WorkerMessage } from './local/worker.ts';
+import type { ReadRequest, WorkerMessage } from './local/inference-thread.ts';
 import type { MeterLayout } from './layout.ts';
 import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
 
@@ -14,7 +14,7 @@ import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWind
  */
 export async function createLocalReader(config: Config): Promise<MeterReader | undefined> {
   if (!MODEL_FILES.every((file) => existsSync(path.join(config.localModelDir, file)))) return undefined;
-  const worker = new Worker(new URL('./local/worker.ts', import.meta.url), {
+  const worker = new Worker(new URL('./local/inference-thread.ts', import.meta.url), {
     workerData: { modelDir: config.localModelDir, threads: config.localReaderThreads },
   });
   await new Promise<void>((resolve, reject) => {

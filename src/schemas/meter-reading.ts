@@ -16,7 +16,7 @@ export const ReferenceId = Type.String({
   format: 'uuid',
   description: 'The submission’s reference, returned when it was accepted',
 });
-export const MeterStatus = Type.Union([
+export const SubmissionStatus = Type.Union([
   Type.Literal('pending'),
   Type.Literal('processing'),
   Type.Literal('completed'),
@@ -129,7 +129,7 @@ export const ReadingFields = {
 const ReadingResult = Type.Object(ReadingFields);
 export type ReadingResult = Static<typeof ReadingResult>;
 
-export const FailureError = Type.Object(
+export const Failure = Type.Object(
   {
     code: Type.String({
       description: '`unreadable`, `invalid_image`, `readers_unavailable`, `expired` or `processing_failed`',
@@ -146,10 +146,10 @@ const replayedHeader = {
   }),
 };
 
-export const AcceptedMeterResponse = Type.Object(
+export const AcceptedSubmission = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('pending') },
   {
-    $id: 'AcceptedSubmission',
+    $id: 'StoredSubmission',
     description: 'A submission stored with its image and its read job; the result comes by webhook',
     examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'pending' }],
   },
@@ -177,7 +177,7 @@ const READING_EXAMPLE = {
   digits: [0, 2, 3, 9, 0, 2, 7, 6].map((digit) => ({ digit, confidence: 97 })),
 };
 
-export const CompletedReadingResponse = Type.Object(
+export const CompletedReading = Type.Object(
   { reference_id: ReferenceId, status: Type.Literal('completed'), ...ReadingFields },
   {
     $id: 'CompletedReading',
@@ -185,7 +185,7 @@ export const CompletedReadingResponse = Type.Object(
     examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }],
   },
 );
-export type CompletedReadingResponse = Static<typeof CompletedReadingResponse>;
+export type CompletedReading = Static<typeof CompletedReading>;
 
 export const Correction = Type.Object(
   {
@@ -249,7 +249,7 @@ const FailedSubmission = Type.Object(
     status: Type.Literal('failed'),
     created_at: submitted.created_at,
     finished_at: finished.finished_at,
-    error: ref(FailureError),
+    error: ref(Failure),
     correction: finished.correction,
     needs_review: NeedsReview,
   },
@@ -263,7 +263,7 @@ const FailedSubmission = Type.Object(
  * A submission as GET, the list, a meter's history and the correction response show it, one shape per
  * `status`: a client that checks `status` gets the fields of that outcome, none of them optional.
  */
-export const MeterResult = Type.Union([ref(UnfinishedSubmission), ref(CompletedSubmission), ref(FailedSubmission)], {
+export const Submission = Type.Union([ref(UnfinishedSubmission), ref(CompletedSubmission), ref(FailedSubmission)], {
   $id: 'Submission',
   description:
     'A submission, by its `status`: `pending` or `processing`; `completed` with its reading; `failed` with its error',
@@ -277,11 +277,11 @@ export const MeterResult = Type.Union([ref(UnfinishedSubmission), ref(CompletedS
     },
   },
 });
-export type MeterResult = Static<typeof MeterResult>;
+export type Submission = Static<typeof Submission>;
 
-export const MeterResultList = Type.Object(
+export const SubmissionPage = Type.Object(
   {
-    data: Type.Array(ref(MeterResult), { description: 'Newest first' }),
+    data: Type.Array(ref(Submission), { description: 'Newest first' }),
     has_more: Type.Boolean({ description: 'More submissions match' }),
     next_cursor: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
       description: 'The reference_id of the last item, for `starting_after`; null on the last page',
@@ -297,7 +297,7 @@ export const MeterReferenceParams = Type.Object({
 const MAX_LIST_LIMIT = 100;
 export const MeterListQuery = Type.Object(
   {
-    status: Type.Optional(MeterStatus),
+    status: Type.Optional(SubmissionStatus),
     created_after: Type.Optional(
       Type.String({ format: 'date-time', description: 'Only submissions created after this instant (RFC 3339)' }),
     ),
@@ -441,7 +441,7 @@ export const AsyncSubmission = {
   operationId: 'submitMeterReading',
   summary: 'Submit a photo; the result comes by webhook',
   response: {
-    202: ref(AcceptedMeterResponse, {
+    202: ref(AcceptedSubmission, {
       description: 'Accepted: the meter, its image and its read job are stored; the result comes by webhook',
       headers: {
         location: Type.String({ description: 'Where to GET the result: /api/meter-reading/{reference_id}' }),
@@ -459,7 +459,7 @@ export const SyncSubmission = {
   summary: 'Submit a photo and wait for its reading',
   description: 'No webhook is sent for sync submissions.',
   response: {
-    200: ref(CompletedReadingResponse, { description: 'Read', headers: replayedHeader }),
+    200: ref(CompletedReading, { description: 'Read', headers: replayedHeader }),
     ...SubmissionErrors,
     422: errorEnvelope(
       `${INPUT_ERROR}. Also \`image\` with \`reference_id\` and \`status: failed\` when the readers found no reading`,
@@ -475,15 +475,15 @@ named(
   CounterBox,
   DigitConfidence,
   Plausibility,
-  FailureError,
-  AcceptedMeterResponse,
-  CompletedReadingResponse,
+  Failure,
+  AcceptedSubmission,
+  CompletedReading,
   Correction,
   UnfinishedSubmission,
   CompletedSubmission,
   FailedSubmission,
-  MeterResult,
-  MeterResultList,
+  Submission,
+  SubmissionPage,
   ErrorEnvelope,
   MeterPhotoUpload,
 );

@@ -11,7 +11,7 @@ import {
   WHOLE_WHEELS_LIMIT,
 } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
-import { errorEnvelope, MeterReferenceParams, MeterResult, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
+import { errorEnvelope, MeterReferenceParams, Submission, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
 import { named, ref } from './named.ts';
 
 /** Documentation only: the routes check meter_id themselves, to answer 422 `meter_id` rather than 400. */
@@ -22,7 +22,7 @@ const MeterParams = Type.Object({
   }),
 });
 
-/** A submission of a meter, corrected: what its history and a correction show (as MeterResult). */
+/** A submission of a meter, corrected: what its history and a correction show (as Submission). */
 const CORRECTED_SUBMISSION_EXAMPLE = {
   reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
   status: 'completed',
@@ -53,7 +53,7 @@ const CORRECTED_SUBMISSION_EXAMPLE = {
 const MeterHistoryPage = Type.Object(
   {
     meter_id: Type.String(),
-    readings: Type.Array(ref(MeterResult), {
+    readings: Type.Array(ref(Submission), {
       description: 'Every submission of the meter (pending and failed too), newest first',
     }),
     has_more: Type.Boolean({ description: 'The meter has older submissions' }),
@@ -369,7 +369,7 @@ export const ReadingCorrection = {
     ),
   },
   response: {
-    200: ref(MeterResult, { description: 'The submission, with the correction' }),
+    200: ref(Submission, { description: 'The submission, with the correction' }),
     400: errorEnvelope(BODY_ERROR),
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope('`reference_id`: the submission is still being read'),
@@ -391,7 +391,7 @@ export const ReadingConfirmation = {
     `Counts towards the ${CORRECTIONS_PER_SUBMISSION} corrections a submission may have. No body.`,
   params: MeterReferenceParams,
   response: {
-    200: ref(MeterResult, { description: 'The submission, with the confirmation as its correction' }),
+    200: ref(Submission, { description: 'The submission, with the confirmation as its correction' }),
     404: errorEnvelope('`reference_id`: no submission of this account has this reference'),
     409: errorEnvelope(
       '`reference_id`: the submission is still being read, or it failed and has no reading to confirm',
@@ -428,7 +428,7 @@ export const ManualReading = {
     ),
   },
   response: {
-    201: ref(MeterResult, { description: 'The manual reading, stored as a completed submission' }),
+    201: ref(Submission, { description: 'The manual reading, stored as a completed submission' }),
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { USAGE_THRESHOLD_SHARE, type DeliveryEvent } from '../webhooks/events.ts';
-import { FailureError, MeterResult, NeedsReview, ReadingFields, ReferenceId } from './meter-reading.ts';
+import { Failure, Submission, NeedsReview, ReadingFields, ReferenceId } from './meter-reading.ts';
 import { MeterAnomaly } from './meters.ts';
 import { named, ref } from './named.ts';
 
@@ -46,12 +46,12 @@ const WEBHOOK_EVENT_DATA: Record<DeliveryEvent, { summary: string; data: TSchema
   },
   'reading.failed': {
     summary: 'A submission could not be read',
-    data: Type.Object({ reference_id: ReferenceId, error: ref(FailureError), needs_review: NeedsReview }),
+    data: Type.Object({ reference_id: ReferenceId, error: ref(Failure), needs_review: NeedsReview }),
   },
   'reading.corrected': {
     summary:
       'A person corrected or confirmed a reading (API or dashboard): the submission as GET shows it, the machine’s reading (or `error`) with the person’s `correction` beside it (equal to `reading`: a confirmation)',
-    data: ref(MeterResult),
+    data: ref(Submission),
   },
   'usage.threshold_reached': {
     summary: `The month’s submissions reached ${USAGE_THRESHOLD_SHARE * 100}% of the plan’s limit (once a month)`,

@@ -66,14 +66,14 @@ type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => 
 export async function queueEvent(
   tx: Tx,
   boss: PgBoss,
-  event: { type: DeliveryEvent; data: Record<string, unknown>; meterId: string | null },
+  event: { type: DeliveryEvent; data: Record<string, unknown>; submissionId: string | null },
   endpoints: EndpointFilter,
 ): Promise<string[]> {
   const eventId = `msg_${randomBytes(16).toString('hex')}`;
   const payload = JSON.stringify({ event: event.type, timestamp: new Date().toISOString(), data: event.data });
   const deliveries = await tx
     .insertInto('webhook_deliveries')
-    .columns(['event_id', 'endpoint_id', 'account_id', 'meter_id', 'event_type', 'payload', 'next_attempt_at'])
+    .columns(['event_id', 'endpoint_id', 'account_id', 'submission_id', 'event_type', 'payload', 'next_attempt_at'])
     .expression(
       tx
         .selectFrom('webhook_endpoints')
@@ -81,7 +81,7 @@ export async function queueEvent(
           eb.val(eventId).as('event_id'),
           'id',
           'account_id',
-          eb.val(event.meterId).as('meter_id'),
+          eb.val(event.submissionId).as('submission_id'),
           eb.val(event.type).as('event_type'),
           sql<string>`${payload}::json`.as('payload'),
           sql<Date>`now()`.as('next_attempt_at'),
@@ -106,10 +106,10 @@ export async function queueEvent(
 export async function queueAccountEvent(
   tx: Tx,
   boss: PgBoss,
-  event: { accountId: string; type: WebhookEvent; data: Record<string, unknown>; meterId?: string },
+  event: { accountId: string; type: WebhookEvent; data: Record<string, unknown>; submissionId?: string },
 ): Promise<void> {
   const { accountId, type } = event;
-  await queueEvent(tx, boss, { type, data: event.data, meterId: event.meterId ?? null }, (eb) =>
+  await queueEvent(tx, boss, { type, data: event.data, submissionId: event.submissionId ?? null }, (eb) =>
     eb.and([
       eb('account_id', '=', accountId),
       eb('enabled', '=', true),
@@ -420,7 +420,7 @@ export async function sendTestEvent(
     const [deliveryId] = await queueEvent(
       tx,
       boss,
-      { type, data: { ...EXAMPLE_EVENT_DATA[type], endpoint_id: Number(endpoint.id), test: true }, meterId: null },
+      { type, data: { ...EXAMPLE_EVENT_DATA[type], endpoint_id: Number(endpoint.id), test: true }, submissionId: null },
       (eb) => eb('id', '=', endpoint.id),
     );
     // One id for the one endpoint, locked above; the check is for the type.

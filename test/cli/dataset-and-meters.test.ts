@@ -106,7 +106,7 @@ t.test("meters max-flow: the account default and one meter's, used by the window
     });
     const { reference_id } = (await response.json()) as { reference_id: string };
     const meter = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('id')
       .where('reference_id', '=', reference_id)
       .executeTakeFirstOrThrow();

@@ -28,7 +28,7 @@ t.test('photos migrate --to s3 moves the photos and prints its progress', async 
   const customer = await createCustomer(db);
   for (let i = 0; i < 3; i++) {
     const meter = await db
-      .insertInto('meters')
+      .insertInto('submissions')
       .values({
         account_id: customer.accountId,
         api_key_id: customer.keyId,
@@ -41,8 +41,8 @@ t.test('photos migrate --to s3 moves the photos and prints its progress', async 
       .returning('id')
       .executeTakeFirstOrThrow();
     await db
-      .insertInto('meter_images')
-      .values({ meter_id: meter.id, original_format: 'jpeg', original_bytes: 3, upload: Buffer.from([1, 2, 3]) })
+      .insertInto('submission_photos')
+      .values({ submission_id: meter.id, original_format: 'jpeg', original_bytes: 3, upload: Buffer.from([1, 2, 3]) })
       .execute();
   }
   const run = await meterlens(['photos', 'migrate', '--to', 's3', '--batch', '2', '--json'], bucket.env);

@@ -447,7 +447,7 @@ t.test(
     t.equal(await page.locator('#review-count').count(), 0, 'the queue is empty');
     const people = await service.db
       .selectFrom('reading_corrections as c')
-      .innerJoin('meters as m', 'm.id', 'c.meter_id')
+      .innerJoin('submissions as m', 'm.id', 'c.submission_id')
       .select(['m.reference_id', 'c.reading', 'c.corrected_by'])
       .orderBy('c.id')
       .execute();

@@ -192,7 +192,7 @@ t.test(
     t.equal(seen.length, 130, 'past the first 100');
     t.equal(new Set(seen).size, 130, 'none twice');
     const meterOf = await service.db
-      .selectFrom('meters as m')
+      .selectFrom('submissions as m')
       .innerJoin('meter_points as p', 'p.id', 'm.meter_point_id')
       .select(['m.reference_id', 'p.external_id'])
       .where('m.reference_id', 'in', seen)

@@ -519,7 +519,7 @@ t.test('dashboard routes', async (t) => {
     t.same([...image.bytes.subarray(0, 2)], [0xff, 0xd8], 'a JPEG');
     t.equal((await client.get('/dashboard/readings/not-a-uuid')).status, 404);
 
-    await sql`UPDATE meters SET created_at = now() - interval '91 days' WHERE reference_id = ${completed.body.reference_id}`.execute(
+    await sql`UPDATE submissions SET created_at = now() - interval '91 days' WHERE reference_id = ${completed.body.reference_id}`.execute(
       service.db,
     );
     t.equal((await purgeOldData(service, { imageRetentionDays: 90, webhookRetentionDays: 0 })).images, 1);

@@ -119,7 +119,7 @@ async function checkNothingLost(
   const started = Date.now();
   const finished = () =>
     scene.service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select(['reference_id', 'status'])
       .where('reference_id', 'in', accepted)
       .where('status', 'in', ['completed', 'failed'])
@@ -218,7 +218,7 @@ t.test("one account's burst while another account submits", async (t) => {
   const unfinished = async (accountId: string) =>
     (
       await scene.service.db
-        .selectFrom('meters')
+        .selectFrom('submissions')
         .select('id')
         .where('account_id', '=', accountId)
         .where('status', 'in', ['pending', 'processing'])
@@ -235,7 +235,7 @@ t.test("one account's burst while another account submits", async (t) => {
     await waitFor(
       () =>
         scene.service.db
-          .selectFrom('meters')
+          .selectFrom('submissions')
           .select('status')
           .where('reference_id', '=', response.body.reference_id)
           .executeTakeFirstOrThrow(),

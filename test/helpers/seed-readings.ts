@@ -27,7 +27,7 @@ export async function seedReadings(
   for (const meterId of new Set(items.flatMap((item) => (item.meterId ? [item.meterId] : []))))
     points.set(meterId, await upsertMeterPoint(db, customer.accountId, meterId));
   const meters = await db
-    .insertInto('meters')
+    .insertInto('submissions')
     .values(
       items.map((item) => ({
         account_id: customer.accountId,
@@ -48,7 +48,7 @@ export async function seedReadings(
     .insertInto('readings')
     .values(
       items.map((item, index) => ({
-        meter_id: meters[index]!.id,
+        submission_id: meters[index]!.id,
         reading: item.reading,
         value: item.reading,
         confidence: 97,

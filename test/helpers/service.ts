@@ -154,7 +154,7 @@ export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boo
 /** Polls until the meter has finished (completed or failed), or gives up after `timeoutMs`. */
 export function waitForMeter(db: Db, referenceId: string, timeoutMs = 30_000) {
   return waitFor(
-    () => db.selectFrom('meters').selectAll().where('reference_id', '=', referenceId).executeTakeFirstOrThrow(),
+    () => db.selectFrom('submissions').selectAll().where('reference_id', '=', referenceId).executeTakeFirstOrThrow(),
     (meter) => meter.status === 'completed' || meter.status === 'failed',
     timeoutMs,
   );

@@ -46,7 +46,7 @@ function trusted(day: number, value: number, decimals = 3): TrustedValue {
     .toFixed(decimals)
     .padStart(decimals ? 6 + decimals : 5, '0');
   return {
-    meterRowId: String(day + 1),
+    submissionId: String(day + 1),
     referenceId: `ref-${day}`,
     at: new Date(start + day * DAY),
     reading,

@@ -85,11 +85,11 @@ t.test(
 
     // A correction refused is no event: the event is committed with the correction or not at all.
     const row = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('id')
       .where('reference_id', '=', read.reference_id)
       .executeTakeFirstOrThrow();
-    await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
+    await sql`INSERT INTO reading_corrections (submission_id, reading, value, corrected_by)
     SELECT ${row.id}, '1', 1, 'test' FROM generate_series(1, ${CORRECTIONS_PER_SUBMISSION - 2})`.execute(service.db);
     t.equal(
       (await api(`/meter-reading/${read.reference_id}/correction`, { reading: '02390.500' })).status,

@@ -79,9 +79,9 @@ t.test(
         plausibility: sql`r.plausibility`,
         confidence: sql`r.confidence`,
         reviewBelow: sql`a.review_below`,
-        byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE meter_id = m.id))`,
+        byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE submission_id = m.id))`,
       })}) AS rule
-      FROM meters m JOIN accounts a ON a.id = m.account_id LEFT JOIN readings r ON r.meter_id = m.id
+      FROM submissions m JOIN accounts a ON a.id = m.account_id LEFT JOIN readings r ON r.submission_id = m.id
       WHERE m.account_id = ${customer.accountId}`.execute(service.db);
       for (const row of rows) t.equal(row.stored, row.rule, `${row.reference_id}: stored as the rule says`);
       return new Map(rows.map((row) => [row.reference_id, row.stored]));

@@ -12,9 +12,9 @@ const photo = await renderMeterPhoto();
 
 async function places(service: TestService) {
   return service.db
-    .selectFrom('meter_images')
-    .select(['meter_id', 'upload', 'upload_object', 'jpeg', 'jpeg_object'])
-    .orderBy('meter_id')
+    .selectFrom('submission_photos')
+    .select(['submission_id', 'upload', 'upload_object', 'jpeg', 'jpeg_object'])
+    .orderBy('submission_id')
     .execute();
 }
 
@@ -58,10 +58,10 @@ t.test('photos move to the bucket and back in batches, resumably, while the serv
     'every row points at its object',
   );
   t.equal((await bucket.objects()).length, 5);
-  for (const row of before) t.same(await loadJpeg(toBucket, row.meter_id), row.jpeg, 'the same bytes');
+  for (const row of before) t.same(await loadJpeg(toBucket, row.submission_id), row.jpeg, 'the same bytes');
   t.same(await migratePhotos(toBucket, 2, () => {}), { moved: 0, left: 0 }, 'nothing left to move');
 
-  const shown = await loadJpeg(service, before[0]!.meter_id);
+  const shown = await loadJpeg(service, before[0]!.submission_id);
   t.same(shown, before[0]!.jpeg, 'a service still set to the database reads a photo wherever its row says');
 
   t.same(await migratePhotos(service, 10, () => {}), { moved: 5, left: 0 }, 'and back');
@@ -79,7 +79,7 @@ t.test('an upload still queued moves too, and the worker reads it from where it 
   const [row] = await places(service);
   t.equal(row?.upload, null);
   t.equal(row?.upload_object, `s3://meterlens-photos/photos/${accepted.body.reference_id}/upload`);
-  t.same((await loadPhoto(toBucket, row!.meter_id))?.upload, photo);
+  t.same((await loadPhoto(toBucket, row!.submission_id))?.upload, photo);
 
   await startWorker(service);
   t.equal((await waitForMeter(service.db, accepted.body.reference_id)).status, 'completed');

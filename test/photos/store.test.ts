@@ -24,8 +24,8 @@ const photo = await renderMeterPhoto();
 
 function imageRow(service: TestService, referenceId: string) {
   return service.db
-    .selectFrom('meter_images as i')
-    .innerJoin('meters as m', 'm.id', 'i.meter_id')
+    .selectFrom('submission_photos as i')
+    .innerJoin('submissions as m', 'm.id', 'i.submission_id')
     .select(['i.upload', 'i.upload_object', 'i.jpeg', 'i.jpeg_object'])
     .where('m.reference_id', '=', referenceId)
     .executeTakeFirst();
@@ -86,7 +86,7 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
     await service.db
       .insertInto('reading_corrections')
       .values((eb) => ({
-        meter_id: eb.selectFrom('meters').select('id').where('reference_id', '=', read.body.reference_id),
+        submission_id: eb.selectFrom('submissions').select('id').where('reference_id', '=', read.body.reference_id),
         reading: '02390.277',
         value: '2390.277',
         api_key_id: null,
@@ -106,7 +106,7 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
 
   t.test('an outage: 503 with Retry-After and no meter; a queued job waits for the bucket', async (t) => {
     const meters = async () =>
-      Number((await sql<{ n: string }>`SELECT count(*) AS n FROM meters`.execute(service.db)).rows[0]!.n);
+      Number((await sql<{ n: string }>`SELECT count(*) AS n FROM submissions`.execute(service.db)).rows[0]!.n);
     const before = await meters();
     await bucket.stop();
     t.teardown(() => bucket.start().catch(() => {}));
@@ -125,7 +125,11 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
     async (t) => {
       const customer = await createCustomer(service.db, { monthlyLimit: 1 });
       const submissions = () =>
-        service.db.selectFrom('meters').select('reference_id').where('account_id', '=', customer.accountId).execute();
+        service.db
+          .selectFrom('submissions')
+          .select('reference_id')
+          .where('account_id', '=', customer.accountId)
+          .execute();
       const usage = () => monthlyUsage(service.db, customer.accountId);
       const send = () =>
         submitPhoto(service, {
@@ -198,7 +202,7 @@ t.test('PHOTO_STORE=s3://…: every photo goes through the bucket', async (t) =>
       );
       t.ok(waited.rows[0]!.n >= tries, `tried ${tries} times, more than a job's retries`);
       const waiting = await queued.db
-        .selectFrom('meters')
+        .selectFrom('submissions')
         .select('status')
         .where('reference_id', '=', accepted.body.reference_id)
         .executeTakeFirstOrThrow();

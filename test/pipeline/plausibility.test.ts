@@ -88,7 +88,7 @@ t.test(
       reading: '00024.807',
       source: 'previous_reading',
       readAt: hoursLater(-30 * 24),
-      meterRowId: null,
+      submissionId: null,
       referenceId: null,
     };
     const expected = meterExpectation({ previous, history: [], takenAt: readAt, maxFlow: 2.5, usualPerDay: 1.5 });
@@ -127,7 +127,7 @@ t.test(
       reading,
       source: 'reading',
       readAt: hoursLater(-days * 24),
-      meterRowId: '1',
+      submissionId: '1',
       referenceId: 'r',
     });
     const history = [value('2390.5', 10), value('02380.100', 40), value('02370', 70)];

@@ -44,7 +44,7 @@ t.test(
       errors: { request: ['The request was not received within 1 seconds'] },
     });
     t.ok(wasClosed, 'and the server closed the connection');
-    const meters = await service.db.selectFrom('meters').select('id').execute();
+    const meters = await service.db.selectFrom('submissions').select('id').execute();
     t.equal(meters.length, 0, 'nothing was accepted');
   },
 );

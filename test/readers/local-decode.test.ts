@@ -10,7 +10,7 @@ import {
   readWithinValues,
   type LayoutReading,
 } from '../../src/readers/local/decode.ts';
-import { judgeWithinWindow, rivalsInsideWindow, weighLayouts } from '../../src/readers/local/pipeline.ts';
+import { judgeWithinWindow, rivalsInsideWindow, weighLayouts } from '../../src/readers/local/model.ts';
 import {
   ALPHABET,
   IMPLAUSIBLE_BELOW_WINDOW_FIT,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { CALIBRATION_FILE } from '../../src/readers/local/confidence.ts';
-import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
+import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { describeWeights, licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 

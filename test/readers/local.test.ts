@@ -13,7 +13,7 @@ import {
   parseCalibration,
   type ConfidenceEvidence,
 } from '../../src/readers/local/confidence.ts';
-import { MODEL_FILES } from '../../src/readers/local/pipeline.ts';
+import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/readers/plausibility.ts';
 import { ReaderError, clampConfidence, type MeterReader } from '../../src/readers/reader.ts';

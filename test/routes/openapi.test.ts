@@ -268,7 +268,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   });
   // The worker may already have failed it: back to processing means no outcome yet.
   await service.db
-    .updateTable('meters')
+    .updateTable('submissions')
     .set({ status: 'processing', error_code: null, error_message: null, finished_at: null })
     .where('reference_id', '=', referenceOf(accepted))
     .execute();

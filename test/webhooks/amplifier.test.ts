@@ -77,7 +77,7 @@ const queueTo = (endpointId: string, count = 1) =>
     const ids: string[] = [];
     for (let index = 0; index < count; index++) {
       ids.push(
-        ...(await queueEvent(tx, boss, { type: 'reading.completed', data: { index }, meterId: null }, (eb) =>
+        ...(await queueEvent(tx, boss, { type: 'reading.completed', data: { index }, submissionId: null }, (eb) =>
           eb('id', '=', endpointId),
         )),
       );

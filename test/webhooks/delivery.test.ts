@@ -3,7 +3,7 @@ import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.ts';
 import { createDatabase } from '../../src/db/database.ts';
-import { notify, type MeterOutcome } from '../../src/pipeline/notify.ts';
+import { notify, type SubmissionOutcome } from '../../src/pipeline/notify.ts';
 import { createBoss } from '../../src/queue.ts';
 import type { ChainReading } from '../../src/readers/chain.ts';
 import {
@@ -73,7 +73,7 @@ async function addEndpoint(
 
 async function newMeter() {
   return db
-    .insertInto('meters')
+    .insertInto('submissions')
     .values({
       account_id: accountId,
       api_key_id: apiKeyId,
@@ -87,7 +87,7 @@ async function newMeter() {
     .executeTakeFirstOrThrow();
 }
 
-async function completedOutcome(account = accountId): Promise<MeterOutcome> {
+async function completedOutcome(account = accountId): Promise<SubmissionOutcome> {
   const meter = await newMeter();
   const reading = {
     reading: '004217.35',
@@ -99,7 +99,7 @@ async function completedOutcome(account = accountId): Promise<MeterOutcome> {
   } as ChainReading;
   return {
     status: 'completed',
-    meterId: meter.id,
+    submissionId: meter.id,
     accountId: account,
     referenceId: meter.reference_id,
     reading,
@@ -109,9 +109,9 @@ async function completedOutcome(account = accountId): Promise<MeterOutcome> {
 }
 
 /** Notifies in a committed transaction; returns the deliveries it created. */
-async function notifyCommitted(outcome: MeterOutcome) {
+async function notifyCommitted(outcome: SubmissionOutcome) {
   await db.transaction().execute((tx) => notify(tx, boss, outcome));
-  return deliveriesOf(outcome.meterId);
+  return deliveriesOf(outcome.submissionId);
 }
 
 function deliveriesOf(meterId: string) {
@@ -119,7 +119,7 @@ function deliveriesOf(meterId: string) {
     .selectFrom('webhook_deliveries')
     .selectAll()
     .select((eb) => eb.cast<string>('payload', 'text').as('payload_text'))
-    .where('meter_id', '=', meterId)
+    .where('submission_id', '=', meterId)
     .orderBy('endpoint_id')
     .execute();
 }
@@ -202,9 +202,9 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
 t.test('a failed reading is announced with its error; a rolled-back transaction announces nothing', async (t) => {
   await addEndpoint('/notify/failures', { events: ['reading.failed'] });
   const meter = await newMeter();
-  const failed: MeterOutcome = {
+  const failed: SubmissionOutcome = {
     status: 'failed',
-    meterId: meter.id,
+    submissionId: meter.id,
     accountId,
     referenceId: meter.reference_id,
     error: { code: 'unreadable', message: 'No digits' },
@@ -398,7 +398,9 @@ t.test('without WEBHOOK_ALLOW_PRIVATE, a delivery to a private address is refuse
     const endpoint = await addEndpoint('/deliver/private', { url });
     const outcome = await completedOutcome();
     await notifyCommitted(outcome);
-    const [row] = (await deliveriesOf(outcome.meterId)).filter((candidate) => candidate.endpoint_id === endpoint.id);
+    const [row] = (await deliveriesOf(outcome.submissionId)).filter(
+      (candidate) => candidate.endpoint_id === endpoint.id,
+    );
     await deliverWebhook(strict, row.id);
     t.match(
       await delivery(row.id),

@@ -25,7 +25,7 @@ t.test("a receiver that never answers does not delay another account's webhooks"
   // Queued as any event is: test events are limited per endpoint and minute.
   await service.db.transaction().execute(async (tx) => {
     for (let i = 0; i < slowEvents; i++) {
-      await queueEvent(tx, service.boss, { type: 'reading.completed', data: { index: i }, meterId: null }, (eb) =>
+      await queueEvent(tx, service.boss, { type: 'reading.completed', data: { index: i }, submissionId: null }, (eb) =>
         eb('id', '=', slow.id),
       );
     }

@@ -44,7 +44,7 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
     .returning('id')
     .executeTakeFirstOrThrow();
   const meter = await db
-    .insertInto('meters')
+    .insertInto('submissions')
     .values({
       account_id: accountId,
       api_key_id: apiKey.id,
@@ -63,7 +63,7 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
   await db.transaction().execute((tx) =>
     notify(tx, boss, {
       status: 'failed',
-      meterId: meter.id,
+      submissionId: meter.id,
       accountId,
       referenceId: meter.reference_id,
       error: { code: 'unreadable', message: 'No digits' },
@@ -79,7 +79,7 @@ t.test('a notified event reaches the receiver through the deliver-webhook queue'
   const delivery = await db
     .selectFrom('webhook_deliveries')
     .selectAll()
-    .where('meter_id', '=', meter.id)
+    .where('submission_id', '=', meter.id)
     .executeTakeFirstOrThrow();
   t.match(delivery, { status: 'delivered', attempt_count: 1, last_status_code: 200 }, 'recorded by the queue handler');
 });

@@ -11,7 +11,7 @@ import { persistAndEnqueue, withdrawSubmission } from '../../pipeline/persist-an
 import { readContext } from '../../pipeline/plausibility.ts';
 import { readPhoto } from '../../pipeline/read.ts';
 import { freshReadingResult } from '../../pipeline/reading-result.ts';
-import { recordFailure, recordReading, type MeterRef } from '../../pipeline/record.ts';
+import { recordFailure, recordReading, type SubmissionRef } from '../../pipeline/record.ts';
 import { discardRestOfBody, notMultipart, validateImage } from '../../pipeline/validate-image.ts';
 import { isPhotoStoreUnavailable } from '../../photos/store.ts';
 import { ReadFailure } from '../../readers/chain.ts';
@@ -85,13 +85,13 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     await checkUsage(key.monthlyUsage, plan);
     const accepted = await persistAndEnqueue({ db, photos, boss }, { key, plan, image, identity, mode: 'sync' });
     acceptedSubmissions.inc({ mode: 'sync' });
-    const meter: MeterRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
-    const context = await readContext(db, accepted.meterId);
+    const meter: SubmissionRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
+    const context = await readContext(db, accepted.submissionId);
     let result;
     try {
       result = await readPhoto(
         { db, photos, config, readers },
-        accepted.meterId,
+        accepted.submissionId,
         { jpeg: null, upload: image.upload },
         context,
       );
@@ -106,7 +106,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       throw syncReadError(reason, accepted.referenceId, error);
     }
     const readingId = await recordReading({ db, boss, config }, meter, result, context);
-    if (!readingId) throw new Error(`meter ${accepted.meterId} finished while it was being read`);
+    if (!readingId) throw new Error(`meter ${accepted.submissionId} finished while it was being read`);
     return {
       reference_id: accepted.referenceId,
       status: 'completed' as const,

@@ -138,7 +138,7 @@ async function assertConnectionReusable(
 
 async function countAccepted(service: TestService, accountId: string) {
   const { rows } = await sql<{ meters: number; usage: number }>`
-    SELECT (SELECT count(*)::int FROM meters WHERE account_id = ${accountId}) AS meters,
+    SELECT (SELECT count(*)::int FROM submissions WHERE account_id = ${accountId}) AS meters,
            (SELECT coalesce(sum(request_count), 0)::int FROM api_usage WHERE account_id = ${accountId}) AS usage`.execute(
     service.db,
   );

@@ -16,7 +16,7 @@ import {
 
 async function meterCount(service: TestService, customer: Customer): Promise<number> {
   const row = await service.db
-    .selectFrom('meters')
+    .selectFrom('submissions')
     .select(sql<number>`count(*)::int`.as('count'))
     .where('account_id', '=', customer.accountId)
     .executeTakeFirstOrThrow();

@@ -74,7 +74,7 @@ t.test('meter-reading API', async (t) => {
       .executeTakeFirstOrThrow();
     t.equal(usage.request_count, 3, 'rejected submissions are not counted');
     const meters = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select(sql<number>`count(*)::int`.as('count'))
       .where('account_id', '=', customer.accountId)
       .executeTakeFirstOrThrow();
@@ -115,7 +115,7 @@ t.test('meter-reading API', async (t) => {
     t.equal(json.status, 422, 'a JSON body is not an upload');
     t.match(await json.json(), { errors: { image: [/multipart\/form-data/] } });
     const meters = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('id')
       .where('account_id', '=', customer.accountId)
       .execute();
@@ -193,13 +193,13 @@ t.test('meter-reading API', async (t) => {
     const reading = await service.db
       .selectFrom('readings')
       .selectAll()
-      .where('meter_id', '=', meter.id)
+      .where('submission_id', '=', meter.id)
       .executeTakeFirstOrThrow();
     t.match(reading, { reading: '02390.276', value: '2390.276', confidence: 97, reader: 'openai', escalated: false });
     const image = await service.db
-      .selectFrom('meter_images')
+      .selectFrom('submission_photos')
       .selectAll()
-      .where('meter_id', '=', meter.id)
+      .where('submission_id', '=', meter.id)
       .executeTakeFirstOrThrow();
     t.equal(image.original_format, 'jpeg');
     t.ok(image.width! > image.height!, 'the stored image was turned upright from its EXIF orientation');
@@ -243,7 +243,7 @@ t.test('meter-reading API', async (t) => {
     const deliveries = await service.db
       .selectFrom('webhook_deliveries')
       .select('id')
-      .where('meter_id', '=', meter.id)
+      .where('submission_id', '=', meter.id)
       .execute();
     t.equal(deliveries.length, 0);
   });
@@ -290,12 +290,12 @@ t.test('meter-reading API', async (t) => {
     t.same(await longPart.json(), { errors: { request: ['A part of the URL path is longer than 100 characters'] } });
 
     const customer = await createCustomer(service.db);
-    await service.db.schema.alterTable('meter_images').renameTo('meter_images_gone').execute();
-    t.teardown(() => service.db.schema.alterTable('meter_images_gone').renameTo('meter_images').execute());
+    await service.db.schema.alterTable('submission_photos').renameTo('submission_photos_gone').execute();
+    t.teardown(() => service.db.schema.alterTable('submission_photos_gone').renameTo('submission_photos').execute());
     const response = await submitPhoto(service, { key: customer.key, image: photo });
     t.equal(response.status, 500);
     t.match(response.body, { errors: { server: ['Internal server error'] }, request_id: UUID });
-    t.notMatch(JSON.stringify(response.body), /meter_images|at .*\.ts/, 'no SQL or stack trace leaks');
+    t.notMatch(JSON.stringify(response.body), /submission_photos|at .*\.ts/, 'no SQL or stack trace leaks');
   });
 
   t.test('health and readiness', async (t) => {

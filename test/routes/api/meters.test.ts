@@ -206,7 +206,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       const reading = await service.db
         .selectFrom('readings')
         .selectAll()
-        .where('meter_id', '=', meter.id)
+        .where('submission_id', '=', meter.id)
         .executeTakeFirstOrThrow();
       t.match(reading, {
         plausibility: 'implausible',
@@ -282,13 +282,13 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
 
     const pending = await submit(customer.key, { meter_id: 'C1' }, { sync: false });
     await service.db
-      .updateTable('meters')
+      .updateTable('submissions')
       .set({ status: 'processing' })
       .where('reference_id', '=', pending.body.reference_id)
       .execute();
     // The worker may already have finished it; pin it as still being read.
     const finished = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('status')
       .where('reference_id', '=', pending.body.reference_id)
       .executeTakeFirstOrThrow();
@@ -485,12 +485,12 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       const done = await submit(customer.key, { meter_id: 'K1' });
       const other = await submit(customer.key, { meter_id: 'K1' });
       const meter = await service.db
-        .selectFrom('meters')
+        .selectFrom('submissions')
         .select('id')
         .where('reference_id', '=', done.body.reference_id)
         .executeTakeFirstOrThrow();
       const free = 2;
-      await sql`INSERT INTO reading_corrections (meter_id, reading, value, corrected_by)
+      await sql`INSERT INTO reading_corrections (submission_id, reading, value, corrected_by)
       SELECT ${meter.id}, '1', 1, 'test' FROM generate_series(1, ${CORRECTIONS_PER_SUBMISSION - free})`.execute(
         service.db,
       );
@@ -512,7 +512,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       const { count } = await service.db
         .selectFrom('reading_corrections')
         .select(sql<number>`count(*)::int`.as('count'))
-        .where('meter_id', '=', meter.id)
+        .where('submission_id', '=', meter.id)
         .executeTakeFirstOrThrow();
       t.equal(count, CORRECTIONS_PER_SUBMISSION, 'the bound holds');
       t.equal(
@@ -537,14 +537,14 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
         { meterId: 'SN_3', createdAt: daysAgo(45), reading: '00010.000', plausibility: 'ok' },
       ]);
       const corrected = await service.db
-        .selectFrom('meters')
+        .selectFrom('submissions')
         .select('id')
         .where('reference_id', '=', implausible!)
         .executeTakeFirstOrThrow();
       await service.db
         .insertInto('reading_corrections')
         .values({
-          meter_id: corrected.id,
+          submission_id: corrected.id,
           reading: '00060.000',
           value: '60',
           corrected_by: 'api key 1',

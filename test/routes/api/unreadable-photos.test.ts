@@ -3,7 +3,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 import { loadConfig } from '../../../src/config.ts';
-import { MODEL_FILES } from '../../../src/readers/local/pipeline.ts';
+import { MODEL_FILES } from '../../../src/readers/local/model.ts';
 import { MIN_LOCAL_CONFIDENCE } from '../../../src/readers/local/spec.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { createCustomer, startTestService, submitPhoto, waitForMeter } from '../../helpers/service.ts';

@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MeterLayout } from '../layout.ts';
 import { ReaderError, type PlausibilityWindow } from '../reader.ts';
-import { loadMeterModel } from './pipeline.ts';
+import { loadMeterModel } from './model.ts';
 
 export interface ReadRequest {
   id: number;

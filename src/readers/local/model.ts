@@ -122,7 +122,7 @@ function loadCalibration(modelDir: string): Calibration | undefined {
 }
 
 /**
- * ONNX sessions for `files` in `modelDir`, each running on the caller's thread (see worker.ts) and `threads` - 1
+ * ONNX sessions for `files` in `modelDir`, each running on the caller's thread (see inference-thread.ts) and `threads` - 1
  * more. The extra threads sleep between runs instead of spinning: a photo is many small runs with image work
  * between them, which spinning threads would starve (on 2 cores, 2 spinning threads read 2.4 times slower).
  */

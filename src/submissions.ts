@@ -1,15 +1,15 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
 import type { Db } from './db/database.ts';
-import type { MeterStatus } from './db/schema.ts';
+import type { SubmissionStatus } from './db/schema.ts';
 import { DomainError } from './errors.ts';
 import { submissionJson, submissionRecord, submissionRecords } from './meters/records.ts';
 import { storedNeedsReview } from './meters/review.ts';
 import type { Plausibility } from './readers/reader.ts';
-import { isReferenceId, type MeterResult } from './schemas/meter-reading.ts';
+import { isReferenceId, type Submission } from './schemas/meter-reading.ts';
 
 /** Which of the account's submissions a list shows; every field narrows it. */
 export interface SubmissionFilter {
-  status?: MeterStatus;
+  status?: SubmissionStatus;
   plausibility?: Plausibility;
   /** Finished submissions whose needs_review is this. */
   needsReview?: boolean;
@@ -22,7 +22,7 @@ export interface SubmissionFilter {
 }
 
 /**
- * The filter as conditions on a query of `meters as m` left-joined with `readings as r`: one line per
+ * The filter as conditions on a query of `submissions as m` left-joined with `readings as r`: one line per
  * filter, shared by the API's list, the dashboard's list and its count.
  */
 export function filterConditions(accountId: string, filter: SubmissionFilter): Array<Expression<SqlBool>> {
@@ -55,8 +55,8 @@ export async function countSubmissions(db: Db, accountId: string, filter: Submis
     .reduce(
       (query, condition) => query.where(condition),
       db
-        .selectFrom('meters as m')
-        .leftJoin('readings as r', 'r.meter_id', 'm.id')
+        .selectFrom('submissions as m')
+        .leftJoin('readings as r', 'r.submission_id', 'm.id')
         .where('m.account_id', '=', accountId),
     )
     .select(sql<number>`count(*)::int`.as('count'))
@@ -76,7 +76,7 @@ export async function keysetAfter(
 ): Promise<Expression<SqlBool>> {
   const cursor = isReferenceId(referenceId)
     ? await db
-        .selectFrom('meters')
+        .selectFrom('submissions')
         .select('id')
         .where('account_id', '=', accountId)
         .where('reference_id', '=', referenceId)
@@ -84,7 +84,7 @@ export async function keysetAfter(
     : undefined;
   if (!cursor) throw new DomainError('invalid', field, 'No submission of this account has this reference_id');
   // Compared in SQL: created_at has microseconds, which a JavaScript Date would round away.
-  return sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM meters WHERE id = ${cursor.id})`;
+  return sql<SqlBool>`(m.created_at, m.id) < (SELECT created_at, id FROM submissions WHERE id = ${cursor.id})`;
 }
 
 /** A page of rows fetched with `limit + 1`: the extra row only says that there are more. */
@@ -97,7 +97,7 @@ export function pageOf<T extends { referenceId: string }>(
 }
 
 /** One of the account's submissions; a reference that is malformed or another account's is not found. */
-export async function meterResult(db: Db, accountId: string, referenceId: string): Promise<MeterResult> {
+export async function meterResult(db: Db, accountId: string, referenceId: string): Promise<Submission> {
   const row = isReferenceId(referenceId) ? await submissionRecord(db, accountId, referenceId) : undefined;
   if (!row)
     throw new DomainError('not_found', 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);
@@ -110,7 +110,7 @@ export async function meterResults(
   accountId: string,
   filter: SubmissionFilter,
   page: { limit: number; startingAfter?: string },
-): Promise<{ data: MeterResult[]; has_more: boolean; next_cursor: string | null }> {
+): Promise<{ data: Submission[]; has_more: boolean; next_cursor: string | null }> {
   let query = filteredSubmissions(db, accountId, filter)
     .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')

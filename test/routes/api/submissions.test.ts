@@ -123,7 +123,7 @@ t.test('results by reference and lists', async (t) => {
   t.test('a pending submission: only its status', async (t) => {
     const customer = await createCustomer(service.db);
     const { id } = await service.db
-      .insertInto('meters')
+      .insertInto('submissions')
       .values({
         account_id: customer.accountId,
         api_key_id: customer.keyId,
@@ -136,7 +136,7 @@ t.test('results by reference and lists', async (t) => {
       .returning('id')
       .executeTakeFirstOrThrow();
     const meter = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('reference_id')
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
@@ -161,8 +161,8 @@ t.test('results by reference and lists', async (t) => {
     await sql`UPDATE readings SET counter_box = ${JSON.stringify(box)}::jsonb, digit_confidences = ${[99, 98, 97, 96, 95, 94, 93, 92]}
               WHERE id = ${sync.body.reading_id}`.execute(service.db);
     const image = await service.db
-      .selectFrom('meter_images as i')
-      .innerJoin('meters as m', 'm.id', 'i.meter_id')
+      .selectFrom('submission_photos as i')
+      .innerJoin('submissions as m', 'm.id', 'i.submission_id')
       .select(['i.width', 'i.height'])
       .where('m.reference_id', '=', sync.body.reference_id)
       .executeTakeFirstOrThrow();
@@ -218,14 +218,14 @@ t.test('results by reference and lists', async (t) => {
       );
     // Whole milliseconds, so created_after (a client's millisecond timestamp) splits them exactly.
     await service.db
-      .updateTable('meters')
+      .updateTable('submissions')
       .set({ created_at: sql`date_trunc('milliseconds', created_at)` })
       .where('account_id', '=', customer.accountId)
       .execute();
     // Same created_at for two meters: the id breaks the tie, so no page skips or repeats one.
     await service.db
-      .updateTable('meters')
-      .set({ created_at: sql`(SELECT created_at FROM meters WHERE reference_id = ${references[1]})` })
+      .updateTable('submissions')
+      .set({ created_at: sql`(SELECT created_at FROM submissions WHERE reference_id = ${references[1]})` })
       .where('reference_id', '=', references[2])
       .execute();
     const seen: string[] = [];
@@ -247,7 +247,7 @@ t.test('results by reference and lists', async (t) => {
     t.same(seen, references, 'every submission once, newest first, none of another account');
 
     const failed = await service.db
-      .updateTable('meters')
+      .updateTable('submissions')
       .set({ status: 'failed', error_code: 'expired', error_message: 'x' })
       .where('reference_id', '=', references[4])
       .returning('reference_id')
@@ -260,7 +260,7 @@ t.test('results by reference and lists', async (t) => {
     t.same(onlyFailed.body.data[0].error, { code: 'expired', message: 'x' });
 
     const newest = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('created_at')
       .where('reference_id', '=', references[1])
       .executeTakeFirstOrThrow();
@@ -311,15 +311,15 @@ t.test('results by reference and lists', async (t) => {
     t.same(await references('needs_review=false'), [a3, none, b1, a1]);
 
     const [lowRow, correctedRow] = await service.db
-      .selectFrom('meters')
+      .selectFrom('submissions')
       .select('id')
       .where('reference_id', 'in', [b1, a2])
       .orderBy('created_at')
       .execute();
-    await service.db.updateTable('readings').set({ confidence: 50 }).where('meter_id', '=', lowRow!.id).execute();
+    await service.db.updateTable('readings').set({ confidence: 50 }).where('submission_id', '=', lowRow!.id).execute();
     await service.db
       .insertInto('reading_corrections')
-      .values({ meter_id: correctedRow!.id, reading: '00095.000', value: '95', corrected_by: 'tester' })
+      .values({ submission_id: correctedRow!.id, reading: '00095.000', value: '95', corrected_by: 'tester' })
       .execute();
     await refreshNeedsReview(service.db, { accountId: customer.accountId });
     t.same(
@@ -364,18 +364,18 @@ t.test('results by reference and lists', async (t) => {
     const rowId = async (reference: string) =>
       (
         await service.db
-          .selectFrom('meters')
+          .selectFrom('submissions')
           .select('id')
           .where('reference_id', '=', reference)
           .executeTakeFirstOrThrow()
       ).id;
-    await service.db.updateTable('meters').set({ mode: 'manual' }).where('reference_id', '=', manual!).execute();
+    await service.db.updateTable('submissions').set({ mode: 'manual' }).where('reference_id', '=', manual!).execute();
     await service.db
       .insertInto('reading_corrections')
       .values([
-        { meter_id: await rowId(confirmed!), reading: '00120.000', value: '120', corrected_by: 'ops@example.com' },
+        { submission_id: await rowId(confirmed!), reading: '00120.000', value: '120', corrected_by: 'ops@example.com' },
         {
-          meter_id: await rowId(corrected!),
+          submission_id: await rowId(corrected!),
           reading: '00125.500',
           value: '125.5',
           corrected_by: '=HYPERLINK("http://x","a, b")',
@@ -384,10 +384,10 @@ t.test('results by reference and lists', async (t) => {
       .execute();
     await service.db
       .deleteFrom('readings')
-      .where('meter_id', '=', await rowId(failed!))
+      .where('submission_id', '=', await rowId(failed!))
       .execute();
     await service.db
-      .updateTable('meters')
+      .updateTable('submissions')
       .set({ status: 'failed', error_code: 'unreadable', error_message: 'no dial' })
       .where('reference_id', '=', failed!)
       .execute();
@@ -482,12 +482,12 @@ t.test('results by reference and lists', async (t) => {
     'the billing export reads rows as the client takes them, and a client that stops holds no database connection',
     async (t) => {
       const customer = await createCustomer(service.db);
-      await sql`INSERT INTO meters (account_id, api_key_id, mode, status, created_at, finished_at)
+      await sql`INSERT INTO submissions (account_id, api_key_id, mode, status, created_at, finished_at)
       SELECT ${customer.accountId}, ${customer.keyId}, 'async', 'completed', now() - g * interval '1 second', now() FROM generate_series(1, 50000) g`.execute(
         service.db,
       );
-      await sql`INSERT INTO readings (meter_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
-      SELECT id, '00001.000', 1, 95, 'seed', 'seed', false, '[]', 1, 'ok' FROM meters WHERE account_id = ${customer.accountId}`.execute(
+      await sql`INSERT INTO readings (submission_id, reading, value, confidence, reader, model, escalated, attempts, read_ms, plausibility)
+      SELECT id, '00001.000', 1, 95, 'seed', 'seed', false, '[]', 1, 'ok' FROM submissions WHERE account_id = ${customer.accountId}`.execute(
         service.db,
       );
       const request = http.get(`${service.url}/api/meter-readings?format=csv`, {
@@ -503,7 +503,7 @@ t.test('results by reference and lists', async (t) => {
       );
       t.equal(busy.rows[0]!.count, 0, 'no query open or transaction held while the client waits');
       const oldest = await service.db
-        .selectFrom('meters')
+        .selectFrom('submissions')
         .select('id')
         .where('account_id', '=', customer.accountId)
         .orderBy('created_at')
@@ -512,7 +512,7 @@ t.test('results by reference and lists', async (t) => {
       await service.db
         .updateTable('readings')
         .set({ model: 'changed-while-paused' })
-        .where('meter_id', '=', oldest.id)
+        .where('submission_id', '=', oldest.id)
         .execute();
 
       let text = '';

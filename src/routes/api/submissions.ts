@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Static } from '@sinclair/typebox';
 import { instantField } from '../../instant.ts';
 import { DomainError } from '../../errors.ts';
-import { meterResult, meterResults, type SubmissionFilter } from '../../meter-results.ts';
+import { meterResult, meterResults, type SubmissionFilter } from '../../submissions.ts';
 import { billingExport } from '../../meters/billing-export.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
 import { METER_ID_RULE } from '../../pipeline/identify-meter.ts';
@@ -13,9 +13,9 @@ import {
   MeterListQuery,
   MeterReadingsCsv,
   MeterReferenceParams,
-  MeterResult,
-  MeterResultList,
-  MeterStatus,
+  Submission,
+  SubmissionPage,
+  SubmissionStatus,
   PlausibilityStatus,
   SERVER_ERROR,
 } from '../../schemas/meter-reading.ts';
@@ -34,7 +34,7 @@ const DEFAULT_LIST_LIMIT = 20;
  * Results by reference, for clients that lost a webhook. Only the key is checked: reading past
  * results is not usage, and stays possible after the subscription or the month's quota ran out.
  */
-const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
+const submissionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
   app.decorateRequest('accountId', null);
   app.addHook('onRequest', async (request) => {
@@ -50,7 +50,7 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Readings'],
         params: MeterReferenceParams,
         response: {
-          200: ref(MeterResult, { description: 'The submission' }),
+          200: ref(Submission, { description: 'The submission' }),
           404: errorEnvelope('`reference_id`: no submission of this account has this reference (or it is not a UUID)'),
           422: errorEnvelope(INPUT_ERROR),
           500: errorEnvelope(SERVER_ERROR),
@@ -72,7 +72,7 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: {
             description:
               'A page of submissions; with `Accept: text/csv` or `format=csv`, every matching submission as CSV, streamed',
-            content: { 'application/json': { schema: ref(MeterResultList) }, 'text/csv': { schema: MeterReadingsCsv } },
+            content: { 'application/json': { schema: ref(SubmissionPage) }, 'text/csv': { schema: MeterReadingsCsv } },
           },
           422: errorEnvelope(
             '`authorization`: bad or inactive key; or a query parameter, named, that is malformed or unknown (`starting_after`: not a reference of this account)',
@@ -103,7 +103,7 @@ const meterResultRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 };
 
-export default meterResultRoutes;
+export default submissionRoutes;
 
 function account(request: FastifyRequest): string {
   if (!request.accountId) throw new Error('the onRequest authentication did not run');
@@ -116,7 +116,7 @@ const CREATED_BEFORE_RULE =
 
 /** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
 const LIST_QUERY_RULES = {
-  status: `status must be one of ${MeterStatus.anyOf.map((member) => member.const).join(', ')}`,
+  status: `status must be one of ${SubmissionStatus.anyOf.map((member) => member.const).join(', ')}`,
   created_after: CREATED_AFTER_RULE,
   created_before: CREATED_BEFORE_RULE,
   meter_id: METER_ID_RULE,
