@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { DEFAULT_MAX_FLOW } from '../meters/meter-points.ts';
 import { DEFAULT_USUAL_M3_PER_DAY } from '../meters/review.ts';
-import type { MeterFacts, MeterReference } from '../pipeline/plausibility.ts';
+import type { MeterFacts, MeterReference } from '../pipeline/expect-reading.ts';
 import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
 import { LAYOUTS } from '../readers/local/spec.ts';
 import type { PlausibilityWindow } from '../readers/reader.ts';

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Db, Tx } from '../db/database.ts';
 import type { ServiceDeps } from '../deps.ts';
-import { fastestWheelStep } from '../pipeline/plausibility.ts';
+import { fastestWheelStep } from '../pipeline/expect-reading.ts';
 import type { MeterAnomaly } from '../schemas/meters.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { roundVolume, trustedSubmissions } from './consumption.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { checkBound, lockAccount } from '../accounts/account-bounds.ts';
 import type { Db, Tx } from '../db/database.ts';
-import { layoutSetting, meterLayout } from '../pipeline/plausibility.ts';
+import { layoutSetting, meterLayout } from '../pipeline/expect-reading.ts';
 import type { MeterLayout } from '../readers/layout.ts';
 
 /** The account's meter point named `externalId`, created on its first submission. */

@@ -1,7 +1,7 @@
 /**
  * A meter's usual consumption, from its trusted history (corrections and confirmations, manual
  * readings, readings nobody flagged): what it normally uses a day and how much that varies. A
- * reading far above it is `suspicious` (src/readers/plausibility.ts): possible for a meter, but not
+ * reading far above it is `suspicious` (src/readers/judge-reading.ts): possible for a meter, but not
  * this meter's behaviour.
  */
 

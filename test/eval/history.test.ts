@@ -8,7 +8,7 @@ import {
 } from '../../src/eval/history.ts';
 import { DEFAULT_MAX_FLOW } from '../../src/meters/meter-points.ts';
 import { DEFAULT_USUAL_M3_PER_DAY } from '../../src/meters/review.ts';
-import { meterExpectation } from '../../src/pipeline/plausibility.ts';
+import { meterExpectation } from '../../src/pipeline/expect-reading.ts';
 
 const DAY_MS = 86_400_000;
 const photos = Array.from({ length: 40 }, (_, i) => ({

@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { ReadFailure, ReaderChain } from '../../src/readers/chain.ts';
-import { IMPLAUSIBLE_CONFIDENCE_CAP, judgeReading } from '../../src/readers/plausibility.ts';
+import { IMPLAUSIBLE_CONFIDENCE_CAP, judgeReading } from '../../src/readers/judge-reading.ts';
 import type { MeterReader } from '../../src/readers/reader.ts';
 import { createReaderChain } from '../../src/readers/registry.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';

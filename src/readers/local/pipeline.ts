@@ -3,7 +3,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { fitsLayout, type MeterLayout } from '../layout.ts';
-import { implausible, outsideWindowReason } from '../plausibility.ts';
+import { implausible, outsideWindowReason } from '../judge-reading.ts';
 import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
 import {
   combineReadings,
