@@ -25,9 +25,6 @@ export async function findMeterPoint(db: Db, accountId: string, externalId: stri
     .executeTakeFirst();
 }
 
-/** A new account's max flow (sql/011's column default), m³/h: the permanent flow Q3 of the common DN15 household meter. */
-export const DEFAULT_MAX_FLOW = 2.5;
-
 /** The largest flow a setting may name, in m³/h: beyond any water meter, so a typo is caught. */
 export const MAX_FLOW_LIMIT = 10_000;
 

@@ -1,11 +1,6 @@
 import t from 'tap';
-import {
-  meterExpectation,
-  MIN_ELAPSED_HOURS,
-  plausibilityWindow,
-  UNDATED_ELAPSED_HOURS,
-  type MeterReference,
-} from '../../src/pipeline/expect-reading.ts';
+import { meterExpectation, plausibilityWindow, type MeterReference } from '../../src/pipeline/expect-reading.ts';
+import { MIN_ELAPSED_HOURS, UNDATED_ELAPSED_HOURS } from '../../src/plausibility-policy.ts';
 import { judgeReading } from '../../src/readers/judge-reading.ts';
 
 const readAt = new Date('2026-11-01T00:00:00Z');

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { usualAllowance, usualConsumption } from '../../src/meters/usual-consumption.ts';
-import { plausibilityWindow, UNDATED_ELAPSED_HOURS } from '../../src/pipeline/expect-reading.ts';
+import { plausibilityWindow } from '../../src/pipeline/expect-reading.ts';
+import { UNDATED_ELAPSED_HOURS } from '../../src/plausibility-policy.ts';
 import { judgeReading, judgeUsual } from '../../src/readers/judge-reading.ts';
 
 const readAt = new Date('2026-11-01T00:00:00Z');
