@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import { createDatabase } from '../src/db/database.ts';
 import { meterHistory } from '../src/meters/history.ts';
-import { readContext } from '../src/pipeline/plausibility.ts';
+import { readContext } from '../src/pipeline/expect-reading.ts';
 import { createTestDatabase } from '../test/helpers/database.ts';
 import { createCustomer } from '../test/helpers/service.ts';
 

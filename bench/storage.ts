@@ -19,7 +19,7 @@ import { createDatabase } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { checkImageHeader, normaliseImage } from '../src/images.ts';
 import { normaliseUpload } from '../src/pipeline/normalise.ts';
-import { readContext } from '../src/pipeline/plausibility.ts';
+import { readContext } from '../src/pipeline/expect-reading.ts';
 import { persistAndEnqueue } from '../src/pipeline/persist-and-enqueue.ts';
 import { recordReading } from '../src/pipeline/record.ts';
 import { createBoss, ensureQueues } from '../src/queue.ts';

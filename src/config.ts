@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
+import { USUAL_FACTOR, USUAL_FLOOR_M3, USUAL_SPREADS } from './plausibility-policy.ts';
 
 /** Every setting comes from the environment: each field is the variable of its name in ENVIRONMENT below, which describes it. */
 export interface Config {
@@ -268,8 +269,7 @@ export const ENVIRONMENT = Type.Object({
     default: 2,
     minimum: 1,
     maximum: 100,
-    description:
-      "A meter **leaks** when it uses more over the span than this many times its usual daily consumption (or its usual plus 3 spreads, if more) times the span's days, plus 1 m³. A number from 1 to 100, e.g. `1.5`; a reading far above its usual (3 times) is already `suspicious`, so a leak below that is found from readings nobody has to look at.",
+    description: `A meter **leaks** when it uses more over the span than this many times its usual daily consumption (or its usual plus ${USUAL_SPREADS} spreads, if more) times the span's days, plus ${USUAL_FLOOR_M3} m³. A number from 1 to 100, e.g. \`1.5\`; a reading far above its usual (${USUAL_FACTOR} times) is already \`suspicious\`, so a leak below that is found from readings nobody has to look at.`,
   }),
   PHOTO_STORE: Type.String({
     default: 'database',

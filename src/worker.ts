@@ -7,7 +7,7 @@ import { purgeExpiredIdempotencyKeys } from './pipeline/idempotency.ts';
 import { loadPhoto } from './photos/meter-photos.ts';
 import { isPhotoStoreUnavailable } from './photos/store.ts';
 import { sweepOrphanPhotos } from './photos/sweep.ts';
-import { readContext } from './pipeline/plausibility.ts';
+import { readContext } from './pipeline/expect-reading.ts';
 import { readPhoto } from './pipeline/read.ts';
 import {
   expireStaleSubmissions,

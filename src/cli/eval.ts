@@ -25,7 +25,7 @@ import {
 } from '../eval/history.ts';
 import { summarise, type EvalSummary, type ScoredCase } from '../eval/metrics.ts';
 import { formatComparison, formatSummary, readPhotos } from '../eval/run.ts';
-import { meterExpectation, type MeterExpectation } from '../pipeline/plausibility.ts';
+import { meterExpectation, type MeterExpectation } from '../pipeline/expect-reading.ts';
 import { ReadFailure } from '../readers/chain.ts';
 import { createReaderChain } from '../readers/registry.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';

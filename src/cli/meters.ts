@@ -1,14 +1,8 @@
 import { DomainError, requireId } from '../errors.ts';
 import { isMaxFlow, MAX_FLOW_LIMIT, setAccountMaxFlow, setMeterSettings } from '../meters/meter-points.ts';
-import {
-  DEFAULT_REVIEW_BELOW,
-  DEFAULT_USUAL_M3_PER_DAY,
-  isReviewBelow,
-  isUsualM3PerDay,
-  setReviewSettings,
-  USUAL_M3_PER_DAY_LIMIT,
-} from '../meters/review.ts';
+import { isReviewBelow, isUsualM3PerDay, setReviewSettings, USUAL_M3_PER_DAY_LIMIT } from '../meters/review.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
+import { DEFAULT_REVIEW_BELOW, DEFAULT_USUAL_M3_PER_DAY } from '../plausibility-policy.ts';
 import { optionalOption, requiredOption, UsageError } from './args.ts';
 import type { Command } from './context.ts';
 

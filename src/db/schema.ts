@@ -3,7 +3,7 @@ import type { AnomalyJson, AnomalyKind } from '../meters/anomalies.ts';
 import type { Plausibility } from '../readers/reader.ts';
 import type { DeliveryEvent, WebhookEvent } from '../webhooks/events.ts';
 
-/** Where a plausibility window's reference came from (see src/pipeline/plausibility.ts). */
+/** Where a plausibility window's reference came from (see src/pipeline/expect-reading.ts). */
 export type ReferenceSource = 'previous_reading' | 'reading' | 'correction' | 'manual';
 
 /** Kysely's view of the tables in sql/. The SQL files are the source of truth. */

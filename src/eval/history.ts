@@ -5,9 +5,8 @@
  * has, which the service judges as it judges a submission (meterExpectation).
  */
 import { createHash } from 'node:crypto';
-import { DEFAULT_MAX_FLOW } from '../meters/meter-points.ts';
-import { DEFAULT_USUAL_M3_PER_DAY } from '../meters/review.ts';
-import type { MeterFacts, MeterReference } from '../pipeline/plausibility.ts';
+import type { MeterFacts, MeterReference } from '../pipeline/expect-reading.ts';
+import { DEFAULT_MAX_FLOW, DEFAULT_USUAL_M3_PER_DAY } from '../plausibility-policy.ts';
 import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
 import { LAYOUTS } from '../readers/local/spec.ts';
 import type { PlausibilityWindow } from '../readers/reader.ts';

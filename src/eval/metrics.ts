@@ -1,6 +1,7 @@
 /** Scoring of meter readings against labels, as `meterlens eval` reports it. */
 import { ENVIRONMENT } from '../config.ts';
-import { DEFAULT_REVIEW_BELOW, needsReview } from '../meters/review.ts';
+import { needsReview } from '../meters/review.ts';
+import { DEFAULT_REVIEW_BELOW } from '../plausibility-policy.ts';
 import type { Plausibility } from '../readers/reader.ts';
 
 export interface ScoredCase {

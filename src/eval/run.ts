@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ImageError, normaliseImage } from '../images.ts';
-import type { MeterExpectation } from '../pipeline/plausibility.ts';
-import { judgeReading, judgeUsual } from '../readers/plausibility.ts';
+import type { MeterExpectation } from '../pipeline/expect-reading.ts';
+import { judgeReading, judgeUsual } from '../readers/judge-reading.ts';
 import { ReaderError, type MeterReader } from '../readers/reader.ts';
 import type { LabelledPhoto } from './dataset.ts';
 import {

@@ -3,11 +3,12 @@ import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Db, Tx } from '../db/database.ts';
 import type { ServiceDeps } from '../deps.ts';
-import { fastestWheelStep } from '../pipeline/plausibility.ts';
+import { fastestWheelStep } from '../pipeline/expect-reading.ts';
+import { MAX_INTERVALS } from '../plausibility-policy.ts';
 import type { MeterAnomaly } from '../schemas/meters.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { roundVolume, trustedSubmissions } from './consumption.ts';
-import { MAX_INTERVALS, type UsualConsumption, usualAllowance, usualConsumption } from './usual-consumption.ts';
+import { type UsualConsumption, usualAllowance, usualConsumption } from './usual-consumption.ts';
 
 /**
  * Meters that need a visit (docs/readings.md, "Meters that need a visit"). Judged on a meter's trusted values

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { filteredSubmissions, type SubmissionFilter } from '../submissions.ts';
-import { isTrusted } from '../pipeline/plausibility.ts';
+import { isTrusted } from '../pipeline/expect-reading.ts';
 import { consumption, trustedSubmissions } from './consumption.ts';
 
 /** The billing export's columns, in order: its header row. */

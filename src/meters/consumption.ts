@@ -1,6 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { isTrusted } from '../pipeline/plausibility.ts';
+import { isTrusted } from '../pipeline/expect-reading.ts';
 
 /** The window of "consumption over the last 30 days". */
 export const CONSUMPTION_DAYS = 30;

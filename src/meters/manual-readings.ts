@@ -3,7 +3,7 @@ import type { ServiceDeps } from '../deps.ts';
 import { DomainError } from '../errors.ts';
 import type { AuthenticatedKey } from '../pipeline/authenticate.ts';
 import { observeAnomalies } from '../metrics.ts';
-import { meterLayout } from '../pipeline/plausibility.ts';
+import { meterLayout } from '../pipeline/expect-reading.ts';
 import { outsideLayoutReason } from '../readers/layout.ts';
 import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
 import { meterPointWithinBound } from './meter-points.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { checkBound, lockAccount } from '../accounts/account-bounds.ts';
 import type { Db, Tx } from '../db/database.ts';
-import { layoutSetting, meterLayout } from '../pipeline/plausibility.ts';
+import { layoutSetting, meterLayout } from '../pipeline/expect-reading.ts';
 import type { MeterLayout } from '../readers/layout.ts';
 
 /** The account's meter point named `externalId`, created on its first submission. */
@@ -24,9 +24,6 @@ export async function findMeterPoint(db: Db, accountId: string, externalId: stri
     .where('external_id', '=', externalId)
     .executeTakeFirst();
 }
-
-/** A new account's max flow (sql/011's column default), m³/h: the permanent flow Q3 of the common DN15 household meter. */
-export const DEFAULT_MAX_FLOW = 2.5;
 
 /** The largest flow a setting may name, in m³/h: beyond any water meter, so a typo is caught. */
 export const MAX_FLOW_LIMIT = 10_000;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/plausibility.ts';
+import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/expect-reading.ts';
 import { readingResult } from '../pipeline/reading-result.ts';
 import type { Correction, Submission } from '../schemas/meter-reading.ts';
 import { storedNeedsReview } from './review.ts';

@@ -134,13 +134,6 @@ export interface ReviewSettings {
   trainOnHosted: boolean;
 }
 
-/**
- * A new account's settings (the column defaults, sql/023 and sql/030): a household's usual consumption, and a look
- * below 80, chosen on photos no network had learned so that the readings billed unseen stay right in whole units.
- */
-export const DEFAULT_REVIEW_BELOW = 80;
-export const DEFAULT_USUAL_M3_PER_DAY = 1.5;
-
 /** The most usual consumption a setting may name, m³ a day: far beyond any household, so a typo is caught. */
 export const USUAL_M3_PER_DAY_LIMIT = 10_000;
 

@@ -1,9 +1,17 @@
 /**
  * A meter's usual consumption, from its trusted history (corrections and confirmations, manual
  * readings, readings nobody flagged): what it normally uses a day and how much that varies. A
- * reading far above it is `suspicious` (src/readers/plausibility.ts): possible for a meter, but not
+ * reading far above it is `suspicious` (src/readers/judge-reading.ts): possible for a meter, but not
  * this meter's behaviour.
  */
+import {
+  MAX_INTERVALS,
+  MIN_INTERVAL_DAYS,
+  MIN_INTERVALS,
+  USUAL_FACTOR,
+  USUAL_FLOOR_M3,
+  USUAL_SPREADS,
+} from '../plausibility-policy.ts';
 
 /** A value the service trusts and when the meter showed it. */
 export interface TrustedPoint {
@@ -19,18 +27,6 @@ export interface UsualConsumption {
   /** history: the meter's own readings; default: too little history, the account's usual consumption. */
   basis: 'history' | 'default';
 }
-
-/** Readings closer together than this are merged: a wheel's rounding would swamp the rate. */
-export const MIN_INTERVAL_DAYS = 1;
-/** The most recent intervals the estimate uses: a meter's behaviour changes (new tenants, a leak). */
-export const MAX_INTERVALS = 12;
-/** Fewer intervals than this are too little history: the account's default applies. */
-export const MIN_INTERVALS = 3;
-/** How far above usual is still usual: this many times the usual rate, or that many spreads above it. */
-export const USUAL_FACTOR = 3;
-export const USUAL_SPREADS = 3;
-/** Room any meter has besides its rate, m³: a vacant flat's first shower is no misread. */
-export const USUAL_FLOOR_M3 = 1;
 
 const DAY_MS = 86_400_000;
 

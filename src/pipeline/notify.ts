@@ -3,7 +3,7 @@ import type { Tx } from '../db/database.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import type { WebhookEvent } from '../webhooks/events.ts';
-import type { ReadContext } from './plausibility.ts';
+import type { ReadContext } from './expect-reading.ts';
 import { freshReadingResult } from './reading-result.ts';
 
 export type SubmissionOutcome =

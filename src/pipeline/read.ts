@@ -2,9 +2,9 @@ import type { ServiceDeps } from '../deps.ts';
 import { observeReaderAttempts } from '../metrics.ts';
 import type { MeterPhoto } from '../photos/meter-photos.ts';
 import { ReadFailure, type ChainReading } from '../readers/chain.ts';
-import { judgeUsual } from '../readers/plausibility.ts';
+import { judgeUsual } from '../readers/judge-reading.ts';
 import { normaliseUpload } from './normalise.ts';
-import type { ReadContext } from './plausibility.ts';
+import type { ReadContext } from './expect-reading.ts';
 
 /**
  * Step 6: the photo read through the reader chain within the meter's plausibility window and

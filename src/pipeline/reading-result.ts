@@ -1,7 +1,7 @@
 import type { ReadingResult } from '../schemas/meter-reading.ts';
 import { needsReview } from '../meters/review.ts';
 import type { ChainReading } from '../readers/chain.ts';
-import { plausibilityJson, type PlausibilityJson, type ReadContext } from './plausibility.ts';
+import { plausibilityJson, type PlausibilityJson, type ReadContext } from './expect-reading.ts';
 
 /** A reading as recorded, whether it comes straight from the reader chain or back from the database. */
 export interface RecordedReading {

@@ -7,7 +7,7 @@ import { FLAGGED, holdReviewThreshold, refreshNeedsReview } from '../meters/revi
 import { observeAnomalies, observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
-import type { ReadContext } from './plausibility.ts';
+import type { ReadContext } from './expect-reading.ts';
 
 export interface SubmissionRef {
   submissionId: string;

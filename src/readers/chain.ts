@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import type { MeterLayout } from './layout.ts';
-import { judgeReading, type JudgedReading } from './plausibility.ts';
+import { judgeReading, type JudgedReading } from './judge-reading.ts';
 import {
   ReaderError,
   type MeterReader,

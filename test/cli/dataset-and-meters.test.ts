@@ -7,7 +7,7 @@ import t from 'tap';
 import { loadLabelledPhotos } from '../../src/eval/dataset.ts';
 import { correctReading } from '../../src/meters/corrections.ts';
 import { exportDataset } from '../../src/meters/dataset-export.ts';
-import { readContext } from '../../src/pipeline/plausibility.ts';
+import { readContext } from '../../src/pipeline/expect-reading.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { createCustomer, startTestService, submitPhoto, type TestService } from '../helpers/service.ts';
 

@@ -6,9 +6,8 @@ import {
   PAST_DAYS,
   PAST_RATE_M3_PER_DAY,
 } from '../../src/eval/history.ts';
-import { DEFAULT_MAX_FLOW } from '../../src/meters/meter-points.ts';
-import { DEFAULT_USUAL_M3_PER_DAY } from '../../src/meters/review.ts';
-import { meterExpectation } from '../../src/pipeline/plausibility.ts';
+import { meterExpectation } from '../../src/pipeline/expect-reading.ts';
+import { DEFAULT_MAX_FLOW, DEFAULT_USUAL_M3_PER_DAY } from '../../src/plausibility-policy.ts';
 
 const DAY_MS = 86_400_000;
 const photos = Array.from({ length: 40 }, (_, i) => ({

@@ -11,7 +11,7 @@ import {
   summariseReview,
   type ScoredCase,
 } from '../../src/eval/metrics.ts';
-import { DEFAULT_REVIEW_BELOW } from '../../src/meters/review.ts';
+import { DEFAULT_REVIEW_BELOW } from '../../src/plausibility-policy.ts';
 import type { Plausibility } from '../../src/readers/reader.ts';
 
 const scored = (accepted: string[], predicted: string | undefined, confidence = 90, latencyMs = 10): ScoredCase => ({

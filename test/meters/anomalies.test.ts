@@ -10,7 +10,7 @@ import {
   STOPPED_MIN_READING_DAYS,
   type TrustedValue,
 } from '../../src/meters/anomalies.ts';
-import { USUAL_FLOOR_M3 } from '../../src/meters/usual-consumption.ts';
+import { USUAL_FLOOR_M3 } from '../../src/plausibility-policy.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';

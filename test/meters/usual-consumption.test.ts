@@ -1,11 +1,6 @@
 import t from 'tap';
-import {
-  MIN_INTERVALS,
-  USUAL_FLOOR_M3,
-  usualAllowance,
-  usualConsumption,
-  type TrustedPoint,
-} from '../../src/meters/usual-consumption.ts';
+import { usualAllowance, usualConsumption, type TrustedPoint } from '../../src/meters/usual-consumption.ts';
+import { MIN_INTERVALS, USUAL_FLOOR_M3 } from '../../src/plausibility-policy.ts';
 
 const start = new Date('2025-01-01T08:00:00Z').getTime();
 const DAY = 86_400_000;

@@ -11,12 +11,8 @@ import {
   type LayoutReading,
 } from '../../src/readers/local/decode.ts';
 import { judgeWithinWindow, rivalsInsideWindow, weighLayouts } from '../../src/readers/local/model.ts';
-import {
-  ALPHABET,
-  IMPLAUSIBLE_BELOW_WINDOW_FIT,
-  MIN_LOCAL_CONFIDENCE,
-  WHEEL_READER_WEIGHT,
-} from '../../src/readers/local/spec.ts';
+import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../src/plausibility-policy.ts';
+import { ALPHABET, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
 const CLASSES = ALPHABET.length + 1;
 

@@ -15,7 +15,7 @@ import {
 } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
-import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/readers/plausibility.ts';
+import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/plausibility-policy.ts';
 import { ReaderError, clampConfidence, type MeterReader } from '../../src/readers/reader.ts';
 import { drawMeter } from '../fakes/meter-photo.ts';
 

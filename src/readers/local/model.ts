@@ -3,7 +3,8 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { fitsLayout, type MeterLayout } from '../layout.ts';
-import { implausible, outsideWindowReason } from '../plausibility.ts';
+import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../plausibility-policy.ts';
+import { implausible, outsideWindowReason } from '../judge-reading.ts';
 import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
 import {
   combineReadings,
@@ -45,7 +46,6 @@ import {
 import {
   ALIGNED_READER_FILE,
   ALPHABET,
-  IMPLAUSIBLE_BELOW_WINDOW_FIT,
   LAYOUTS,
   LOCALISER_FILES,
   LOCALISER_INPUT,

@@ -87,11 +87,3 @@ export const MODEL_NAME = 'local-crnn-v20';
  * it (products 0–2; no bdci2020 photo), and the least confident right reading was at 6.
  */
 export const MIN_LOCAL_CONFIDENCE = 3;
-/**
- * With a plausibility window and a free reading outside it, the reading is `implausible` when the most probable
- * reading inside the window is less than this fraction as probable as the free one (confidence against confidence),
- * and `corrected` to it otherwise. Chosen on a quarter of the training photos (every fourth not in ml/splits, 411)
- * with a simulated history 0–30 m³ below the label: corrections kept at lower fits were mostly wrong
- * (ml/EXPERIMENTS.md, "Reading within a plausibility window").
- */
-export const IMPLAUSIBLE_BELOW_WINDOW_FIT = 0.3;

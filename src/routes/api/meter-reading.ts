@@ -8,7 +8,7 @@ import { checkUsage } from '../../pipeline/check-usage.ts';
 import { identifyMeter } from '../../pipeline/identify-meter.ts';
 import { idempotencyKey, idempotentResponses, isKeyTaken, replayOrClaim } from '../../pipeline/idempotency.ts';
 import { persistAndEnqueue, withdrawSubmission } from '../../pipeline/persist-and-enqueue.ts';
-import { readContext } from '../../pipeline/plausibility.ts';
+import { readContext } from '../../pipeline/expect-reading.ts';
 import { readPhoto } from '../../pipeline/read.ts';
 import { freshReadingResult } from '../../pipeline/reading-result.ts';
 import { recordFailure, recordReading, type SubmissionRef } from '../../pipeline/record.ts';

@@ -1,12 +1,7 @@
 /** Judging a reading against the meter's layout and plausibility window, for every reader alike. */
+import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../plausibility-policy.ts';
 import { outsideLayoutReason, type MeterLayout } from './layout.ts';
 import type { MeterReading, Plausibility, PlausibilityWindow } from './reader.ts';
-
-/**
- * An implausible reading's confidence is at most this: below any sensible ESCALATE_BELOW, so the chain asks the
- * next reader, and low enough that nobody bills from it unseen.
- */
-export const IMPLAUSIBLE_CONFIDENCE_CAP = 20;
 
 export type JudgedReading = MeterReading & { plausibility: Plausibility };
 

@@ -6,14 +6,7 @@ import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
 import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 import { FLAGGED } from '../meters/review.ts';
 import { usualAllowance, usualConsumption, type UsualConsumption } from '../meters/usual-consumption.ts';
-
-/** However little time has passed, the window allows this many hours of the maximum flow. */
-export const MIN_ELAPSED_HOURS = 1;
-/**
- * A `previous_reading` without `previous_read_at` is taken as from one reading cycle ago, a month:
- * clients send the reading they last billed. A year gave a misread thousands of m³ of room.
- */
-export const UNDATED_ELAPSED_HOURS = 31 * 24;
+import { MIN_ELAPSED_HOURS, UNDATED_ELAPSED_HOURS } from '../plausibility-policy.ts';
 
 /** The reading a new photo is judged against, and when the meter showed it (null: not known). */
 export interface MeterReference {
