@@ -221,7 +221,7 @@ export const ENVIRONMENT = Type.Object({
   }),
   METER_DEADLINE_SECONDS: integer(3600, {
     minimum: 1,
-    description: 'A meter still pending/processing after this is failed as `expired` (checked every minute).',
+    description: 'A submission still pending/processing after this is failed as `expired` (checked every minute).',
   }),
   QUEUE_SUPERVISE_SECONDS: integer(5, {
     minimum: 1,
