@@ -129,7 +129,7 @@ export async function readMeter(deps: ServiceDeps, job: Job<ReadJob>): Promise<v
   try {
     const context = await readContext(deps.db, submission.ref.submissionId);
     const photo = await loadPhoto(deps, submission.ref.submissionId);
-    if (!photo) throw new Error(`meter ${submission.ref.submissionId} has no photo`);
+    if (!photo) throw new Error(`submission ${submission.ref.submissionId} has no photo`);
     const result = await readPhoto(deps, submission.ref.submissionId, photo, context, job.signal);
     await recordReading(deps, submission.ref, result, context);
   } catch (error) {

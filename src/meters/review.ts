@@ -49,7 +49,7 @@ export function needsReviewSql(facts: { [K in keyof ReviewFacts]: RawBuilder<unk
   return sql<SqlBool>`(NOT ${facts.byPerson} AND (${facts.status} = 'failed' OR coalesce(${facts.plausibility} IN (${flagged}), false) OR coalesce(${facts.confidence}, 0) < ${facts.reviewBelow}))`;
 }
 
-/** needsReview of the submission `m` (a row of `meters as m`) from its facts as they stand now. */
+/** needsReview of the submission `m` (a row of `submissions as m`) from its facts as they stand now. */
 const currentNeedsReview = needsReviewSql({
   status: sql`m.status`,
   plausibility: sql`(SELECT plausibility FROM readings WHERE submission_id = m.id)`,
@@ -96,7 +96,7 @@ export async function holdReviewThreshold(
   ).execute(tx);
 }
 
-/** needs_review as stored (refreshNeedsReview), in a query of `meters as m`: false while a submission is unfinished. */
+/** needs_review as stored (refreshNeedsReview), in a query of `submissions as m`: false while a submission is unfinished. */
 export const storedNeedsReview = sql<SqlBool>`m.needs_review`;
 
 /** The review queue's count stops here: what every dashboard request pays for it stays bounded however long the queue grows. */

@@ -85,7 +85,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     await checkUsage(key.monthlyUsage, plan);
     const accepted = await persistAndEnqueue({ db, photos, boss }, { key, plan, image, identity, mode: 'sync' });
     acceptedSubmissions.inc({ mode: 'sync' });
-    const meter: SubmissionRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
+    const submission: SubmissionRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
     const context = await readContext(db, accepted.submissionId);
     let result;
     try {
@@ -102,11 +102,11 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
         error instanceof ReadFailure
           ? { code: error.code, message: error.message }
           : { code: 'internal_error', message: 'The reading failed unexpectedly' };
-      await recordFailure({ db, boss }, meter, reason);
+      await recordFailure({ db, boss }, submission, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const readingId = await recordReading({ db, boss, config }, meter, result, context);
-    if (!readingId) throw new Error(`meter ${accepted.submissionId} finished while it was being read`);
+    const readingId = await recordReading({ db, boss, config }, submission, result, context);
+    if (!readingId) throw new Error(`submission ${accepted.submissionId} finished while it was being read`);
     return {
       reference_id: accepted.referenceId,
       status: 'completed' as const,
