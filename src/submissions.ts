@@ -97,7 +97,7 @@ export function pageOf<T extends { referenceId: string }>(
 }
 
 /** One of the account's submissions; a reference that is malformed or another account's is not found. */
-export async function meterResult(db: Db, accountId: string, referenceId: string): Promise<Submission> {
+export async function findSubmission(db: Db, accountId: string, referenceId: string): Promise<Submission> {
   const row = isReferenceId(referenceId) ? await submissionRecord(db, accountId, referenceId) : undefined;
   if (!row)
     throw new DomainError('not_found', 'reference_id', `No submission with reference ${JSON.stringify(referenceId)}`);
@@ -105,7 +105,7 @@ export async function meterResult(db: Db, accountId: string, referenceId: string
 }
 
 /** The account's submissions under the filter, newest first, a page at a time: keyset pagination on (created_at, id). */
-export async function meterResults(
+export async function listSubmissions(
   db: Db,
   accountId: string,
   filter: SubmissionFilter,

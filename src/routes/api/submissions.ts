@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Static } from '@sinclair/typebox';
 import { instantField } from '../../instant.ts';
 import { DomainError } from '../../errors.ts';
-import { meterResult, meterResults, type SubmissionFilter } from '../../submissions.ts';
+import { findSubmission, listSubmissions, type SubmissionFilter } from '../../submissions.ts';
 import { billingExport } from '../../meters/billing-export.ts';
 import { authenticate } from '../../pipeline/authenticate.ts';
 import { METER_ID_RULE } from '../../pipeline/identify-meter.ts';
@@ -57,7 +57,7 @@ const submissionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (request) => meterResult(db, account(request), request.params.reference_id),
+    async (request) => findSubmission(db, account(request), request.params.reference_id),
   );
 
   app.get(
@@ -95,7 +95,7 @@ const submissionRoutes: FastifyPluginAsyncTypebox = async (app) => {
           .header('content-disposition', 'attachment; filename="meter-readings.csv"')
           .send(billingExport(db, account(request), listFilter(request.query)) as never);
       }
-      return meterResults(db, account(request), listFilter(request.query), {
+      return listSubmissions(db, account(request), listFilter(request.query), {
         limit: limit ?? DEFAULT_LIST_LIMIT,
         startingAfter,
       });
