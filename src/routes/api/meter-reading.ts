@@ -105,12 +105,12 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await recordFailure({ db, boss }, meter, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const readingId = await recordReading({ db, boss, config }, meter, result, context);
-    if (!readingId) throw new Error(`meter ${accepted.submissionId} finished while it was being read`);
+    const stored = await recordReading({ db, boss, config }, meter, result, context);
+    if (!stored) throw new Error(`meter ${accepted.submissionId} finished while it was being read`);
     return {
       reference_id: accepted.referenceId,
       status: 'completed' as const,
-      ...freshReadingResult(result, readingId, context),
+      ...freshReadingResult(stored, result, context),
     };
   });
 };
