@@ -338,10 +338,32 @@ export const MeterListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** The billing export's columns, in order: its header row (src/meters/billing-export.ts writes the rows). */
+export const EXPORT_COLUMNS = [
+  'reference_id',
+  'meter_id',
+  'created_at',
+  'finished_at',
+  'status',
+  'reading',
+  'value',
+  'unit',
+  'confidence',
+  'plausibility',
+  'needs_review',
+  'quality',
+  'consumption',
+  'corrected_reading',
+  'corrected_by',
+  'corrected_at',
+  'escalated',
+  'model',
+] as const;
+export type ExportColumn = (typeof EXPORT_COLUMNS)[number];
+
 /** The billing export's body: a header row, then one row per submission (docs/api.md, "The billing export"). */
 export const MeterReadingsCsv = Type.String({
-  description:
-    'RFC 4180 CSV, header row first: reference_id, meter_id, created_at, finished_at, status, reading, value, unit, confidence, plausibility, needs_review, quality, consumption, corrected_reading, corrected_by, corrected_at, escalated, model',
+  description: `RFC 4180 CSV, header row first: ${EXPORT_COLUMNS.join(', ')}`,
 });
 
 const ErrorEnvelope = Type.Object(
