@@ -3,29 +3,8 @@ import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { filteredSubmissions, type SubmissionFilter } from '../submissions.ts';
 import { isTrusted } from '../pipeline/expect-reading.ts';
+import { EXPORT_COLUMNS, type ExportColumn } from '../schemas/meter-reading.ts';
 import { consumption, trustedSubmissions } from './consumption.ts';
-
-/** The billing export's columns, in order: its header row. */
-export const EXPORT_COLUMNS = [
-  'reference_id',
-  'meter_id',
-  'created_at',
-  'finished_at',
-  'status',
-  'reading',
-  'value',
-  'unit',
-  'confidence',
-  'plausibility',
-  'needs_review',
-  'quality',
-  'consumption',
-  'corrected_reading',
-  'corrected_by',
-  'corrected_at',
-  'escalated',
-  'model',
-] as const;
 
 /** Rows fetched per query: a slow reader holds no connection between batches, and memory stays at one batch. */
 export const EXPORT_BATCH_SIZE = 1000;
@@ -91,26 +70,27 @@ function quality(row: ExportRow): 'machine' | 'confirmed' | 'corrected' | 'manua
 
 function exportLine(row: ExportRow): string {
   const trustedValue = row.correctedValue ?? row.value;
-  return csvLine([
-    row.referenceId,
-    row.meterId,
-    row.createdAt,
-    row.finishedAt,
-    row.status,
-    row.reading,
-    row.value === null ? null : Number(row.value),
-    'm3',
-    row.confidence,
-    row.plausibility,
-    row.needsReview,
-    quality(row),
-    row.trusted ? consumption(trustedValue, row.previousValue) : null,
-    row.correctedReading,
-    row.correctedBy,
-    row.correctedAt,
-    row.escalated,
-    row.model,
-  ]);
+  const cells: Record<ExportColumn, Cell> = {
+    reference_id: row.referenceId,
+    meter_id: row.meterId,
+    created_at: row.createdAt,
+    finished_at: row.finishedAt,
+    status: row.status,
+    reading: row.reading,
+    value: row.value === null ? null : Number(row.value),
+    unit: 'm3',
+    confidence: row.confidence,
+    plausibility: row.plausibility,
+    needs_review: row.needsReview,
+    quality: quality(row),
+    consumption: row.trusted ? consumption(trustedValue, row.previousValue) : null,
+    corrected_reading: row.correctedReading,
+    corrected_by: row.correctedBy,
+    corrected_at: row.correctedAt,
+    escalated: row.escalated,
+    model: row.model,
+  };
+  return csvLine(EXPORT_COLUMNS.map((column) => cells[column]));
 }
 
 /**

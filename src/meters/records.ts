@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/expect-reading.ts';
-import { readingResult } from '../pipeline/reading-result.ts';
+import { readingColumns, readingResult, type StoredReading } from '../pipeline/reading-result.ts';
 import type { Correction, Submission } from '../schemas/meter-reading.ts';
 import { storedNeedsReview } from './review.ts';
 
@@ -37,14 +37,7 @@ export function submissionRecords(db: Db, accountId: string) {
       'm.error_code as errorCode',
       'm.error_message as errorMessage',
       'p.external_id as meterId',
-      'r.id as readingId',
-      'r.reading',
-      'r.value',
-      'r.confidence',
-      'r.escalated',
-      'r.model',
-      'r.digit_confidences as digitConfidences',
-      'r.counter_box as counterBox',
+      ...readingColumns,
       'i.width as imageWidth',
       'i.height as imageHeight',
       ...storedPlausibilityColumns,
@@ -95,25 +88,23 @@ export function submissionJson(record: SubmissionRecord): Submission {
       needs_review: record.needsReview!,
     };
   }
+  if (!hasReading(record)) throw new Error(`submission ${record.submissionId} is completed without a reading`);
+  const frame =
+    record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null;
   return {
     ...finished,
     status: 'completed',
-    ...readingResult(
-      {
-        readingId: record.readingId!,
-        reading: record.reading!,
-        value: record.value!,
-        confidence: record.confidence!,
-        escalated: record.escalated!,
-        model: record.model!,
-        digitConfidences: record.digitConfidences,
-        counterBox: record.counterBox,
-        frame:
-          record.imageWidth && record.imageHeight ? { width: record.imageWidth, height: record.imageHeight } : null,
-      },
-      { meterId: record.meterId, plausibility: storedPlausibilityJson(record), needsReview: record.needsReview! },
-    ),
+    ...readingResult(record, frame, {
+      meterId: record.meterId,
+      plausibility: storedPlausibilityJson(record),
+      needsReview: record.needsReview!,
+    }),
   };
+}
+
+/** Whether the record has its readings row, as every completed submission has (stored as it completed). */
+function hasReading(record: SubmissionRecord): record is SubmissionRecord & StoredReading {
+  return record.readingId !== null;
 }
 
 function correctionJson(record: SubmissionRecord): Correction | null {

@@ -4,7 +4,7 @@ import type { ChainReading } from '../readers/chain.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import type { WebhookEvent } from '../webhooks/events.ts';
 import type { ReadContext } from './expect-reading.ts';
-import { freshReadingResult } from './reading-result.ts';
+import { freshReadingResult, type StoredReading } from './reading-result.ts';
 
 export type SubmissionOutcome =
   | {
@@ -13,7 +13,7 @@ export type SubmissionOutcome =
       accountId: string;
       referenceId: string;
       reading: ChainReading;
-      readingId: string;
+      stored: StoredReading;
       context: ReadContext;
     }
   | {
@@ -44,6 +44,6 @@ function eventData(outcome: SubmissionOutcome): Record<string, unknown> {
     return { reference_id: outcome.referenceId, error: outcome.error, needs_review: true };
   return {
     reference_id: outcome.referenceId,
-    ...freshReadingResult(outcome.reading, outcome.readingId, outcome.context),
+    ...freshReadingResult(outcome.stored, outcome.reading, outcome.context),
   };
 }

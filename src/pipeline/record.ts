@@ -8,6 +8,7 @@ import { observeAnomalies, observeFailedReading, observeReading } from '../metri
 import type { ChainReading } from '../readers/chain.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './expect-reading.ts';
+import { readingColumns, type StoredReading } from './reading-result.ts';
 
 export interface SubmissionRef {
   submissionId: string;
@@ -26,61 +27,68 @@ export interface FailureReason {
  * exactly once, with its needs_review stored, and an async client's webhook is queued if and only
  * if that happened. A reading nobody flagged of a named meter is checked for anomalies in it too
  * (src/meters/anomalies.ts).
- * Returns the reading id, or undefined when the meter had already finished (a retried job, or
- * one that expired while it ran).
+ * Returns the reading as stored, or undefined when the meter had already finished (a retried job,
+ * or one that expired while it ran).
  */
 export async function recordReading(
   deps: Pick<ServiceDeps, 'db' | 'boss' | 'config'>,
   submission: SubmissionRef,
   result: ChainReading,
   context: ReadContext,
-): Promise<string | undefined> {
+): Promise<StoredReading | undefined> {
   let anomalies: AnomalyKind[] = [];
-  const readingId = await deps.db.transaction().execute(async (tx) => {
+  const stored = await deps.db.transaction().execute(async (tx) => {
     await holdReviewThreshold(tx, submission.accountId);
     const finished = await finish(tx, submission.submissionId, 'completed');
     if (!finished) return undefined;
-    const { id: readingId } = await tx
-      .insertInto('readings')
-      .values({
-        submission_id: submission.submissionId,
-        reading: result.reading,
-        value: result.value,
-        confidence: result.confidence,
-        reader: result.reader,
-        model: result.model,
-        escalated: result.escalated,
-        digit_confidences: result.digitConfidences ?? null,
-        counter_box: result.counterBox ? JSON.stringify(result.counterBox) : null,
-        attempts: JSON.stringify(result.attempts),
-        read_ms: result.readMs,
-        raw_answer: result.raw === undefined ? null : JSON.stringify(result.raw),
-        plausibility: result.plausibility,
-        reference_reading: context.reference?.reading ?? null,
-        reference_source: context.reference?.source ?? null,
-        reference_read_at: context.reference?.readAt ?? null,
-        window_min: context.window?.min ?? null,
-        window_max: context.window?.max ?? null,
-        usual_max: context.usual?.max ?? null,
-        reference_submission_id: context.reference?.submissionId ?? null,
-        unconstrained_reading: result.unconstrainedReading ?? null,
-        plausibility_reason: result.plausibilityReason ?? null,
-      })
-      .returning('id')
+    // Stored (the CTE `r`) and read back in readingColumns in one statement: the sync response and
+    // the webhook show the row GET will show.
+    const stored = await tx
+      .with('r', (db) =>
+        db
+          .insertInto('readings')
+          .values({
+            submission_id: submission.submissionId,
+            reading: result.reading,
+            value: result.value,
+            confidence: result.confidence,
+            reader: result.reader,
+            model: result.model,
+            escalated: result.escalated,
+            digit_confidences: result.digitConfidences ?? null,
+            counter_box: result.counterBox ? JSON.stringify(result.counterBox) : null,
+            attempts: JSON.stringify(result.attempts),
+            read_ms: result.readMs,
+            raw_answer: result.raw === undefined ? null : JSON.stringify(result.raw),
+            plausibility: result.plausibility,
+            reference_reading: context.reference?.reading ?? null,
+            reference_source: context.reference?.source ?? null,
+            reference_read_at: context.reference?.readAt ?? null,
+            window_min: context.window?.min ?? null,
+            window_max: context.window?.max ?? null,
+            usual_max: context.usual?.max ?? null,
+            reference_submission_id: context.reference?.submissionId ?? null,
+            unconstrained_reading: result.unconstrainedReading ?? null,
+            plausibility_reason: result.plausibilityReason ?? null,
+          })
+          .returningAll(),
+      )
+      .selectFrom('r')
+      .select(readingColumns)
       .executeTakeFirstOrThrow();
     await refreshNeedsReview(tx, { submissionId: submission.submissionId });
     if (submission.mode === 'async')
-      await notify(tx, deps.boss, { status: 'completed', ...submission, reading: result, readingId, context });
+      await notify(tx, deps.boss, { status: 'completed', ...submission, reading: result, stored, context });
     // A reading nobody flagged is a trusted value of its meter.
     if (finished.meterPointId && !FLAGGED.includes(result.plausibility))
       anomalies = await checkMeterAnomalies(tx, deps, finished.meterPointId);
-    return readingId;
+    return stored;
   });
-  if (readingId) {
+  if (stored) {
     observeReading(result);
     observeAnomalies(anomalies);
   }
-  return readingId;
+  return stored;
 }
 
 export async function recordFailure(

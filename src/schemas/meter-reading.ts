@@ -155,7 +155,8 @@ export const AcceptedSubmission = Type.Object(
   },
 );
 
-const READING_EXAMPLE = {
+/** A reading's fields without the optional ones: the example every representation of a reading starts from. */
+export const READING_EXAMPLE = {
   reading: '02390.276',
   value: 2390.276,
   confidence: 97,
@@ -164,6 +165,11 @@ const READING_EXAMPLE = {
   reading_id: 42,
   meter_id: 'SN-4711',
   needs_review: false,
+};
+
+/** READING_EXAMPLE as the local reader gives it, with where it saw the counter and each wheel's confidence. */
+const LOCAL_READING_EXAMPLE = {
+  ...READING_EXAMPLE,
   counter_box: {
     corners: [
       [412, 630],
@@ -182,7 +188,7 @@ export const CompletedReading = Type.Object(
   {
     $id: 'CompletedReading',
     description: 'A photo read, as the sync submission answers it',
-    examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...READING_EXAMPLE }],
+    examples: [{ reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', status: 'completed', ...LOCAL_READING_EXAMPLE }],
   },
 );
 export type CompletedReading = Static<typeof CompletedReading>;
@@ -236,7 +242,7 @@ const CompletedSubmission = Type.Object(
         status: 'completed',
         created_at: '2026-11-22T10:14:58.120Z',
         finished_at: '2026-11-22T10:15:00.000Z',
-        ...READING_EXAMPLE,
+        ...LOCAL_READING_EXAMPLE,
         correction: null,
       },
     ],
@@ -332,10 +338,32 @@ export const MeterListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** The billing export's columns, in order: its header row (src/meters/billing-export.ts writes the rows). */
+export const EXPORT_COLUMNS = [
+  'reference_id',
+  'meter_id',
+  'created_at',
+  'finished_at',
+  'status',
+  'reading',
+  'value',
+  'unit',
+  'confidence',
+  'plausibility',
+  'needs_review',
+  'quality',
+  'consumption',
+  'corrected_reading',
+  'corrected_by',
+  'corrected_at',
+  'escalated',
+  'model',
+] as const;
+export type ExportColumn = (typeof EXPORT_COLUMNS)[number];
+
 /** The billing export's body: a header row, then one row per submission (docs/api.md, "The billing export"). */
 export const MeterReadingsCsv = Type.String({
-  description:
-    'RFC 4180 CSV, header row first: reference_id, meter_id, created_at, finished_at, status, reading, value, unit, confidence, plausibility, needs_review, quality, consumption, corrected_reading, corrected_by, corrected_at, escalated, model',
+  description: `RFC 4180 CSV, header row first: ${EXPORT_COLUMNS.join(', ')}`,
 });
 
 const ErrorEnvelope = Type.Object(

@@ -1,4 +1,5 @@
 import { MODEL_NAME } from '../readers/local/spec.ts';
+import { READING_EXAMPLE } from '../schemas/meter-reading.ts';
 
 /**
  * Every event an endpoint can subscribe to, in the order the dashboard's checkboxes show them.
@@ -43,17 +44,7 @@ const exampleSubscription = { account_id: 1, ...exampleTerms };
 /** What each event's `data` looks like; the test button sends these, marked `"test": true`. */
 export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> = {
   'webhook.test': {},
-  'reading.completed': {
-    reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
-    reading: '02390.276',
-    value: 2390.276,
-    confidence: 97,
-    escalated: false,
-    model: MODEL_NAME,
-    reading_id: 42,
-    meter_id: 'SN-4711',
-    needs_review: false,
-  },
+  'reading.completed': { reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', ...READING_EXAMPLE, model: MODEL_NAME },
   'reading.failed': {
     reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
     error: { code: 'unreadable', message: 'No reader found a reading in the photo' },
@@ -64,14 +55,10 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     status: 'completed',
     created_at: '2026-11-22T10:14:58.120Z',
     finished_at: '2026-11-22T10:15:00.000Z',
-    reading: '02390.276',
-    value: 2390.276,
+    ...READING_EXAMPLE,
     confidence: 41,
     escalated: true,
     model: MODEL_NAME,
-    reading_id: 42,
-    meter_id: 'SN-4711',
-    needs_review: false,
     correction: {
       reading: '02390.716',
       value: 2390.716,

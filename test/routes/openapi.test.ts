@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { renderMeterPhoto } from '../fakes/meter-photo.ts';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.ts';
-import { EXPORT_COLUMNS } from '../../src/meters/billing-export.ts';
+import { EXPORT_COLUMNS } from '../../src/schemas/meter-reading.ts';
 import openapi from '../../src/plugins/external/openapi.ts';
 import { sendTestEvent } from '../../src/webhooks/deliver.ts';
 import { addWebhookEndpoint } from '../../src/webhooks/endpoints.ts';

@@ -103,7 +103,7 @@ async function completedOutcome(account = accountId): Promise<SubmissionOutcome>
     accountId: account,
     referenceId: meter.reference_id,
     reading,
-    readingId: '42',
+    stored: { ...reading, value: '4217.35', readingId: '42', digitConfidences: null, counterBox: null },
     context: { meterId: null, reviewBelow: 90 },
   };
 }

@@ -105,12 +105,12 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await recordFailure({ db, boss }, submission, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const readingId = await recordReading({ db, boss, config }, submission, result, context);
-    if (!readingId) throw new Error(`submission ${accepted.submissionId} finished while it was being read`);
+    const stored = await recordReading({ db, boss, config }, submission, result, context);
+    if (!stored) throw new Error(`submission ${accepted.submissionId} finished while it was being read`);
     return {
       reference_id: accepted.referenceId,
       status: 'completed' as const,
-      ...freshReadingResult(result, readingId, context),
+      ...freshReadingResult(stored, result, context),
     };
   });
 };

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { sql } from 'kysely';
-import { EXPORT_COLUMNS } from '../../../src/meters/billing-export.ts';
+import { EXPORT_COLUMNS } from '../../../src/schemas/meter-reading.ts';
 import { refreshNeedsReview } from '../../../src/meters/review.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
