@@ -161,7 +161,7 @@ export const READING_EXAMPLE = {
   value: 2390.276,
   confidence: 97,
   escalated: false,
-  model: 'meterlens-local-v6',
+  model: 'local-crnn-v20',
   reading_id: 42,
   meter_id: 'SN-4711',
   needs_review: false,

@@ -11,7 +11,14 @@ import {
   WHOLE_WHEELS_LIMIT,
 } from '../meters/meter-points.ts';
 import { METER_ID_PATTERN } from '../pipeline/identify-meter.ts';
-import { errorEnvelope, MeterReferenceParams, Submission, ReferenceId, SERVER_ERROR } from './meter-reading.ts';
+import {
+  errorEnvelope,
+  MeterReferenceParams,
+  READING_EXAMPLE,
+  ReferenceId,
+  SERVER_ERROR,
+  Submission,
+} from './meter-reading.ts';
 import { named, ref } from './named.ts';
 
 /** Documentation only: the routes check meter_id themselves, to answer 422 `meter_id` rather than 400. */
@@ -28,13 +35,10 @@ const CORRECTED_SUBMISSION_EXAMPLE = {
   status: 'completed',
   created_at: '2026-11-22T10:14:58.120Z',
   finished_at: '2026-11-22T10:15:00.000Z',
+  ...READING_EXAMPLE,
   reading: '00600.494',
   value: 600.494,
   confidence: 18,
-  escalated: false,
-  model: 'meterlens-local-v6',
-  reading_id: 42,
-  meter_id: 'SN-4711',
   plausibility: {
     status: 'implausible',
     reference: '00606.100',
