@@ -5,29 +5,37 @@
  *
  *   node bench/service.ts [--requests N] [--warmup N] [--costly-images-only]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
-import { Agent, request } from 'undici';
-import { createAccount } from '../src/accounts/accounts.ts';
-import { createApiKey } from '../src/accounts/api-keys.ts';
-import { createPlan } from '../src/accounts/plans.ts';
-import { loadConfig } from '../src/config.ts';
-import { createDatabase } from '../src/db/database.ts';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
-import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
+import { Agent } from 'undici';
 import { renderMeterPhoto } from '../test/fakes/meter-photo.ts';
 import { startFakeOpenAI } from '../test/fakes/openai-server.ts';
 import { startWebhookReceiver } from '../test/fakes/webhook-receiver.ts';
-import { adminQuery } from './admin.ts';
+import {
+  benchServer,
+  type Child,
+  cleanups,
+  createBenchAccounts,
+  datasetPhotos,
+  integerOption,
+  ms,
+  multipart,
+  newDatabase,
+  percentile,
+  phoneLikePhoto,
+  printTable,
+  resultsDir,
+  runBenchmark,
+  SHARED_DATASETS,
+  send,
+  startChild,
+  timed,
+  type Upload,
+} from './harness.ts';
 
 const READER_DELAY_MS = 100;
 const ASYNC_CONCURRENCIES = [1, 4, 16];
@@ -43,10 +51,6 @@ const QUIET_INTERVAL_MS = 1000;
 /** Worst-case uploads of an accepted kind sent at once, and their kind: a GIF at the default pixel limit. */
 const COSTLY_IMAGES = 20;
 const COSTLY_IMAGE_SIDE = 7071;
-const SHARED_PHOTOS = path.join(import.meta.dirname, '..', '..', 'shared', 'datasets', 'toloka');
-
-const root = path.join(import.meta.dirname, '..');
-const resultsDir = path.join(import.meta.dirname, 'results');
 
 interface Options {
   /** Measured requests per async-ack and healthz row; sync and webhook rows use a quarter. */
@@ -66,8 +70,6 @@ interface Stats {
   samplesMs: number[];
 }
 
-type Cleanup = () => Promise<unknown>;
-
 const { values: args } = parseArgs({
   options: {
     requests: { type: 'string', default: '400' },
@@ -81,35 +83,19 @@ const options: Options = {
   costlyImagesOnly: args['costly-images-only'],
 };
 
-const cleanups: Cleanup[] = [];
-const cleanUp = async () => {
-  for (const cleanup of cleanups.splice(0).reverse())
-    await cleanup().catch((error) => console.error(`cleanup: ${error}`));
-};
-let interrupted = false;
-process.once('SIGINT', () => {
-  interrupted = true;
-  void cleanUp().then(() => process.exit(130));
-});
-try {
-  await benchmark(options);
-} catch (error) {
-  // Interrupted, the requests in flight fail as their connections are closed: not worth a stack trace.
-  if (!interrupted) console.error(error);
-  process.exitCode = 1;
-} finally {
-  await cleanUp();
-}
+await runBenchmark(() => benchmark(options));
 
 async function benchmark(options: Options): Promise<void> {
-  const databaseUrl = await freshDatabase();
+  const database = await newDatabase(await benchServer());
+  cleanups.add(database.drop);
+  const databaseUrl = database.url;
   const openai = await startFakeOpenAI({ delayMs: READER_DELAY_MS });
-  cleanups.push(() => openai.close());
+  cleanups.add(() => openai.close());
   // The fake keeps every request body (a base64 photo each); nothing here reads them.
   const forgetRequests = setInterval(() => (openai.requests.length = 0), 1000);
-  cleanups.push(async () => clearInterval(forgetRequests));
+  cleanups.add(async () => clearInterval(forgetRequests));
   const receiver = await startWebhookReceiver();
-  cleanups.push(() => receiver.close());
+  cleanups.add(() => receiver.close());
 
   const service = await startService(databaseUrl, openai.url);
   const baseUrl = service.url;
@@ -117,7 +103,7 @@ async function benchmark(options: Options): Promise<void> {
   const [apiKey, burstKey] = await createBenchAccounts(databaseUrl, `${receiver.url}/webhook`, ['Benchmark', 'Burst']);
   const webhooks = webhookArrivals(receiver);
   const client = new Agent({ connections: 64 });
-  cleanups.push(() => client.close());
+  cleanups.add(() => client.close());
 
   const photo = await benchPhoto();
   const upload = multipart(photo);
@@ -407,7 +393,7 @@ async function peakMemoryMb(pid: number): Promise<number | undefined> {
 async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string, floorUrl: string, options: Options) {
   const photo = await twelveMegapixelPhoto();
   if (!photo) {
-    console.log(`12 MP photo against the floor: skipped, no shared photos at ${SHARED_PHOTOS}\n`);
+    console.log(`12 MP photo against the floor: skipped, no shared photos at ${SHARED_DATASETS}/toloka\n`);
     return undefined;
   }
   const upload = multipart(photo);
@@ -436,27 +422,10 @@ async function measureAgainstFloor(client: Agent, ackUrl: string, apiKey: string
   return { photoBytes: photo.length, rows };
 }
 
-/**
- * A 4032 × 3024 JPEG (12 MP, quality 92, EXIF orientation 6 as a phone writes it) from the first
- * shared photo, with sensor-like grain so that it weighs what a phone's photo does (a few MB)
- * rather than what a smooth upscale would.
- */
+/** A 12 MP phone photo (4032 × 3024 stored, EXIF orientation 6) made from the first Toloka photo. */
 async function twelveMegapixelPhoto(): Promise<Buffer | undefined> {
-  const labels = path.join(SHARED_PHOTOS, 'labels.csv');
-  if (!existsSync(labels)) return undefined;
-  const [, first] = (await readFile(labels, 'utf8')).split('\n');
-  const source = path.join(SHARED_PHOTOS, first.split(',')[0]);
-  const [width, height] = [4032, 3024];
-  const grain = await sharp(randomBytes(width * height), { raw: { width, height, channels: 1 } })
-    .linear(0.12, 112)
-    .png()
-    .toBuffer();
-  return sharp(source)
-    .resize(width, height, { fit: 'cover' })
-    .composite([{ input: grain, blend: 'overlay' }])
-    .jpeg({ quality: 92 })
-    .withMetadata({ orientation: 6 })
-    .toBuffer();
+  const [source] = await datasetPhotos('toloka', 1);
+  return source === undefined ? undefined : phoneLikePhoto(source, 3024, 4032);
 }
 
 /**
@@ -528,57 +497,6 @@ async function measureInterleaved(
   }));
 }
 
-/** Nearest-rank percentile. */
-function percentile(samples: number[], rank: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil((rank / 100) * sorted.length) - 1)];
-}
-
-async function timed(call: () => Promise<unknown>): Promise<number> {
-  const startedAt = performance.now();
-  await call();
-  return performance.now() - startedAt;
-}
-
-/** One request; anything but a 2xx fails the run, so a broken service cannot pass for a fast one. */
-async function send(
-  client: Agent,
-  method: 'GET' | 'POST',
-  url: string,
-  upload?: { authorization: string; body: Buffer; contentType: string },
-): Promise<string> {
-  const response = await request(url, {
-    method,
-    dispatcher: client,
-    headers: upload && {
-      ...(upload.authorization && { authorization: upload.authorization }),
-      'content-type': upload.contentType,
-    },
-    body: upload?.body,
-  });
-  const text = await response.body.text();
-  if (response.statusCode >= 300) throw new Error(`${method} ${url} answered ${response.statusCode}: ${text}`);
-  return text;
-}
-
-/** The multipart body is built once, so the client spends no time encoding it per request. */
-interface Upload {
-  body: Buffer;
-  contentType: string;
-}
-
-function multipart(photo: Buffer): Upload {
-  const boundary = `meterlens-bench-${randomBytes(8).toString('hex')}`;
-  const body = Buffer.concat([
-    Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="meter.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
-    ),
-    photo,
-    Buffer.from(`\r\n--${boundary}--\r\n`),
-  ]);
-  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
-}
-
 /** The synthetic meter photo at 1600 px wide: about 50 KB, the size of a phone photo after the app shrinks it. */
 async function benchPhoto(): Promise<Buffer> {
   return sharp(await renderMeterPhoto())
@@ -614,27 +532,6 @@ function webhookArrivals(receiver: Awaited<ReturnType<typeof startWebhookReceive
   };
 }
 
-/** A database of our own, on DATABASE_URL's server or on an embedded PostgreSQL under .bench/. */
-async function freshDatabase(): Promise<string> {
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    const embedded = await startEmbeddedPostgres({
-      dataDir: path.join(root, '.bench'),
-      port: Number(process.env.BENCH_EMBEDDED_PG_PORT ?? 5490),
-      role: 'guest',
-      log: (message) => console.log(`# ${message}`),
-    });
-    cleanups.push(() => embedded.stop());
-    adminUrl = embedded.url;
-  }
-  const name = `meterlens_bench_${randomBytes(6).toString('hex')}`;
-  await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
-  cleanups.push(() => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 /** `meterlens serve` (web and worker) as a child process, its output in bench/results/service.log. */
 function startService(databaseUrl: string, openaiUrl: string): Promise<Child> {
   return startChild('service', [path.join('src', 'cli.ts'), 'serve'], serviceEnv(databaseUrl, openaiUrl));
@@ -649,90 +546,6 @@ function serviceEnv(databaseUrl: string, openaiUrl: string): Record<string, stri
     WEBHOOK_ALLOW_PRIVATE: '1',
     LOG_LEVEL: 'warn',
   };
-}
-
-interface Child {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-/** A server script as a child process on a free port, its output in bench/results/<name>.log; resolves once it answers. */
-async function startChild(name: string, args: string[], env: Record<string, string>): Promise<Child> {
-  const port = await freePort();
-  await mkdir(resultsDir, { recursive: true });
-  const logFile = path.join(resultsDir, `${name}.log`);
-  const log = await open(logFile, 'w');
-  const child = spawn(process.execPath, args, {
-    cwd: root,
-    stdio: ['ignore', log.fd, log.fd],
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-  });
-  const stop = async () => {
-    await stopChild(child);
-    await log.close().catch(() => {});
-  };
-  cleanups.push(stop);
-  const baseUrl = `http://127.0.0.1:${port}`;
-  for (let waited = 0; waited < 60_000; waited += 200) {
-    if (child.exitCode !== null) break;
-    const ready = await fetch(`${baseUrl}/healthz`).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (ready) return { url: baseUrl, pid: child.pid!, stop };
-    await sleep(200);
-  }
-  throw new Error(`the ${name} did not become ready; see ${path.relative(process.cwd(), logFile)}`);
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
-}
-
-/** Accounts on a plan too big to run out, each with an API key (returned) and a webhook endpoint on the receiver. */
-async function createBenchAccounts(databaseUrl: string, webhookUrl: string, names: string[]): Promise<string[]> {
-  const db = createDatabase(databaseUrl, 1);
-  try {
-    await createPlan(db, { code: 'bench', name: 'Benchmark', monthlyRequestLimit: 1_000_000_000 });
-    const keys = [];
-    for (const name of names) {
-      const account = await createAccount(db, { name, planCode: 'bench' });
-      keys.push((await createApiKey(db, { accountId: account.id, projectName: 'bench' })).key);
-      await addWebhookEndpoint(db, loadConfig({ WEBHOOK_ALLOW_PRIVATE: '1' }), {
-        accountId: account.id,
-        url: webhookUrl,
-        events: ['reading.completed'],
-      });
-    }
-    return keys;
-  } finally {
-    await db.destroy();
-  }
-}
-
-function printTable(title: string, rows: Array<Array<string | number>>): void {
-  const cells = rows.map((row) => row.map(String));
-  const widths = cells[0].map((_, column) => Math.max(...cells.map((row) => row[column].length)));
-  const line = (row: string[]) => `| ${row.map((cell, column) => cell.padStart(widths[column])).join(' | ')} |`;
-  console.log(`${title}\n\n${line(cells[0])}\n|${widths.map((width) => `${'-'.repeat(width + 1)}:`).join('|')}|`);
-  for (const row of cells.slice(1)) console.log(line(row));
-  console.log();
-}
-
-function ms(value: number): string {
-  return value.toFixed(1);
 }
 
 function rate(stats: Stats): string {
@@ -758,13 +571,4 @@ function against(subject: Stats, baseline: Stats): string[] {
 
 function ratio(value: number, baseline: number): string {
   return `${(value / baseline).toFixed(2)}×`;
-}
-
-function integerOption(raw: string, name: string, minimum: number): number {
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < minimum) {
-    console.error(`${name} must be an integer of at least ${minimum}, got "${raw}"`);
-    process.exit(2);
-  }
-  return value;
 }

@@ -6,11 +6,9 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/storage.ts [photos per dataset, default 50]
  */
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import sharp from 'sharp';
 import { createAccount } from '../src/accounts/accounts.ts';
@@ -26,28 +24,18 @@ import { createBoss, ensureQueues } from '../src/queue.ts';
 import { createReaderChain } from '../src/readers/registry.ts';
 import { deliverWebhook } from '../src/webhooks/deliver.ts';
 import { newWebhookSecret } from '../src/webhooks/signature.ts';
-import { adminQuery } from './admin.ts';
 import { PhotoStore } from '../src/photos/store.ts';
+import { datasetPhotos, newDatabase, SHARED_DATASETS, tableSizes } from './harness.ts';
 
-const datasets = path.join(import.meta.dirname, '..', '..', 'shared', 'datasets');
 const perDataset = Number(process.argv[2] ?? 50);
 const adminUrl = process.env.DATABASE_URL;
-if (!existsSync(datasets) || !adminUrl) {
-  console.log(`# skipped: needs ${datasets} and DATABASE_URL`);
+const photos = [...(await datasetPhotos('toloka', perDataset)), ...(await datasetPhotos('bdci2020', perDataset))];
+if (photos.length === 0 || !adminUrl) {
+  console.log(`# skipped: needs ${SHARED_DATASETS} and DATABASE_URL`);
   process.exit(0);
 }
 
-const photos = ['toloka', 'bdci2020'].flatMap((name) => {
-  const folder = path.join(datasets, name, 'images');
-  return readdirSync(folder)
-    .sort()
-    .slice(0, perDataset)
-    .map((file) => path.join(folder, file));
-});
-
-const name = `meterlens_storage_${randomBytes(6).toString('hex')}`;
-await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
-const url = Object.assign(new URL(adminUrl), { pathname: `/${name}` }).toString();
+const { url, drop } = await newDatabase(adminUrl);
 const receiver = createServer((request, response) => request.resume().on('end', () => response.writeHead(204).end()));
 receiver.listen(0, '127.0.0.1');
 await once(receiver, 'listening');
@@ -125,12 +113,7 @@ try {
   const { rows: columns } = await sql<{ jpeg: number; readings: number }>`
     SELECT (SELECT avg(pg_column_size(jpeg)) FROM submission_photos)::float8 AS jpeg,
            (SELECT count(*) FROM readings)::int AS readings`.execute(db);
-  const { rows: tables } = await sql<{ table: string; bytes: string }>`
-    SELECT c.oid::regclass::text AS table, pg_total_relation_size(c.oid)::text AS bytes
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public'
-      AND c.relname IN ('meters', 'submission_photos', 'readings', 'webhook_deliveries', 'webhook_attempts')
-    ORDER BY 1`.execute(db);
+  const tables = await tableSizes(db);
   const { rows: jobs } = await sql<{ bytes: number }>`
     SELECT sum(pg_column_size(j.*))::float8 AS bytes FROM pgboss.job j`.execute(db);
 
@@ -138,15 +121,14 @@ try {
   console.log(`upload (dataset JPEG, ≤1024 px)          ${Math.round(uploadBytes / count)} B/photo`);
   console.log(`pg_column_size(submission_photos.jpeg)         ${Math.round(columns[0].jpeg)} B/photo`);
   console.log(`stored JPEG of a 12 MP upload (≥)         ${Math.round(fullSizeJpegBytes / count)} B/photo`);
-  for (const table of tables) {
-    console.log(
-      `pg_total_relation_size(${table.table})`.padEnd(42) + `${Math.round(Number(table.bytes) / count)} B/photo`,
-    );
+  for (const table of ['submission_photos', 'submissions', 'readings', 'webhook_deliveries', 'webhook_attempts']) {
+    const bytes = tables.get(`public.${table}`) ?? 0;
+    console.log(`pg_total_relation_size(${table})`.padEnd(42) + `${Math.round(bytes / count)} B/photo`);
   }
   console.log(`pgboss.job rows (read + deliver jobs)     ${Math.round(jobs[0].bytes / count)} B/photo`);
 } finally {
   await boss.stop({ graceful: false });
   await db.destroy();
   receiver.close();
-  await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await drop();
 }

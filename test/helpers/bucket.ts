@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import type { Test } from 'tap';
 
 const BUCKET = 'meterlens-photos';
 
@@ -23,8 +22,13 @@ export interface TestBucket {
   refusePuts(key: RegExp | null): void;
 }
 
+/** What closes the bucket: a tap test, or a benchmark's cleanups. */
+interface Teardown {
+  teardown(close: () => Promise<void>): void;
+}
+
 /** A real S3 protocol server (s3rver) on loopback with one bucket, files in a scratch folder; closed in teardown. */
-export async function startTestBucket(t: Test, prefix = 'photos'): Promise<TestBucket> {
+export async function startTestBucket(t: Teardown, prefix = 'photos'): Promise<TestBucket> {
   const directory = await mkdtemp(path.join(tmpdir(), 'meterlens-s3-'));
   let port = 0;
   let server: S3rver | undefined;
