@@ -190,7 +190,10 @@ async function migrate(databaseUrl: string): Promise<void> {
   });
 }
 
-/** The webs (each on its own port) and the workers (each serving /metrics, how it is known to be up), as the Procfile runs them. */
+/**
+ * The webs (each on its own port) and the workers (each serving /metrics, how it is known to be up), as the Procfile
+ * runs them.
+ */
 async function startProcesses(configuration: Configuration, env: Record<string, string>, scope: Cleanups) {
   const start = (role: 'web' | 'worker', count: number) =>
     Promise.all(
@@ -376,7 +379,10 @@ async function waitUntilRead(run: Run, backlog: number, { probes = true, acks = 
   }
 }
 
-/** From the first backlog photo's submission to its last's reading, by the database's clock; the reads finished meanwhile. */
+/**
+ * From the first backlog photo's submission to its last's reading, by the database's clock; the reads finished
+ * meanwhile.
+ */
 async function drainWindow(db: Db) {
   const { rows } = await sql<{ seconds: number; reads: number; failed: number }>`
     WITH backlog AS (
@@ -443,7 +449,8 @@ async function cpuSeconds(pids: number[]): Promise<number> {
 async function processStat(pid: number): Promise<{ parent: number; cpuTicks: number } | undefined> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (stat === undefined) return undefined;
-  // After the command name, which may hold spaces and parentheses: state, ppid (4th field), …, utime (14th) to cstime (17th).
+  // After the command name, which may hold spaces and parentheses: state, ppid (4th field), …, utime (14th) to cstime
+  // (17th).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { parent: Number(fields[1]), cpuTicks: sum(fields.slice(11, 15).map(Number)) };
 }

@@ -236,9 +236,9 @@ async function writeResults(results: object): Promise<void> {
  * Issue 44's tenant fairness: the quiet account's ack → reading.completed webhook, one at a time
  * with the queue idle; then another account submits BURST_PHOTOS photos, 16 at a time, and the quiet
  * account submits one every QUIET_INTERVAL_MS (not waiting for its readings, so that a slow reading
- * does not mean fewer samples) until the burst's last webhook has arrived. The quiet samples are split by when they were acked: while the burst was still
- * being sent, and after, while its backlog was read. The burst's time runs from its first submission
- * to its last webhook.
+ * does not mean fewer samples) until the burst's last webhook has arrived. The quiet samples are split by when they
+ * were acked: while the burst was still being sent, and after, while its backlog was read. The burst's time runs from
+ * its first submission to its last webhook.
  */
 async function measureTenantFairness(
   quietAckToReading: () => Promise<number>,

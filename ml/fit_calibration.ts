@@ -47,12 +47,17 @@ import {
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
 const KEPT_EXACT = 0.99;
-/** The agreement shares (`raw.evidence`) the compared calibration weighs: the logarithm of each, floored, is a feature. */
+/**
+ * The agreement shares (`raw.evidence`) the compared calibration weighs: the logarithm of each, floored, is a feature.
+ */
 const AGREEMENTS = ['readersAgreeing', 'candidatesAgreeing', 'layoutsAgreeing'] as const;
 const AGREEMENT_FLOOR = 0.05;
 /** L2 penalty on the weights: a handful of misreads must not drive a weight to infinity. */
 const L2_PENALTY = 0.01;
-/** The ESCALATE_BELOW rule is judged out of sample too: each deal of the photos into folds fits the calibration again on all folds but one. */
+/**
+ * The ESCALATE_BELOW rule is judged out of sample too: each deal of the photos into folds fits the calibration again on
+ * all folds but one.
+ */
 const CROSS_VALIDATION_FOLDS = 10;
 const CROSS_VALIDATION_SEEDS = [1, 2, 3, 4, 5];
 
@@ -180,7 +185,9 @@ for (const dataset of DATASETS)
     validation.filter((c) => c.dataset === dataset),
   );
 
-/** The photos' Brier score, selective accuracy and reliability table, with the product and with each judged confidence. */
+/**
+ * The photos' Brier score, selective accuracy and reliability table, with the product and with each judged confidence.
+ */
 function judge(title: string, photos: EvidenceCase[]): void {
   console.log(`${title}, product: ${confidenceReport(photos, (evidence) => evidence.product)}`);
   for (const { name, confidence } of judged) console.log(`${title}, ${name}: ${confidenceReport(photos, confidence)}`);
@@ -192,7 +199,10 @@ function judgedWith(file: string): (typeof judged)[number] {
   return { name: `calibrated as ${path.basename(file)}`, confidence: (evidence) => calibrate(evidence, other) };
 }
 
-/** The compared calibration's features: the calibration's own and each agreement share's floored logarithm, then the layouts'. */
+/**
+ * The compared calibration's features: the calibration's own and each agreement share's floored logarithm, then the
+ * layouts'.
+ */
 function agreementFeatures(evidence: ConfidenceEvidence): number[] {
   return withLayouts(
     [

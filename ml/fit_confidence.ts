@@ -20,7 +20,10 @@ import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
 import { fitLogistic } from './logistic.ts';
 import { DATASETS, SHIPPED_MODELS, confidenceReport, readSplit } from './read_splits.ts';
 
-/** The agreements weighed (readersAgreeing is reported but left out: the wheel reader outvotes the strip readers on the red wheels by design). */
+/**
+ * The agreements weighed (readersAgreeing is reported but left out: the wheel reader outvotes the strip readers on the
+ * red wheels by design).
+ */
 const AGREEMENTS = ['candidatesAgreeing', 'layoutsAgreeing'] as const;
 const AGREEMENT_FLOOR = 0.05;
 const PRODUCT_FLOOR = 1e-4;

@@ -1,4 +1,7 @@
-/** Logistic regression for the ml/ scripts that fit how sure the local reader is (fit_confidence.ts, fit_calibration.ts). */
+/**
+ * Logistic regression for the ml/ scripts that fit how sure the local reader is (fit_confidence.ts,
+ * fit_calibration.ts).
+ */
 
 /**
  * Logistic regression by Newton's method (a few features, a few hundred photos: exact and fast). `l2Penalty` on the

@@ -16,12 +16,14 @@ export const CALIBRATING_MODELS = path.join(REPO_ROOT, 'ml', 'calibrating');
 /** The shipped datasets, each with its ml/splits lists. */
 export const DATASETS = VALIDATION_SETS;
 
-/** A photo read, with its dataset and what the reader knows of how sure it is (`raw.evidence`; none without a reading). */
+/**
+ * A photo read, with its dataset and what the reader knows of how sure it is (`raw.evidence`; none without a reading).
+ */
 export type EvidenceCase = ScoredCase & { dataset: string; evidence?: ConfidenceEvidence };
 
 /**
- * `training`: every photo not in ml/splits/<dataset>-val.txt; any other split: the photos ml/splits/<dataset>-<split>.txt
- * lists (`val`, `calibration`).
+ * `training`: every photo not in ml/splits/<dataset>-val.txt; any other split: the photos
+ * ml/splits/<dataset>-<split>.txt lists (`val`, `calibration`).
  */
 export type Split = 'training' | 'val' | 'calibration';
 
@@ -70,7 +72,10 @@ export function confidenceReport(photos: EvidenceCase[], confidence: (evidence: 
   return `${formatCalibration(summary.calibration)}; ${selective}\n${formatReliability(summary.reliability)}`;
 }
 
-/** The photos with the confidence `confidence` gives their evidence, rounded as the reader reports it (0 without a reading). */
+/**
+ * The photos with the confidence `confidence` gives their evidence, rounded as the reader reports it (0 without a
+ * reading).
+ */
 export function withConfidence(
   photos: EvidenceCase[],
   confidence: (evidence: ConfidenceEvidence) => number,

@@ -57,7 +57,8 @@ export async function buildApp(deps: ServiceDeps, options: { logger?: boolean } 
   app.server.on('drop', () =>
     app.log.warn(`connection closed unanswered: MAX_CONNECTIONS (${deps.config.maxConnections}) are open`),
   );
-  // Only JSON is read as a body besides the multipart upload and the dashboard's forms: text/plain is the documented 415.
+  // Only JSON is read as a body besides the multipart upload and the dashboard's forms: text/plain is the
+  // documented 415.
   app.removeContentTypeParser('text/plain');
   await app.register(requestIdHeader);
   await app.register(securityHeaders);

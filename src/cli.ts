@@ -82,7 +82,8 @@ function parseCommandArgs(command: Command, args: string[]): CommandArgs {
     });
     return { values, positionals };
   } catch (error) {
-    // parseArgs reports unknown options, missing values and stray arguments as TypeErrors with an ERR_PARSE_ARGS_* code.
+    // parseArgs reports unknown options, missing values and stray arguments as TypeErrors with an ERR_PARSE_ARGS_*
+    // code.
     if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_'))
       throw new UsageError((error as Error).message);
     throw error;

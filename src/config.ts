@@ -5,7 +5,10 @@ import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
 import { USUAL_FACTOR, USUAL_FLOOR_M3, USUAL_SPREADS } from './plausibility-policy.ts';
 
-/** Every setting comes from the environment: each field is the variable of its name in ENVIRONMENT below, which describes it. */
+/**
+ * Every setting comes from the environment: each field is the variable of its name in ENVIRONMENT below, which
+ * describes it.
+ */
 export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;

@@ -83,7 +83,8 @@ export async function ensureQueues(boss: PgBoss, config: Config): Promise<void> 
     {
       notify: true,
       retryLimit: 5,
-      // 5 s, then doubling: a dead worker's attempt is soon retried, and one that could not record its attempt outlasts a 2-minute outage.
+      // 5 s, then doubling: a dead worker's attempt is soon retried, and one that could not record its attempt outlasts
+      // a 2-minute outage.
       retryDelay: 5,
       retryBackoff: true,
       expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + DELIVERY_BOOKKEEPING_SECONDS,

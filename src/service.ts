@@ -86,8 +86,9 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
     log('stopped');
     process.exit(0);
   };
-  // Kept for the whole shutdown (not `once`): a signal that comes again, as Ctrl-C under `npm start` does (the terminal's
-  // and the one npm forwards), would otherwise end the process at once and leave the embedded PostgreSQL running.
+  // Kept for the whole shutdown (not `once`): a signal that comes again, as Ctrl-C under `npm start` does (the
+  // terminal's and the one npm forwards), would otherwise end the process at once and leave the embedded PostgreSQL
+  // running.
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }

@@ -104,7 +104,9 @@ export async function findSubmission(db: Db, accountId: string, referenceId: str
   return submissionJson(row);
 }
 
-/** The account's submissions under the filter, newest first, a page at a time: keyset pagination on (created_at, id). */
+/**
+ * The account's submissions under the filter, newest first, a page at a time: keyset pagination on (created_at, id).
+ */
 export async function listSubmissions(
   db: Db,
   accountId: string,

@@ -37,7 +37,8 @@ export async function startWorker(deps: ServiceDeps): Promise<void> {
     pollingIntervalSeconds: config.queuePollSeconds,
     notifyPollingIntervalSeconds: config.queuePollSeconds,
   };
-  // An account's backlog holds at most readAccountConcurrency of the read slots; other accounts' photos take the rest at once.
+  // An account's backlog holds at most readAccountConcurrency of the read slots; other accounts' photos take the rest
+  // at once.
   const perAccount = { ...polling, groupConcurrency: config.readAccountConcurrency };
   await workContinuously<ReadJob>(boss, QUEUES.readMeter, config.workerConcurrency, perAccount, async (job) => {
     // Jobs queued before reads were grouped by account have no group, and no share to keep.

@@ -101,7 +101,8 @@ t.test('the all-in-one service on its embedded database', async (t) => {
 
 /**
  * A supervisor that signals the process it started, when that is `npm start`: npm forwards the signal to its script,
- * which must be the service itself (`exec`), not a shell that would die and leave the service and its PostgreSQL running.
+ * which must be the service itself (`exec`), not a shell that would die and leave the service and its PostgreSQL
+ * running.
  */
 t.test('`npm start` stops in order when npm is sent SIGTERM', async (t) => {
   const model = await startFakeOpenAI();

@@ -8,7 +8,10 @@ import { requireAccount } from './require-account.ts';
 
 export const API_KEY_STATUSES: readonly ApiKeyStatus[] = ['active', 'inactive'];
 
-/** Keys an account may have that are not deleted, inactive ones included (they can be enabled again): one per app or site, and some to rotate. */
+/**
+ * Keys an account may have that are not deleted, inactive ones included (they can be enabled again): one per app or
+ * site, and some to rotate.
+ */
 export const API_KEYS_PER_ACCOUNT = 20;
 
 /** A project name is a label for people, as long as the dashboard's field lets one type. */

@@ -17,7 +17,9 @@ export function requirePassword(password: string): string {
   return password;
 }
 
-/** A password chosen in a form that asks for it twice (a reset, an invitation): the sign-up rules, and both the same. */
+/**
+ * A password chosen in a form that asks for it twice (a reset, an invitation): the sign-up rules, and both the same.
+ */
 export function requireNewPassword(password: string, confirmation: string): string {
   requirePassword(password);
   if (password !== confirmation)

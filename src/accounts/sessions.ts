@@ -16,7 +16,9 @@ export interface SessionUser {
   csrfToken: string;
   /** The account's trial waits for this user to follow the link mailed at sign-up. */
   awaitingVerification: boolean;
-  /** The account's submissions waiting in the review queue, up to REVIEW_COUNT_LIMIT: the navigation shows the count. */
+  /**
+   * The account's submissions waiting in the review queue, up to REVIEW_COUNT_LIMIT: the navigation shows the count.
+   */
   reviewWaiting: number;
 }
 

@@ -28,7 +28,8 @@ export async function verifyLogin(
   input: { email: string; password: string; ip: string },
 ): Promise<string | undefined> {
   const email = input.email.trim().toLowerCase();
-  // Counted as a failure before the (slow) password check; a successful sign-in removes the email's failures, this one included.
+  // Counted as a failure before the (slow) password check; a successful sign-in removes the email's failures, this one
+  // included.
   await reserveAttempt(db, {
     table: 'login_attempts',
     email,

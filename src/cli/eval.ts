@@ -64,7 +64,10 @@ interface EvalReport {
   together?: EvalSummary;
 }
 
-/** `meterlens eval`: scores the reader chain (`--chain`, default the local reader alone) on labelled photos. Returns the exit code. */
+/**
+ * `meterlens eval`: scores the reader chain (`--chain`, default the local reader alone) on labelled photos. Returns the
+ * exit code.
+ */
 export async function evalCommand(args: string[]): Promise<number> {
   return evalReader(args, 'local', (chain) => createChainReader(chain));
 }

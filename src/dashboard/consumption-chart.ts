@@ -4,7 +4,9 @@ import { FLAGGED } from '../meters/review.ts';
 const WIDTH = 640;
 const HEIGHT = 240;
 const MARGIN = { top: 16, right: 16, bottom: 28 };
-/** An upper bound of a tick label's character width at the stylesheet's 12px, for the left margin the value labels need. */
+/**
+ * An upper bound of a tick label's character width at the stylesheet's 12px, for the left margin the value labels need.
+ */
 const TICK_CHAR_WIDTH = 7.5;
 const TICK_GAP = 6;
 

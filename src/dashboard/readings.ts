@@ -27,8 +27,8 @@ export interface ReadingsQuery {
 }
 
 /**
- * The filter of the readings list's form: a status, a plausibility, needs_review (`true` or `false`), a meter_id, and a range of UTC
- * days (both included). A value that is none of these is left out, and the form shows what applied.
+ * The filter of the readings list's form: a status, a plausibility, needs_review (`true` or `false`), a meter_id, and a
+ * range of UTC days (both included). A value that is none of these is left out, and the form shows what applied.
  */
 export function readingsFilter(query: ReadingsQuery): { filter: SubmissionFilter; form: Omit<ReadingsQuery, 'after'> } {
   const status = METER_STATUSES.find((value) => value === query.status);
@@ -57,7 +57,10 @@ export function readingsFilter(query: ReadingsQuery): { filter: SubmissionFilter
   };
 }
 
-/** The account's submissions under the filter, newest first, a page after the reference `after`, and how many match in all. */
+/**
+ * The account's submissions under the filter, newest first, a page after the reference `after`, and how many match in
+ * all.
+ */
 export async function readingsPage(db: Db, accountId: string, filter: SubmissionFilter, after: string | undefined) {
   let query = withKey(filteredSubmissions(db, accountId, filter))
     .orderBy('m.created_at', 'desc')
@@ -110,7 +113,10 @@ function withKey<Q extends ReturnType<typeof submissionRecords>>(query: Q) {
 export const submissionNotFound = () =>
   new DomainError('not_found', 'reference_id', 'No submission with this reference in your account.');
 
-/** The signed-in person's reading of a submission, typed into a form as the dial shows it (a correction; unchanged, a confirmation). */
+/**
+ * The signed-in person's reading of a submission, typed into a form as the dial shows it (a correction; unchanged, a
+ * confirmation).
+ */
 export async function correctAsUser(
   deps: CorrectionDeps,
   user: SessionUser,

@@ -59,7 +59,9 @@ export async function nextForReview(db: Db, accountId: string, after: string | u
 
 export type ReviewItem = NonNullable<Awaited<ReturnType<typeof nextForReview>>>;
 
-/** The queue's cursor from a URL or a form: a reference_id, or none; anything else was not made by the queue's pages. */
+/**
+ * The queue's cursor from a URL or a form: a reference_id, or none; anything else was not made by the queue's pages.
+ */
 export function reviewCursor(value: string | undefined): string | undefined {
   if (!value) return undefined;
   if (!isReferenceId(value))

@@ -348,7 +348,10 @@ function osUser(): OsUser | undefined {
   }
 }
 
-/** Whether `user` can reach `target` (search permission on every folder on the way; checked by the kernel, ACLs included). */
+/**
+ * Whether `user` can reach `target` (search permission on every folder on the way; checked by the kernel, ACLs
+ * included).
+ */
 async function canTraverse(user: OsUser, target: string): Promise<boolean> {
   try {
     await promisify(execFile)('test', ['-x', target], { uid: user.uid, gid: user.gid });
@@ -413,7 +416,9 @@ async function servesCluster(port: number, clusterDir: string): Promise<boolean>
   }
 }
 
-/** The reason PostgreSQL gave for not starting: the log's FATAL line, with the bind error before it when there is one. */
+/**
+ * The reason PostgreSQL gave for not starting: the log's FATAL line, with the bind error before it when there is one.
+ */
 async function fatalLogLine(logFile: string, from: number): Promise<string | undefined> {
   const lines = (await readFile(logFile, 'utf8').catch(() => '')).slice(from).split('\n');
   const reasons = lines

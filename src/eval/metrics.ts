@@ -51,7 +51,10 @@ export const RELIABILITY_BIN_WIDTH = 10;
 export interface CalibrationScores {
   /** Mean squared gap between confidence (as a share) and the reading being exact (1) or not (0): lower is better. */
   brier: number | null;
-  /** Expected calibration error: the gap between each reliability bin's mean confidence and its accuracy, in points, averaged over the readings. */
+  /**
+   * Expected calibration error: the gap between each reliability bin's mean confidence and its accuracy, in points,
+   * averaged over the readings.
+   */
   expectedError: number | null;
 }
 
@@ -71,7 +74,10 @@ export interface EvalSummary {
   worst: ScoredCase[];
 }
 
-/** What a client billing on needs_review would bill (docs/readings.md, "needs_review") at the review threshold `reviewBelow`. */
+/**
+ * What a client billing on needs_review would bill (docs/readings.md, "needs_review") at the review threshold
+ * `reviewBelow`.
+ */
 export interface ReviewAt {
   reviewBelow: number;
   /** Share of the photos whose reading needs review (a photo with no reading does). */
@@ -83,11 +89,18 @@ export interface ReviewAt {
   billingErrors: BillingError[];
 }
 
-/** needs_review over the photos read with a grown past: at the account default threshold, why, and at other thresholds. */
+/**
+ * needs_review over the photos read with a grown past: at the account default threshold, why, and at other thresholds.
+ */
 export interface ReviewSummary extends ReviewAt {
-  /** Of the photos needing review, the shares of all photos for each reason: no reading, flagged so, or below the threshold… */
+  /**
+   * Of the photos needing review, the shares of all photos for each reason: no reading, flagged so, or below the
+   * threshold…
+   */
   reasons: { noReading: number; implausible: number; suspicious: number; lessConfident: number };
-  /** …and for each reason with a reading, the share of all photos whose reading is right in whole units all the same. */
+  /**
+   * …and for each reason with a reading, the share of all photos whose reading is right in whole units all the same.
+   */
   rightInWholeUnits: { implausible: number; suspicious: number; lessConfident: number };
   /** The same judged at each of REVIEW_THRESHOLDS: what choosing an account's threshold trades. */
   byThreshold: Array<Omit<ReviewAt, 'billingErrors'> & { billingErrors: number }>;
@@ -262,7 +275,10 @@ export function summariseReview(cases: ScoredCase[]): ReviewSummary {
   };
 }
 
-/** needs_review of each photo at the threshold `reviewBelow` (the service's rule), and what the readings that do not need it bill. */
+/**
+ * needs_review of each photo at the threshold `reviewBelow` (the service's rule), and what the readings that do not
+ * need it bill.
+ */
 function reviewAt(cases: ScoredCase[], reviewBelow: number): Omit<ReviewAt, 'billable'> & { billable: ScoredCase[] } {
   const billable = cases.filter(
     (c) =>
@@ -285,7 +301,10 @@ function reviewAt(cases: ScoredCase[], reviewBelow: number): Omit<ReviewAt, 'bil
   };
 }
 
-/** The consumption a reading bills since its past's reference against the truth (its closest label); undefined when not far off. */
+/**
+ * The consumption a reading bills since its past's reference against the truth (its closest label); undefined when not
+ * far off.
+ */
 export function billingError(c: ScoredCase): BillingError | undefined {
   if (c.predicted === undefined || !c.past) return undefined;
   const reference = Number(c.past.reference);

@@ -11,8 +11,8 @@ const PER_PHOTO_TIMEOUT_MS = 60_000;
 /**
  * Fills in the empty counter boxes (`quad`) of a labels.csv where the local reader of `modelDir` finds the counter:
  * it reads each such photo, as stored, within its label (a window of that one value, in the layout the label shows)
- * and takes the box it read the label in, plausibly. A hosted reader gives no box, and the training scripts learn nothing from
- * a photo without one. Returns how many boxes were found and how many photos stay without.
+ * and takes the box it read the label in, plausibly. A hosted reader gives no box, and the training scripts learn
+ * nothing from a photo without one. Returns how many boxes were found and how many photos stay without.
  */
 export async function fillCounterBoxes(
   config: Config,

@@ -44,8 +44,8 @@ export interface FineTuneResult {
 
 /**
  * Checks the base set's checkpoints and the Python, then has `gather` write the photos' folder (the database's
- * export, say), then fine-tunes every network of the base set (FINE_TUNES) on them, one after another through Python, each
- * for its share of what is left of the budget, its progress lines passed to `log`; writes the candidate set
+ * export, say), then fine-tunes every network of the base set (FINE_TUNES) on them, one after another through Python,
+ * each for its share of what is left of the budget, its progress lines passed to `log`; writes the candidate set
  * (`<work>/candidate`): the networks' ONNX files and checkpoints, the wheel reader copied unchanged when the base
  * has one, provenance.json and training.json. The base's calibration is left behind: it was fitted to the
  * base's networks, so the candidate's confidence is the readers' product.
@@ -147,7 +147,9 @@ async function checkPython(python: string, env: NodeJS.ProcessEnv): Promise<void
   }
 }
 
-/** Runs `python` on a script of ml/, each line it prints (stdout and stderr) given to `line`; rejects unless it exits 0. */
+/**
+ * Runs `python` on a script of ml/, each line it prints (stdout and stderr) given to `line`; rejects unless it exits 0.
+ */
 function runPython(
   python: string,
   args: string[],

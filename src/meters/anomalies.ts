@@ -156,7 +156,10 @@ function leak(daily: TrustedValue[], settings: AnomalySettings, known?: UsualCon
   return { kind: 'leak', since: start.at, from: start, to: newest, usual, limit };
 }
 
-/** The usual consumption from the meter's own values alone (basis `default` when too few): an account's default says nothing of this meter. */
+/**
+ * The usual consumption from the meter's own values alone (basis `default` when too few): an account's default says
+ * nothing of this meter.
+ */
 function ownUsual(values: TrustedValue[]): UsualConsumption {
   return usualConsumption(
     values.map((value) => ({ at: value.at, value: value.value })),
@@ -259,7 +262,10 @@ export async function checkMeterAnomalies(
   return opens.map((anomaly) => anomaly.kind);
 }
 
-/** Days of a meter the check reads: the longer span, and enough days before it for MAX_INTERVALS of usual consumption (two days may be less than one apart). */
+/**
+ * Days of a meter the check reads: the longer span, and enough days before it for MAX_INTERVALS of usual consumption
+ * (two days may be less than one apart).
+ */
 function historyDays(settings: AnomalySettings): number {
   return Math.max(settings.stoppedDays, settings.leakDays) + 2 * MAX_INTERVALS + 1;
 }

@@ -27,7 +27,10 @@ export function csvLine(cells: readonly Cell[]): string {
   return `${cells.map(csvCell).join(',')}\r\n`;
 }
 
-/** A batch of the account's submissions under the filter, newest first, after the row `afterId`, with the meter's previous trusted value. */
+/**
+ * A batch of the account's submissions under the filter, newest first, after the row `afterId`, with the meter's
+ * previous trusted value.
+ */
 function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterId: string | undefined) {
   let page = filteredSubmissions(db, accountId, filter)
     .select(['m.meter_point_id as meterPointId', sql<boolean>`${isTrusted}`.as('trusted')])
@@ -60,7 +63,10 @@ function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterI
 
 type ExportRow = Awaited<ReturnType<typeof exportBatch>>[number];
 
-/** How the billable value came about: the machine's reading, a person's confirmation or correction of it, a manual reading, or nothing (failed). */
+/**
+ * How the billable value came about: the machine's reading, a person's confirmation or correction of it, a manual
+ * reading, or nothing (failed).
+ */
 function quality(row: ExportRow): 'machine' | 'confirmed' | 'corrected' | 'manual' | 'failed' | null {
   if (row.correctedReading !== null) return row.correctedReading === row.reading ? 'confirmed' : 'corrected';
   if (row.mode === 'manual') return 'manual';

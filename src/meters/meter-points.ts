@@ -87,12 +87,17 @@ function settingColumns(change: SettingsChange) {
   };
 }
 
-/** The account's meter point named `externalId`; created within the bound if it has none (a manual reading of a new meter). */
+/**
+ * The account's meter point named `externalId`; created within the bound if it has none (a manual reading of a new
+ * meter).
+ */
 export async function meterPointWithinBound(tx: Tx, accountId: string, externalId: string): Promise<string> {
   return (await findMeterPoint(tx, accountId, externalId))?.id ?? createMeterPoint(tx, accountId, externalId, {});
 }
 
-/** A meter created with the settings `change` gives; it leaves those it does not give as a concurrent request set them. */
+/**
+ * A meter created with the settings `change` gives; it leaves those it does not give as a concurrent request set them.
+ */
 async function createMeterPoint(
   tx: Tx,
   accountId: string,

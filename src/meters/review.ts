@@ -16,7 +16,10 @@ export interface ReviewFacts {
   byPerson: boolean;
 }
 
-/** Why a reading needs review: it failed, its plausibility is flagged, or it is less confident than the account's threshold. */
+/**
+ * Why a reading needs review: it failed, its plausibility is flagged, or it is less confident than the account's
+ * threshold.
+ */
 export type ReviewReason =
   | { kind: 'failed' }
   | { kind: 'flagged'; plausibility: Plausibility }
@@ -38,7 +41,9 @@ export function reviewReasons(facts: ReviewFacts): ReviewReason[] {
   return reasons;
 }
 
-/** `needs_review`, the one flag a client bills on (docs/readings.md, "needs_review"): whether reviewReasons gives any. */
+/**
+ * `needs_review`, the one flag a client bills on (docs/readings.md, "needs_review"): whether reviewReasons gives any.
+ */
 export function needsReview(facts: ReviewFacts): boolean {
   return reviewReasons(facts).length > 0;
 }
@@ -96,10 +101,16 @@ export async function holdReviewThreshold(
   ).execute(tx);
 }
 
-/** needs_review as stored (refreshNeedsReview), in a query of `submissions as m`: false while a submission is unfinished. */
+/**
+ * needs_review as stored (refreshNeedsReview), in a query of `submissions as m`: false while a submission is
+ * unfinished.
+ */
 export const storedNeedsReview = sql<SqlBool>`m.needs_review`;
 
-/** The review queue's count stops here: what every dashboard request pays for it stays bounded however long the queue grows. */
+/**
+ * The review queue's count stops here: what every dashboard request pays for it stays bounded however long the queue
+ * grows.
+ */
 export const REVIEW_COUNT_LIMIT = 1000;
 
 /**

@@ -146,7 +146,10 @@ function s3Client(settings: Config['photoStore']): S3Client {
   });
 }
 
-/** No answer, a server error or throttling: the store may be back soon. Anything else (access denied, no such bucket) is the operator's to fix. */
+/**
+ * No answer, a server error or throttling: the store may be back soon. Anything else (access denied, no such bucket) is
+ * the operator's to fix.
+ */
 function isOutage(error: unknown): boolean {
   // The SDK's network errors (refused, reset, timed out) carry $metadata but no HTTP status.
   if (!(error instanceof S3ServiceException))

@@ -24,8 +24,8 @@ export async function monthlyUsage(db: Db, accountId: string): Promise<number> {
 }
 
 /**
- * Step 3: a quick look (at the usage `authenticate` loaded) before the upload is read, so a client at its limit is told at once.
- * `mayBeRetry` is asked only when the limit is reached: a request it lets through is answered from an
+ * Step 3: a quick look (at the usage `authenticate` loaded) before the upload is read, so a client at its limit is told
+ * at once. `mayBeRetry` is asked only when the limit is reached: a request it lets through is answered from an
  * earlier request's stored response, which needs no quota, or refused before anything is stored.
  * The count that decides is `reserveUsage`, inside the transaction that accepts the submission.
  */

@@ -13,7 +13,10 @@ export interface MeterReference {
   reading: string;
   source: ReferenceSource;
   readAt: Date | null;
-  /** The submission it is the value of (its submissions row and reference_id); null: this submission's own previous_reading. */
+  /**
+   * The submission it is the value of (its submissions row and reference_id); null: this submission's own
+   * previous_reading.
+   */
   submissionId: string | null;
   referenceId: string | null;
 }
@@ -29,16 +32,24 @@ export interface MeterExpectation {
   layout?: MeterLayout;
 }
 
-/** What the read step knows about the photo's meter: its client id, the account's review threshold, and what it expects. */
+/**
+ * What the read step knows about the photo's meter: its client id, the account's review threshold, and what it expects.
+ */
 export interface ReadContext extends MeterExpectation {
   meterId: string | null;
   reviewBelow: number;
 }
 
-/** The trusted values of a meter the usual consumption is estimated from: enough for MAX_INTERVALS of monthly readings and then some. */
+/**
+ * The trusted values of a meter the usual consumption is estimated from: enough for MAX_INTERVALS of monthly readings
+ * and then some.
+ */
 const TRUSTED_HISTORY_LIMIT = 100;
 
-/** Step 6a: what the service expects of a submission's reading (meterExpectation), from its meter's settings and trusted history. */
+/**
+ * Step 6a: what the service expects of a submission's reading (meterExpectation), from its meter's settings and trusted
+ * history.
+ */
 export async function readContext(db: Db, submissionId: string): Promise<ReadContext> {
   const submission = await db
     .selectFrom('submissions as m')
@@ -171,7 +182,10 @@ export function plausibilityWindow(
   };
 }
 
-/** One step of a reading's fastest (rightmost) wheel, m³: `00606.494` → 0.001, `00606` → 1. A wheel half-way may be read either way. */
+/**
+ * One step of a reading's fastest (rightmost) wheel, m³: `00606.494` → 0.001, `00606` → 1. A wheel half-way may be read
+ * either way.
+ */
 export function fastestWheelStep(reading: string): number {
   return 10 ** -(reading.split('.')[1]?.length ?? 0);
 }
@@ -213,7 +227,10 @@ export interface StoredPlausibility {
   plausibilityReason: string | null;
 }
 
-/** The readings columns behind StoredPlausibility, for a query that joins readings as `r` and the reference's submission as `rm`. */
+/**
+ * The readings columns behind StoredPlausibility, for a query that joins readings as `r` and the reference's submission
+ * as `rm`.
+ */
 export const storedPlausibilityColumns = [
   sql<Plausibility | null>`r.plausibility`.as('plausibility'),
   sql<string | null>`r.reference_reading`.as('referenceReading'),

@@ -18,7 +18,9 @@ const WAIT_FOR_FIRST_MS = 20_000;
 /** Response headers a replay repeats. */
 const REPLAYED_HEADERS = ['location', 'retry-after'];
 
-/** A key row a new request may take over: past its 24 hours, or a first request that never answered (a crashed process). */
+/**
+ * A key row a new request may take over: past its 24 hours, or a first request that never answered (a crashed process).
+ */
 const claimable = sql<boolean>`(idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS})
   OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS})))`;
 
@@ -162,7 +164,10 @@ function requestFingerprint(route: string, upload: Upload): Fingerprint {
   return { routeAndUpload: createHash('sha256').update(route).update('\0').update(upload.image).digest('hex'), fields };
 }
 
-/** The parts of the stored request that the new one changes. A key claimed before its fields were recorded compares route and upload only. */
+/**
+ * The parts of the stored request that the new one changes. A key claimed before its fields were recorded compares
+ * route and upload only.
+ */
 function differingParts(
   stored: { request_sha256: string; fields_sha256: Record<string, string | null> | null },
   fingerprint: Fingerprint,

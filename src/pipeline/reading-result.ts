@@ -29,7 +29,10 @@ export interface Frame {
   height: number;
 }
 
-/** What the service made of a reading: its meter, its plausibility, and whether a person should look (src/meters/review.ts). */
+/**
+ * What the service made of a reading: its meter, its plausibility, and whether a person should look
+ * (src/meters/review.ts).
+ */
 export interface ReadingJudgement {
   meterId: string | null;
   plausibility: PlausibilityJson | undefined;

@@ -16,7 +16,10 @@ export interface Upload {
   fields: UploadFields;
 }
 
-/** What is left of a refused upload is read and dropped up to this many bytes, or for this long; then the connection is closed. */
+/**
+ * What is left of a refused upload is read and dropped up to this many bytes, or for this long; then the connection is
+ * closed.
+ */
 const DISCARD_LIMIT_BYTES = MAX_IMAGE_BYTES;
 const DISCARD_TIMEOUT_MS = 10_000;
 

@@ -13,7 +13,9 @@ import {
 
 export interface ReadAttempt {
   reader: string;
-  /** `implausible`: a reading outside the plausibility window or the meter's layout, passed on whatever its confidence. */
+  /**
+   * `implausible`: a reading outside the plausibility window or the meter's layout, passed on whatever its confidence.
+   */
   outcome: 'accepted' | 'low_confidence' | 'implausible' | ReaderFailureKind;
   ms: number;
   confidence?: number;

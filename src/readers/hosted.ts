@@ -48,7 +48,9 @@ export interface MeterAnswer {
   unobstructed: boolean;
 }
 
-/** JSON schema of MeterAnswer; kept to the subset that OpenAI strict mode, vLLM, Ollama and Anthropic tools all accept. */
+/**
+ * JSON schema of MeterAnswer; kept to the subset that OpenAI strict mode, vLLM, Ollama and Anthropic tools all accept.
+ */
 export const METER_ANSWER_SCHEMA = {
   type: 'object' as const,
   properties: {

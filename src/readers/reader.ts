@@ -20,7 +20,9 @@ export interface MeterReading {
   digitConfidences?: number[];
   /** Corners of the counter window in the normalised image, clockwise from top-left, in pixels. */
   counterBox?: Array<[number, number]>;
-  /** Set by a reader that read within the window and the layout itself (the local reader); the chain judges the others. */
+  /**
+   * Set by a reader that read within the window and the layout itself (the local reader); the chain judges the others.
+   */
   plausibility?: Plausibility;
   /** The reading without the window and the layout, when they changed it (`corrected`). */
   unconstrainedReading?: string;

@@ -41,7 +41,10 @@ export type ReviewConfirmationForm = Static<typeof ReviewConfirmationForm>;
 export const ReviewCorrectionForm = Type.Composite([ReadingCorrectionForm, ReviewConfirmationForm]);
 export type ReviewCorrectionForm = Static<typeof ReviewCorrectionForm>;
 
-/** A one-time link (verify an email, an invitation, a password reset): one missing its token reaches the domain's check, which says the link is not valid. */
+/**
+ * A one-time link (verify an email, an invitation, a password reset): one missing its token reaches the domain's check,
+ * which says the link is not valid.
+ */
 export const LinkQuery = Type.Object({ token: text() });
 
 export const EmailForm = Type.Object({ email: text() });

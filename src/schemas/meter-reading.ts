@@ -7,7 +7,10 @@ import { componentPointer, named, ref } from './named.ts';
 /** A submission's reference_id: a UUID, which PostgreSQL generates. */
 const REFERENCE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Whether a path segment can be a reference_id at all: anything else is not found without a query (and never a cast error). */
+/**
+ * Whether a path segment can be a reference_id at all: anything else is not found without a query (and never a cast
+ * error).
+ */
 export function isReferenceId(value: string): boolean {
   return REFERENCE_ID_PATTERN.test(value);
 }

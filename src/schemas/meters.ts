@@ -318,7 +318,10 @@ export const MeterHistory = {
   },
 };
 
-/** Route schema of PATCH /api/meters/{meter_id}; its body is checked by the route (422 `max_flow_m3_per_hour`, `layout`, `request`). */
+/**
+ * Route schema of PATCH /api/meters/{meter_id}; its body is checked by the route (422 `max_flow_m3_per_hour`, `layout`,
+ * `request`).
+ */
 export const MeterSettingsChange = {
   tags,
   operationId: 'updateMeterSettings',
@@ -355,7 +358,9 @@ export const MeterSettingsChange = {
   },
 };
 
-/** Route schema of POST /api/meter-reading/{reference_id}/correction; its body is checked by the route (422 `reading`). */
+/**
+ * Route schema of POST /api/meter-reading/{reference_id}/correction; its body is checked by the route (422 `reading`).
+ */
 export const ReadingCorrection = {
   tags,
   operationId: 'correctMeterReading',
@@ -407,7 +412,9 @@ export const ReadingConfirmation = {
   },
 };
 
-/** Route schema of POST /api/meters/{meter_id}/readings; its body is checked by the route (422 `reading`, `read_at`). */
+/**
+ * Route schema of POST /api/meters/{meter_id}/readings; its body is checked by the route (422 `reading`, `read_at`).
+ */
 export const ManualReading = {
   tags,
   operationId: 'addManualReading',

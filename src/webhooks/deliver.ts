@@ -54,7 +54,10 @@ export const DISABLE_AFTER_FAILING_HOURS = 24;
  * for. Enough to try every event kind once and redeliver a few.
  */
 export const MANUAL_SENDS_PER_MINUTE = 20;
-/** The same per account, over all its endpoints, deleted ones included: deleting an endpoint and adding it again gains nothing. */
+/**
+ * The same per account, over all its endpoints, deleted ones included: deleting an endpoint and adding it again gains
+ * nothing.
+ */
 export const MANUAL_SENDS_PER_ACCOUNT_PER_MINUTE = 3 * MANUAL_SENDS_PER_MINUTE;
 
 type EndpointFilter = (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) => Expression<SqlBool>;

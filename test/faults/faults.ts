@@ -1,9 +1,9 @@
 /**
  * The red-team's faults, kept as a suite (`npm run test:faults`, not part of `npm test`): worker
  * SIGKILLs mid-read and mid-delivery, the database refusing connections under load, a receiver
- * down then up, SIGTERM with requests in flight, one account's burst while another submits. Each prints what happened to the submissions and
- * fails on any loss: an accepted meter left unfinished, or a finished one whose webhook never came.
- * Duplicates (the same webhook-id answered 2xx twice) are counted, not failed: delivery is at least
+ * down then up, SIGTERM with requests in flight, one account's burst while another submits. Each prints what happened
+ * to the submissions and fails on any loss: an accepted meter left unfinished, or a finished one whose webhook never
+ * came. Duplicates (the same webhook-id answered 2xx twice) are counted, not failed: delivery is at least
  * once, and a worker killed after the receiver answered but before recording it sends again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -13,7 +13,10 @@ import { startFakeOpenAI } from '../fakes/openai-server.ts';
 
 const photo = await renderMeterPhoto();
 
-/** openai first, anthropic second, each a loopback fake of its API, both held to a threshold of 80 unless `env` says otherwise. */
+/**
+ * openai first, anthropic second, each a loopback fake of its API, both held to a threshold of 80 unless `env` says
+ * otherwise.
+ */
 async function twoReaderChain(t: Test, first: FakeBehaviour, second: FakeBehaviour, env: Record<string, string> = {}) {
   const openai = await startFakeOpenAI(first);
   const anthropic = await startFakeAnthropic(second);

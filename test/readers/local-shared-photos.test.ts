@@ -57,7 +57,8 @@ t.test('reads real validation photos', { skip: NO_DATASETS }, async (t) => {
 
 t.test('a 5 + 3 counter whose window is found around its black wheels only', { skip: NO_DATASETS }, async (t) => {
   const reader = await shippedReader();
-  // Both localisers find only the five black wheels of this counter (31.559); without reading past them it read `00031` at 88.
+  // Both localisers find only the five black wheels of this counter (31.559); without reading past them it read `00031`
+  // at 88.
   const result = await reader.read(
     readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_645_value_31_559.jpg')),
     AbortSignal.timeout(30_000),

@@ -112,7 +112,8 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
 
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
-  // Every event, so that the real deliveries of the calls below (reading.corrected too) are checked against the document.
+  // Every event, so that the real deliveries of the calls below (reading.corrected too) are checked against the
+  // document.
   const endpoint = await addWebhookEndpoint(service.db, service.config, {
     accountId: customer.accountId,
     url: `${receiver.url}/hook`,

@@ -56,7 +56,10 @@ export function expectationEnvelope(app: FastifyInstance, response: ServerRespon
   response.writeHead(417, headers).end(body);
 }
 
-/** An answer Node gives before Fastify has the request: the envelope, what every answer carries, and a fresh request id that the log line carries too. */
+/**
+ * An answer Node gives before Fastify has the request: the envelope, what every answer carries, and a fresh request id
+ * that the log line carries too.
+ */
 function refusalBeforeFastify(app: FastifyInstance, status: number, message: string, code?: string) {
   const id = randomUUID();
   app.log.info({ reqId: id, code }, `request refused before routing: ${status} ${message}`);
@@ -118,7 +121,8 @@ export default fp(async (app: FastifyInstance) => {
     }
     if (error.code?.startsWith('FST_') && error.statusCode && error.statusCode < 500) {
       const field = error.code.includes('MULTIPART') || error.code.includes('FILE') ? 'image' : 'request';
-      // An upload over a multipart limit is the documented 422 `image`; a JSON body over Fastify's bodyLimit stays a 413.
+      // An upload over a multipart limit is the documented 422 `image`; a JSON body over Fastify's bodyLimit stays
+      // a 413.
       reply
         .code(field === 'image' && error.statusCode === 413 ? 422 : error.statusCode)
         .send(errorBody(field, error.message));

@@ -59,7 +59,9 @@ export function sentence(message: string): string {
   return message.charAt(0).toUpperCase() + message.slice(1);
 }
 
-/** Pages refuse bad input with 400 and a forged form or a full account with 403; otherwise they answer as the API does. */
+/**
+ * Pages refuse bad input with 400 and a forged form or a full account with 403; otherwise they answer as the API does.
+ */
 const PAGE_STATUS: Record<ErrorKind, number> = { ...API_STATUS, invalid: 400, refused: 403 };
 
 export function pageStatus(error: DomainError): number {

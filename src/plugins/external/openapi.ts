@@ -161,7 +161,9 @@ const REFUSALS_AROUND_ROUTES: Array<{
   },
 ];
 
-/** Adds REFUSALS_AROUND_ROUTES to every operation; where it documents the status already, the description tells both. */
+/**
+ * Adds REFUSALS_AROUND_ROUTES to every operation; where it documents the status already, the description tells both.
+ */
 function withRefusalsAroundRoutes<T extends { paths?: object }>(document: T): T {
   for (const operations of Object.values(document.paths ?? {}) as Array<Record<string, Operation>>) {
     for (const operation of Object.values(operations)) {

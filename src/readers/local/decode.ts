@@ -10,7 +10,9 @@ export interface DecodedStrip {
   digitDistributions: number[][];
   /** Probability the model gave the decimal point, when it read one. */
   pointProbability?: number;
-  /** Per digit of `text`, the step where it is read surest: where along the strip the model saw it. One reader's only. */
+  /**
+   * Per digit of `text`, the step where it is read surest: where along the strip the model saw it. One reader's only.
+   */
   digitSteps?: number[];
 }
 
@@ -277,7 +279,8 @@ export function mostProbableInRange(
   if (low > high) return undefined;
   const lowDigits = [...String(low).padStart(wheels, '0')].map(Number);
   const highDigits = [...String(high).padStart(wheels, '0')].map(Number);
-  // State = carry * 4 + (on the low end ? 1 : 0) + (on the high end ? 2 : 0); score = log probability of the best prefix.
+  // State = carry * 4 + (on the low end ? 1 : 0) + (on the high end ? 2 : 0); score = log probability of the best
+  // prefix.
   let score = new Array<number>(4 * CARRIES.length).fill(-Infinity);
   score[BOTH_ENDS] = 0;
   const back: Array<Array<{ from: number; digit: number }>> = [];

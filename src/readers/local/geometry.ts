@@ -239,7 +239,10 @@ export function windowTurnedBack(window: Window, degrees: number, photo: Size, t
   return { ...window, centre: [x + photo.width / 2, y + photo.height / 2], across: turnBack(window.across) };
 }
 
-/** Whether the window lies nearer the diagonals of the photo than its sides: tilted 22.5° to 67.5° from level, or so from upright. */
+/**
+ * Whether the window lies nearer the diagonals of the photo than its sides: tilted 22.5° to 67.5° from level, or so
+ * from upright.
+ */
 export function isDiagonal(window: Window): boolean {
   const tilt = ((((Math.atan2(window.across[1], window.across[0]) * 180) / Math.PI) % 90) + 90) % 90;
   return tilt > 22.5 && tilt < 67.5;

@@ -76,7 +76,10 @@ const ALIGNED_READER = READER_FILES.indexOf(ALIGNED_READER_FILE);
 /** The second look at the window covers this many window widths around it. */
 const REFINE_CONTEXT = 2.5;
 
-/** The two-stage model: find candidate counter windows, then read the strips cut out of them. Runs on the calling thread. */
+/**
+ * The two-stage model: find candidate counter windows, then read the strips cut out of them. Runs on the calling
+ * thread.
+ */
 export interface MeterModel {
   read(image: Buffer, window?: PlausibilityWindow, layout?: MeterLayout): Promise<MeterReading>;
 }
@@ -115,16 +118,20 @@ function checkInputSize(session: ort.InferenceSession, file: string, height: num
   }
 }
 
-/** The weights' calibration (confidence.ts), when CALIBRATION_FILE is beside them: weights trained without it report the product. */
+/**
+ * The weights' calibration (confidence.ts), when CALIBRATION_FILE is beside them: weights trained without it report the
+ * product.
+ */
 function loadCalibration(modelDir: string): Calibration | undefined {
   const file = path.join(modelDir, CALIBRATION_FILE);
   return existsSync(file) ? parseCalibration(readFileSync(file, 'utf8'), file) : undefined;
 }
 
 /**
- * ONNX sessions for `files` in `modelDir`, each running on the caller's thread (see inference-thread.ts) and `threads` - 1
- * more. The extra threads sleep between runs instead of spinning: a photo is many small runs with image work
- * between them, which spinning threads would starve (on 2 cores, 2 spinning threads read 2.4 times slower).
+ * ONNX sessions for `files` in `modelDir`, each running on the caller's thread (see inference-thread.ts) and
+ * `threads` - 1 more. The extra threads sleep between runs instead of spinning: a photo is many small runs with
+ * image work between them, which spinning threads would starve (on 2 cores, 2 spinning threads read 2.4 times
+ * slower).
  */
 export function loadSessions(modelDir: string, files: string[], threads: number): Promise<ort.InferenceSession[]> {
   const options: ort.InferenceSession.SessionOptions = {
@@ -177,7 +184,8 @@ async function readMeter(
     const evidence = confidenceEvidence(chosen, readings);
     const calibrated = calibrate(evidence, calibration);
     if (isNoReading(evidence)) {
-      // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the product little).
+      // Rounded apart, so that the message never gives the guess the floor's number (the calibration may weigh the
+      // product little).
       const floor = Math.ceil(calibrate({ ...evidence, product: MIN_LOCAL_CONFIDENCE }, calibration));
       throw noCounterRead(chosen.formatted.reading, clampConfidence(Math.floor(calibrated)), clampConfidence(floor));
     }
@@ -259,7 +267,10 @@ function noCounterRead(guess: string, confidence: number, floor: number): Reader
   );
 }
 
-/** Each candidate window turned the way its counter reads, cut to its wheels and read: the cut read more surely where two are (windowsAroundWheels). */
+/**
+ * Each candidate window turned the way its counter reads, cut to its wheels and read: the cut read more surely where
+ * two are (windowsAroundWheels).
+ */
 async function readCandidates(readers: WindowReaders, photo: RgbImage, candidates: Window[]): Promise<WindowReading[]> {
   const readings: WindowReading[] = [];
   for (const found of candidates) {
@@ -333,7 +344,9 @@ async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): 
   return candidates;
 }
 
-/** A 5 + 3 counter's window over the window of its five whole-unit wheels: eight wheels and the point's gap over five. */
+/**
+ * A 5 + 3 counter's window over the window of its five whole-unit wheels: eight wheels and the point's gap over five.
+ */
 const FRACTIONAL_WINDOW_WIDTH = 1.7;
 
 /**
@@ -454,8 +467,8 @@ export type WindowVerdict<T> =
 /**
  * `ok` when the free reading lies in the window. Otherwise `corrected` to the most probable reading inside it
  * (`readInside`, asked only then), unless nothing inside is probable: there is none, it is less than
- * IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable as the free reading (its `windowFit`), or its confidence product is below
- * MIN_LOCAL_CONFIDENCE, where the reader would call it no reading at all. Then `implausible`, the free reading
+ * IMPLAUSIBLE_BELOW_WINDOW_FIT times as probable as the free reading (its `windowFit`), or its confidence product is
+ * below MIN_LOCAL_CONFIDENCE, where the reader would call it no reading at all. Then `implausible`, the free reading
  * standing, with the reason.
  */
 export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
@@ -545,7 +558,10 @@ export async function orientWindow(
   };
 }
 
-/** Where ALIGNED_READER_FILE's output for a strip (cut with STRIP_MARGIN_X) puts each wheel, in the window's half-widths from its centre. */
+/**
+ * Where ALIGNED_READER_FILE's output for a strip (cut with STRIP_MARGIN_X) puts each wheel, in the window's half-widths
+ * from its centre.
+ */
 function wheelCentres(probabilities: Float32Array, steps: number, classes: number): number[] {
   const toWindow = (step: number) => (((step + 0.5) / steps) * 2 - 1) * (1 + 2 * STRIP_MARGIN_X);
   return readInLayouts(probabilities, steps, classes).digitSteps!.map(toWindow);

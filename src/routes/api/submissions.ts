@@ -114,7 +114,10 @@ const CREATED_AFTER_RULE = 'created_after must be an RFC 3339 date-time with its
 const CREATED_BEFORE_RULE =
   'created_before must be an RFC 3339 date-time with its offset, such as 2026-12-01T00:00:00Z';
 
-/** What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status gets one per allowed value. */
+/**
+ * What each list parameter must be, in words a client can act on: Ajv's own messages name schema keywords, and a status
+ * gets one per allowed value.
+ */
 const LIST_QUERY_RULES = {
   status: `status must be one of ${SubmissionStatus.anyOf.map((member) => member.const).join(', ')}`,
   created_after: CREATED_AFTER_RULE,
@@ -127,7 +130,10 @@ const LIST_QUERY_RULES = {
   format: 'format must be json or csv',
 };
 
-/** CSV when `format=csv`, or without `format` when Accept names text/csv before application/json (q-values aside: clients name one). */
+/**
+ * CSV when `format=csv`, or without `format` when Accept names text/csv before application/json (q-values aside:
+ * clients name one).
+ */
 function wantsCsv(format: 'json' | 'csv' | undefined, accept: string | undefined): boolean {
   if (format) return format === 'csv';
   const types = (accept ?? '').split(',').map((part) => part.split(';')[0]!.trim().toLowerCase());

@@ -68,7 +68,10 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
     });
   });
 
-  /** The counter layout its readings are judged in (README "PATCH /api/meters/{meter_id}"); `unset`: as its readings show it. */
+  /**
+   * The counter layout its readings are judged in (README "PATCH /api/meters/{meter_id}"); `unset`: as its readings
+   * show it.
+   */
   const setLayout = async (meterId: string, account: string, form: MeterLayoutForm | null) => {
     if (!METER_ID_PATTERN.test(meterId)) throw meterNotFound();
     await setLayoutAsUser(db, account, meterId, form);

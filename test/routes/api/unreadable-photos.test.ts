@@ -21,7 +21,8 @@ t.test(
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
     // The real local reader, not the helper's fake: a blank photo is its slowest (about 1.2 s alone, looked at turned
-    // too), and beside other test files on two cores it overran the helper's 2 s, failing unavailable instead of unreadable.
+    // too), and beside other test files on two cores it overran the helper's 2 s, failing unavailable instead of
+    // unreadable.
     const service = await startTestService(t, { env: { READER_CHAIN: 'local', READER_TIMEOUT_MS: '30000' } });
     const customer = await createCustomer(service.db);
     const photos = { '1 × 1 pixel': await plainImage(1, 1, 0), 'blank white': await plainImage(1600, 1200, 255) };
