@@ -62,3 +62,29 @@ t.test('every path the docs name exists', async (t) => {
     t.same(missing, [], `${file} names only paths that exist`);
   }
 });
+
+/** A pointer from code to a section of a document: `ml/README.md, "Your own fleet"` (a comma or a colon between). */
+const SECTION_POINTER = /((?:[\w-]+\/)*[\w-]+\.md)[,:] "([^"]+)"/g;
+
+/** The headings of a markdown file, without their `#`s. */
+function headings(file: string): string[] {
+  return [...readFileSync(file, 'utf8').matchAll(/^#+ (.+)$/gm)].map(([, heading]) => heading.trim());
+}
+
+t.test('every section the code points to is a heading of its document', async (t) => {
+  const sources = globSync('{src,bench,ml,test}/**/*.{ts,py,sh}', { cwd: root });
+  const pointers = sources.flatMap((source) =>
+    [...readFileSync(path.join(root, source), 'utf8').matchAll(SECTION_POINTER)].map(([, file, section]) => ({
+      source,
+      file: file!,
+      // A pointer may run over two comment lines: the line break and the next line's comment marks are one space.
+      section: section!.replace(/\s*\n\s*(?:\*|\/\/|#)?\s*/g, ' ').replace(/^#+ /, ''),
+    })),
+  );
+  t.ok(pointers.length > 20, `found ${pointers.length} pointers`);
+  const broken = pointers.filter(({ file, section }) => {
+    const document = [file, path.join('docs', file)].map((name) => path.join(root, name)).find(existsSync);
+    return !document || !headings(document).some((heading) => heading.includes(section));
+  });
+  t.same(broken, [], 'each names a document that exists and one of its headings');
+});
