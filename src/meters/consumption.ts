@@ -1,6 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { isTrusted } from '../pipeline/expect-reading.ts';
+import { isTrusted, newestCorrection } from '../pipeline/expect-reading.ts';
 
 /** The window of "consumption over the last 30 days". */
 export const CONSUMPTION_DAYS = 30;
@@ -16,17 +16,7 @@ export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref
   return db
     .selectFrom('submissions as m')
     .leftJoin('readings as r', 'r.submission_id', 'm.id')
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('reading_corrections')
-          .select(['reading', 'value'])
-          .whereRef('submission_id', '=', 'm.id')
-          .orderBy('id', 'desc')
-          .limit(1)
-          .as('c'),
-      (join) => join.onTrue(),
-    )
+    .leftJoinLateral(newestCorrection(db, ['reading', 'value']), (join) => join.onTrue())
     .select([
       'm.id as submissionId',
       'm.reference_id as referenceId',

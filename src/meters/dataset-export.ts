@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
+import { newestCorrection } from '../pipeline/expect-reading.ts';
 import { loadJpeg, type PhotoDeps } from '../photos/meter-photos.ts';
 
 export const LABELS_HEADER = [
@@ -41,17 +42,7 @@ export async function exportDataset(
   let query = deps.db
     .selectFrom('submissions as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('reading_corrections')
-          .select(['reading', 'created_at'])
-          .whereRef('submission_id', '=', 'm.id')
-          .orderBy('id', 'desc')
-          .limit(1)
-          .as('c'),
-      (join) => join.onTrue(),
-    )
+    .leftJoinLateral(newestCorrection(deps.db, ['reading', 'created_at']), (join) => join.onTrue())
     .leftJoin('readings as r', 'r.submission_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .select([

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { storedPlausibilityColumns, storedPlausibilityJson } from '../pipeline/expect-reading.ts';
+import { storedPlausibilityColumns, storedPlausibilityJson, newestCorrection } from '../pipeline/expect-reading.ts';
 import { readingColumns, readingResult, type StoredReading } from '../pipeline/reading-result.ts';
 import type { Correction, Submission } from '../schemas/meter-reading.ts';
 import { storedNeedsReview } from './review.ts';
@@ -16,17 +16,7 @@ export function submissionRecords(db: Db, accountId: string) {
     .leftJoin('submission_photos as i', 'i.submission_id', 'm.id')
     .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
     .leftJoin('submissions as rm', 'rm.id', 'r.reference_submission_id')
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('reading_corrections')
-          .select(['reading', 'value', 'corrected_by', 'created_at'])
-          .whereRef('submission_id', '=', 'm.id')
-          .orderBy('id', 'desc')
-          .limit(1)
-          .as('c'),
-      (join) => join.onTrue(),
-    )
+    .leftJoinLateral(newestCorrection(db, ['reading', 'value', 'corrected_by', 'created_at']), (join) => join.onTrue())
     .select([
       'm.id as submissionId',
       'm.reference_id as referenceId',

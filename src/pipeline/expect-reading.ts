@@ -1,6 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { ReferenceSource } from '../db/schema.ts';
+import type { Database, ReferenceSource } from '../db/schema.ts';
 import type { ChainReading } from '../readers/chain.ts';
 import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
 import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
@@ -268,6 +268,23 @@ export function storedPlausibilityJson(stored: StoredPlausibility): Plausibility
 }
 
 /**
+ * The newest correction of the submission `m`, as the lateral table `c` that isTrusted reads: a person's last word
+ * on a submission. Join it with `.leftJoinLateral(newestCorrection(db, [...]), (join) => join.onTrue())`.
+ */
+export function newestCorrection<C extends keyof Database['reading_corrections'] & string>(
+  db: Db,
+  columns: readonly C[],
+) {
+  return db
+    .selectFrom('reading_corrections')
+    .select(columns)
+    .where('submission_id', '=', sql.ref<string>('m.id'))
+    .orderBy('id', 'desc')
+    .limit(1)
+    .as('c');
+}
+
+/**
  * Whether a submission's value can be trusted: a person corrected or confirmed it (`c`, its newest
  * correction), or it was read (`r`) and the reading was not flagged (FLAGGED). The meter's next
  * reference, its last trusted reading and its consumption all come from such submissions.
@@ -287,17 +304,7 @@ async function trustedHistory(
   let query = db
     .selectFrom('submissions as m')
     .leftJoin('readings as r', 'r.submission_id', 'm.id')
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('reading_corrections')
-          .select('reading')
-          .whereRef('submission_id', '=', 'm.id')
-          .orderBy('id', 'desc')
-          .limit(1)
-          .as('c'),
-      (join) => join.onTrue(),
-    )
+    .leftJoinLateral(newestCorrection(db, ['reading']), (join) => join.onTrue())
     .select([
       'm.id',
       'm.reference_id',
