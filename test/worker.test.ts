@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { bossAdapter } from '../src/db/database.ts';
+import { monthlyUsage } from '../src/pipeline/check-usage.ts';
 import { expireStaleSubmissions } from '../src/pipeline/record.ts';
 import { enqueueRead, QUEUES } from '../src/queue.ts';
 import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
@@ -118,6 +119,7 @@ t.test('models unreachable: the read is retried, then the meter fails and the cl
   const meter = await waitForMeter(service.db, accepted.body.reference_id, 60_000);
   t.match(meter, { status: 'failed', error_code: 'readers_unavailable' });
   t.equal(service.model.requests.length, 3, 'one request per attempt: the first and two retries');
+  t.equal(await monthlyUsage(service.db, customer.accountId), 0, 'a failure of the service is not counted');
   const [webhook] = await receiver.waitFor(1);
   t.match(JSON.parse(webhook.body), {
     event: 'reading.failed',
@@ -136,6 +138,7 @@ t.test('a meter left pending past its deadline is failed as expired, and the cli
   t.equal(await expireStaleSubmissions(service, 1), 1);
   t.equal(await expireStaleSubmissions(service, 1), 0, 'a meter expires once');
   t.match(await waitForMeter(service.db, accepted.body.reference_id), { status: 'failed', error_code: 'expired' });
+  t.equal(await monthlyUsage(service.db, customer.accountId), 0, 'its count given back');
 
   await startWorker(service);
   const [webhook] = await receiver.waitFor(1);
@@ -236,6 +239,7 @@ t.test('a read that outlives its job on every attempt is dead-lettered, and its 
     60_000,
   );
   t.match(meter, { status: 'failed', error_code: 'processing_failed', error_message: /after 3 attempts/ });
+  t.equal(await monthlyUsage(service.db, customer.accountId), 0, 'a failure of the service is not counted');
 });
 
 t.test("one account's backlog does not hold another account's reading", async (t) => {

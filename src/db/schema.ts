@@ -202,7 +202,8 @@ export type NewReading = Insertable<ReadingsTable>;
 
 export interface ApiUsageTable {
   account_id: IdRef;
-  month: ColumnType<Date, string, never>;
+  /** 'YYYY-MM-01' (src/db/database.ts keeps dates as strings). */
+  month: ColumnType<string, string, never>;
   request_count: number;
   threshold_reached_at: ColumnType<Date | null, never, Date>;
   limit_reached_at: ColumnType<Date | null, never, Date>;

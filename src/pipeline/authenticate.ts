@@ -31,7 +31,7 @@ export async function authenticate(db: Db, authorization: string | undefined): P
     .leftJoin('subscriptions as s', 's.account_id', 'k.account_id')
     .leftJoin('plans as p', 'p.code', 's.plan_code')
     .leftJoin('api_usage as u', (join) =>
-      join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<Date>`${usageMonth()}::date`),
+      join.onRef('u.account_id', '=', 'k.account_id').on('u.month', '=', sql<string>`${usageMonth()}::date`),
     )
     .select([
       'k.id',

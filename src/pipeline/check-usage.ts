@@ -5,6 +5,7 @@ import { DomainError } from '../errors.ts';
 import { usageRefusals } from '../metrics.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { USAGE_THRESHOLD_SHARE } from '../webhooks/events.ts';
+import type { ReadFailureCode } from '../readers/chain.ts';
 import type { ActivePlan } from './check-subscription.ts';
 
 /** First day of the current calendar month in UTC, as 'YYYY-MM-01'. */
@@ -18,7 +19,7 @@ export async function monthlyUsage(db: Db, accountId: string): Promise<number> {
     .selectFrom('api_usage')
     .select('request_count')
     .where('account_id', '=', accountId)
-    .where('month', '=', sql<Date>`${usageMonth()}::date`)
+    .where('month', '=', sql<string>`${usageMonth()}::date`)
     .executeTakeFirst();
   return usage?.request_count ?? 0;
 }
@@ -38,40 +39,51 @@ export async function checkUsage(
 }
 
 /**
+ * The failures a submission stays counted for: a verdict on its photo. Any other (no reader could be reached, not read
+ * in time, a crashed or failed process) is the service's own, and recordFailure gives its count back, so that the
+ * client's retry is counted once.
+ */
+export const COUNTED_FAILURES: readonly string[] = ['unreadable', 'invalid_image'] satisfies ReadFailureCode[];
+
+/**
  * Counts one accepted submission, unless that would pass the limit; returns the month it was
- * counted in (usageMonth). The row lock taken by the upsert serialises concurrent submissions of
+ * counted in: the month (UTC) of the transaction's clock, and so of the submission's created_at
+ * (usageMonth of it). The row lock taken by the upsert serialises concurrent submissions of
  * one account, so the limit holds exactly, and so does the once-a-month announcement of each usage
  * milestone.
  */
 export async function reserveUsage(tx: Tx, boss: PgBoss, accountId: string, plan: ActivePlan): Promise<string> {
   if (plan.monthlyRequestLimit <= 0) throw usageLimitReached(plan);
-  const month = usageMonth();
   const counted = await tx
     .insertInto('api_usage')
-    .values({ account_id: accountId, month, request_count: 1 })
+    .values({
+      account_id: accountId,
+      month: sql<string>`date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+      request_count: 1,
+    })
     .onConflict((conflict) =>
       conflict
         .columns(['account_id', 'month'])
         .doUpdateSet({ request_count: sql`api_usage.request_count + 1` })
         .where('api_usage.request_count', '<', plan.monthlyRequestLimit),
     )
-    .returning(['request_count', 'threshold_reached_at', 'limit_reached_at'])
+    .returning(['month', 'request_count', 'threshold_reached_at', 'limit_reached_at'])
     .executeTakeFirst();
   if (!counted) throw usageLimitReached(plan);
-  await announceUsageMilestone(tx, boss, { accountId, month }, plan, counted);
-  return month;
+  await announceUsageMilestone(tx, boss, { accountId, month: counted.month }, plan, counted);
+  return counted.month;
 }
 
 /**
  * Takes back one count reserveUsage made in `month`, for a submission withdrawn before it was read
- * (withdrawSubmission). A milestone it announced stays announced: each is sent once a month.
+ * (withdrawSubmission) or failed on the service's side (recordFailure). A milestone it announced stays announced: each is sent once a month.
  */
 export async function releaseUsage(tx: Tx, accountId: string, month: string): Promise<void> {
   await tx
     .updateTable('api_usage')
     .set({ request_count: sql`request_count - 1` })
     .where('account_id', '=', accountId)
-    .where('month', '=', sql<Date>`${month}::date`)
+    .where('month', '=', sql<string>`${month}::date`)
     .where('request_count', '>', 0)
     .execute();
 }
@@ -101,7 +113,7 @@ async function announceUsageMilestone(
       ...(reachedLimit && { limit_reached_at: sql<Date>`now()` }),
     })
     .where('account_id', '=', accountId)
-    .where('month', '=', sql<Date>`${month}::date`)
+    .where('month', '=', sql<string>`${month}::date`)
     .execute();
   await queueAccountEvent(tx, boss, {
     accountId,

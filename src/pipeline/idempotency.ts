@@ -50,8 +50,10 @@ declare module 'fastify' {
 
 /**
  * Registered in the routes that honour `Idempotency-Key`: the response of a request that claimed
- * a key is stored for its retries when that request created a meter (a 2xx, or a sync error that
- * names the failed meter); otherwise nothing was stored or counted and the key is released.
+ * a key is stored for its retries when that request counted a submission (a 2xx, or a sync 422 that
+ * names the submission whose photo could not be read); otherwise nothing was counted (nothing stored,
+ * or a failure of the service's own, given back by recordFailure), and the key is released so that a
+ * retry is read.
  */
 export function idempotentResponses(app: FastifyInstance): void {
   const { db } = app.deps;
@@ -61,7 +63,7 @@ export function idempotentResponses(app: FastifyInstance): void {
     if (!claim) return payload;
     request.idempotencyClaim = null;
     const body = typeof payload === 'string' ? payload : '';
-    if (createdMeter(reply.statusCode, body)) await storeResponse(db, claim, reply, body);
+    if (countedSubmission(reply.statusCode, body)) await storeResponse(db, claim, reply, body);
     else await releaseClaim(db, claim);
     return payload;
   });
@@ -195,8 +197,9 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-function createdMeter(statusCode: number, body: string): boolean {
+function countedSubmission(statusCode: number, body: string): boolean {
   if (statusCode >= 200 && statusCode < 300) return true;
+  if (statusCode >= 500) return false;
   try {
     return typeof JSON.parse(body).reference_id === 'string';
   } catch {

@@ -6,6 +6,7 @@ import { type AnomalyKind, checkMeterAnomalies } from '../meters/anomalies.ts';
 import { FLAGGED, holdReviewThreshold, refreshNeedsReview } from '../meters/review.ts';
 import { observeAnomalies, observeFailedReading, observeReading } from '../metrics.ts';
 import type { ChainReading } from '../readers/chain.ts';
+import { COUNTED_FAILURES, releaseUsage, usageMonth } from './check-usage.ts';
 import { notify } from './notify.ts';
 import type { ReadContext } from './expect-reading.ts';
 import { readingColumns, type StoredReading } from './reading-result.ts';
@@ -91,6 +92,11 @@ export async function recordReading(
   return stored;
 }
 
+/**
+ * Step 7 for a submission that was not read: it fails exactly once, and an async client's webhook is
+ * queued if and only if that happened. A failure that is not a verdict on the photo (COUNTED_FAILURES)
+ * gives its count back in the same transaction.
+ */
 export async function recordFailure(
   deps: { db: Db; boss: PgBoss },
   submission: SubmissionRef,
@@ -98,7 +104,10 @@ export async function recordFailure(
 ): Promise<boolean> {
   const failed = await deps.db.transaction().execute(async (tx) => {
     await holdReviewThreshold(tx, submission.accountId);
-    if (!(await finish(tx, submission.submissionId, 'failed', reason))) return false;
+    const finished = await finish(tx, submission.submissionId, 'failed', reason);
+    if (!finished) return false;
+    if (!COUNTED_FAILURES.includes(reason.code))
+      await releaseUsage(tx, submission.accountId, usageMonth(finished.createdAt));
     await refreshNeedsReview(tx, { submissionId: submission.submissionId });
     if (submission.mode === 'async') await notify(tx, deps.boss, { status: 'failed', ...submission, error: reason });
     return true;
@@ -124,15 +133,15 @@ async function finish(
   submissionId: string,
   status: 'completed' | 'failed',
   reason?: FailureReason,
-): Promise<{ meterPointId: string | null } | undefined> {
+): Promise<{ meterPointId: string | null; createdAt: Date } | undefined> {
   const updated = await tx
     .updateTable('submissions')
     .set({ status, finished_at: new Date(), error_code: reason?.code ?? null, error_message: reason?.message ?? null })
     .where('id', '=', submissionId)
     .where('status', 'in', ['pending', 'processing'])
-    .returning('meter_point_id')
+    .returning(['meter_point_id', 'created_at'])
     .executeTakeFirst();
-  return updated && { meterPointId: updated.meter_point_id };
+  return updated && { meterPointId: updated.meter_point_id, createdAt: updated.created_at };
 }
 
 /** Fails every meter still unfinished after the deadline, so none waits forever; the client is told. */

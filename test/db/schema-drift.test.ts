@@ -25,7 +25,8 @@ const JS_TYPE_OF_COLUMN: Record<string, string> = {
   bool: 'boolean',
   timestamptz: 'Date',
   timestamp: 'Date',
-  date: 'Date',
+  // src/db/database.ts parses date as its 'YYYY-MM-DD' text.
+  date: 'string',
   bytea: 'Buffer',
   jsonb: 'json',
   json: 'json',

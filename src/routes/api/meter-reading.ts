@@ -86,18 +86,26 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const accepted = await persistAndEnqueue({ db, photos, boss }, { key, plan, image, identity, mode: 'sync' });
     acceptedSubmissions.inc({ mode: 'sync' });
     const submission: SubmissionRef = { ...accepted, accountId: key.accountId, mode: 'sync' };
-    const context = await readContext(db, accepted.submissionId);
-    let result;
     try {
-      result = await readPhoto(
+      const context = await readContext(db, accepted.submissionId);
+      const result = await readPhoto(
         { db, photos, config, readers },
         accepted.submissionId,
         { jpeg: null, upload: image.upload },
         context,
       );
+      const stored = await recordReading({ db, boss, config }, submission, result, context);
+      if (!stored) throw new Error(`submission ${accepted.submissionId} finished while it was being read`);
+      return {
+        reference_id: accepted.referenceId,
+        status: 'completed' as const,
+        ...freshReadingResult(stored, result, context),
+      };
     } catch (error) {
       // Nothing was read: the bucket refused the upright JPEG. Taken back uncounted, answered as the bucket's 503.
       if (isPhotoStoreUnavailable(error) && (await withdrawSubmission(db, key.accountId, accepted))) throw error;
+      // Failed, and uncounted unless the photo was the cause (recordFailure). With the database gone this throws
+      // too: the submission then waits for expireStaleSubmissions, which fails it and gives its count back.
       const reason =
         error instanceof ReadFailure
           ? { code: error.code, message: error.message }
@@ -105,13 +113,6 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await recordFailure({ db, boss }, submission, reason);
       throw syncReadError(reason, accepted.referenceId, error);
     }
-    const stored = await recordReading({ db, boss, config }, submission, result, context);
-    if (!stored) throw new Error(`submission ${accepted.submissionId} finished while it was being read`);
-    return {
-      reference_id: accepted.referenceId,
-      status: 'completed' as const,
-      ...freshReadingResult(stored, result, context),
-    };
   });
 };
 

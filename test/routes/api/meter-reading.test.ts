@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import sharp from 'sharp';
 import { sql } from 'kysely';
@@ -5,7 +6,9 @@ import { MAX_IMAGE_BYTES } from '../../../src/images.ts';
 import { renderMeterPhoto } from '../../fakes/meter-photo.ts';
 import { addWebhookEndpoint } from '../../../src/webhooks/endpoints.ts';
 import { startWebhookReceiver } from '../../fakes/webhook-receiver.ts';
-import { createCustomer, startTestService, submitPhoto, waitForMeter } from '../../helpers/service.ts';
+import { monthlyUsage } from '../../../src/pipeline/check-usage.ts';
+import { expireStaleSubmissions } from '../../../src/pipeline/record.ts';
+import { createCustomer, startTestService, submitPhoto, waitFor, waitForMeter } from '../../helpers/service.ts';
 
 const INVALID_KEY = { errors: { authorization: ['Invalid or inactive API key'] } };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -81,7 +84,7 @@ t.test('meter-reading API', async (t) => {
     t.equal(meters.count, 3, 'one meter per accepted submission');
   });
 
-  t.test('usage counts accepted submissions whether they complete or fail', async (t) => {
+  t.test('usage counts accepted submissions whether they complete or their photo is unreadable', async (t) => {
     const customer = await createCustomer(service.db, { monthlyLimit: 2 });
     service.model.setBehaviour({ answer: { reading: '', confidence: 0, unobstructed: false } });
     t.teardown(() => service.model.setBehaviour({}));
@@ -275,6 +278,70 @@ t.test('meter-reading API', async (t) => {
       status: 'failed',
       error_code: 'readers_unavailable',
     });
+  });
+
+  t.test("sync: a failure of the service's own is not counted, and a retry with the same key is read", async (t) => {
+    const customer = await createCustomer(service.db, { monthlyLimit: 1 });
+    const retry = { key: customer.key, image: photo, sync: true, headers: { 'idempotency-key': 'photo-1' } };
+
+    service.model.setBehaviour({ status: 503 });
+    const unavailable = await submitPhoto(service, retry);
+    t.equal(unavailable.status, 503, 'no reader reached');
+    t.equal(await monthlyUsage(service.db, customer.accountId), 0, 'not counted');
+
+    service.model.setBehaviour({});
+    await sql`CREATE FUNCTION refuse_reading() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'disk full'; END $$`.execute(service.db);
+    await sql`CREATE TRIGGER refuse_reading BEFORE INSERT ON readings
+      FOR EACH ROW EXECUTE FUNCTION refuse_reading()`.execute(service.db);
+    const dropTrigger = () => sql`DROP FUNCTION IF EXISTS refuse_reading() CASCADE`.execute(service.db);
+    t.teardown(dropTrigger);
+    const unexpected = await submitPhoto(service, retry);
+    t.match(unexpected, { status: 500, body: { errors: { server: ['Internal server error'] } } });
+    t.equal(await monthlyUsage(service.db, customer.accountId), 0, 'an unexpected error is not counted');
+
+    await dropTrigger();
+    const read = await submitPhoto(service, retry);
+    t.match(read, { status: 200, body: { status: 'completed' } }, 'read, not replayed, within a limit of 1');
+    t.equal(read.headers.get('idempotent-replayed'), null);
+    t.equal(await monthlyUsage(service.db, customer.accountId), 1, 'counted once');
+    const failed = await service.db
+      .selectFrom('submissions')
+      .select(['status', 'error_code'])
+      .where('account_id', '=', customer.accountId)
+      .orderBy('id')
+      .execute();
+    t.same(
+      failed,
+      [
+        { status: 'failed', error_code: 'readers_unavailable' },
+        { status: 'failed', error_code: 'internal_error' },
+        { status: 'completed', error_code: null },
+      ],
+      'each try is kept, with what went wrong',
+    );
+  });
+
+  t.test('sync: a read that outlives the deadline is failed as expired, uncounted', async (t) => {
+    const customer = await createCustomer(service.db);
+    service.model.setBehaviour({ delayMs: 1500 });
+    t.teardown(() => service.model.setBehaviour({}));
+    const reading = submitPhoto(service, { key: customer.key, image: photo, sync: true });
+    await waitFor(
+      () => monthlyUsage(service.db, customer.accountId),
+      (count) => count === 1,
+    );
+    await sleep(1100);
+    await expireStaleSubmissions(service, 1);
+    const [expired] = await service.db
+      .selectFrom('submissions')
+      .select(['status', 'error_code'])
+      .where('account_id', '=', customer.accountId)
+      .execute();
+    t.same(expired, { status: 'failed', error_code: 'expired' }, 'expired while it was being read');
+    t.equal(await monthlyUsage(service.db, customer.accountId), 0, 'its count given back');
+    t.match(await reading, { status: 500, body: { errors: { server: ['Internal server error'] } } });
+    t.equal(await monthlyUsage(service.db, customer.accountId), 0);
   });
 
   t.test('unknown routes and unexpected errors use the envelope', async (t) => {
