@@ -5,6 +5,7 @@ import { observeAnomalies } from '../metrics.ts';
 import { isReferenceId } from '../schemas/meter-reading.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
+import { checkPersonsLayout } from './meter-points.ts';
 import { submissionJson, submissionRecords, type SubmissionRecord } from './records.ts';
 import { holdReviewThreshold, refreshNeedsReview } from './review.ts';
 
@@ -83,7 +84,8 @@ async function storeCorrection(
     const meter = await tx
       .selectFrom('submissions as m')
       .leftJoin('readings as r', 'r.submission_id', 'm.id')
-      .select(['m.id', 'm.status', 'm.meter_point_id', 'r.reading'])
+      .leftJoin('meter_points as p', 'p.id', 'm.meter_point_id')
+      .select(['m.id', 'm.status', 'm.meter_point_id', 'p.external_id', 'r.reading'])
       .where('m.account_id', '=', accountId)
       .where('m.reference_id', '=', referenceId)
       .forNoKeyUpdate('m')
@@ -92,6 +94,9 @@ async function storeCorrection(
     if (meter.status !== 'completed' && meter.status !== 'failed') return { outcome: 'not_finished' };
     const reading = readingOf(meter.reading ?? undefined);
     if (!reading) return { outcome: 'nothing_to_confirm' };
+    // A confirmation may release a reading flagged for its layout (a replaced meter); a correction is typed.
+    if (reading !== meter.reading && meter.meter_point_id && meter.external_id)
+      await checkPersonsLayout(tx, { id: meter.meter_point_id, externalId: meter.external_id }, reading, meter.id);
     const { count } = await tx
       .selectFrom('reading_corrections')
       .select(sql<number>`count(*)::int`.as('count'))

@@ -1,12 +1,8 @@
-import type { Tx } from '../db/database.ts';
 import type { ServiceDeps } from '../deps.ts';
-import { DomainError } from '../errors.ts';
 import type { AuthenticatedKey } from '../pipeline/authenticate.ts';
 import { observeAnomalies } from '../metrics.ts';
-import { meterLayout } from '../pipeline/expect-reading.ts';
-import { outsideLayoutReason } from '../readers/layout.ts';
 import { type AnomalyKind, checkMeterAnomalies } from './anomalies.ts';
-import { meterPointWithinBound } from './meter-points.ts';
+import { checkPersonsLayout, meterPointWithinBound } from './meter-points.ts';
 import { submissionRecords, type SubmissionRecord } from './records.ts';
 
 /** The reader and model a manual reading is recorded under: its `model` in every representation. */
@@ -29,7 +25,7 @@ export async function addManualReading(
   let anomalies: AnomalyKind[] = [];
   const record = await deps.db.transaction().execute(async (tx) => {
     const meterPointId = await meterPointWithinBound(tx, key.accountId, externalId);
-    await checkLayout(tx, meterPointId, externalId, reading);
+    await checkPersonsLayout(tx, { id: meterPointId, externalId }, reading);
     const finishedAt = new Date();
     const meter = await tx
       .insertInto('submissions')
@@ -67,11 +63,4 @@ export async function addManualReading(
   });
   observeAnomalies(anomalies);
   return record;
-}
-
-/** A manual reading has the meter's layout (meterLayout): one with a wheel more or less is a typo, or another meter. */
-async function checkLayout(tx: Tx, meterPointId: string, externalId: string, reading: string): Promise<void> {
-  const layout = await meterLayout(tx, meterPointId);
-  const otherLayout = layout && outsideLayoutReason(reading, layout);
-  if (otherLayout) throw new DomainError('invalid', 'reading', `Meter ${externalId}: ${otherLayout}`);
 }

@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import { checkBound, lockAccount } from '../accounts/account-bounds.ts';
 import type { Db, Tx } from '../db/database.ts';
 import { layoutSetting, meterLayout } from '../pipeline/expect-reading.ts';
-import type { MeterLayout } from '../readers/layout.ts';
+import { DomainError } from '../errors.ts';
+import { type MeterLayout, outsideLayoutReason } from '../readers/layout.ts';
 
 /** The account's meter point named `externalId`, created on its first submission. */
 export async function upsertMeterPoint(db: Db, accountId: string, externalId: string): Promise<string> {
@@ -166,4 +167,20 @@ export async function setAccountMaxFlow(db: Db, accountId: string, maxFlow: numb
     .where('id', '=', accountId)
     .executeTakeFirst();
   return updated.numUpdatedRows > 0n;
+}
+
+/**
+ * A reading a person gives (a manual reading, a correction) has the meter's layout (meterLayout, but for the value of
+ * the submission `except` that a correction replaces): one with a wheel more or less is a typo, or another meter, whose
+ * layout is set first (PATCH). Taken as it came, it would become the meter's layout and flag every right reading after it.
+ */
+export async function checkPersonsLayout(
+  tx: Tx,
+  meterPoint: { id: string; externalId: string },
+  reading: string,
+  except?: string,
+): Promise<void> {
+  const layout = await meterLayout(tx, meterPoint.id, except);
+  const otherLayout = layout && outsideLayoutReason(reading, layout);
+  if (otherLayout) throw new DomainError('invalid', 'reading', `Meter ${meterPoint.externalId}: ${otherLayout}`);
 }

@@ -154,14 +154,21 @@ export function layoutSetting(row: {
     : { whole: row.whole_wheels, fraction: row.fractional_wheels };
 }
 
-/** The layout a meter's next reading is judged in (knownLayout), from its setting and all its trusted values. */
-export async function meterLayout(db: Db, meterPointId: string): Promise<MeterLayout | undefined> {
+/**
+ * The layout a meter's next reading is judged in (knownLayout), from its setting and all its trusted values; but for
+ * the value of the submission `except` (its previous_reading still counts): the layout a person's correction of that
+ * submission is held to.
+ */
+export async function meterLayout(db: Db, meterPointId: string, except?: string): Promise<MeterLayout | undefined> {
   const point = await db
     .selectFrom('meter_points')
     .select(['whole_wheels', 'fractional_wheels'])
     .where('id', '=', meterPointId)
     .executeTakeFirstOrThrow();
-  return knownLayout(layoutSetting(point), await trustedHistory(db, meterPointId));
+  const values = (await trustedHistory(db, meterPointId)).filter(
+    (value) => value.submissionId !== except || value.source === 'previous_reading',
+  );
+  return knownLayout(layoutSetting(point), values);
 }
 
 /**

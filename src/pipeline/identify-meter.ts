@@ -1,12 +1,11 @@
 import { DomainError } from '../errors.ts';
 import { instantField } from '../instant.ts';
+import { FRACTIONAL_WHEELS_LIMIT, WHOLE_WHEELS_LIMIT } from '../meters/meter-points.ts';
 import { parseReading } from '../readers/reader.ts';
 import type { UploadFields } from './validate-image.ts';
 
 export const METER_ID_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
 export const METER_ID_RULE = 'meter_id must be 1–64 characters of A–Z, a–z, 0–9 and . _ : / -';
-/** More digits than any meter has: a reading this long is not one. */
-const MAX_READING_LENGTH = 24;
 /** Clocks differ: a previous reading "from the future" by up to this much is let through. */
 const CLOCK_SKEW_MS = 5 * 60_000;
 
@@ -41,15 +40,20 @@ export function meterIdField(value: string): string {
   return value;
 }
 
-/** A reading a person or client gives: digits with an optional decimal point, e.g. "00606.494" or 606.494. */
+/**
+ * A reading a person or client gives: digits with an optional decimal point, e.g. "00606.494" or 606.494, with no
+ * more wheels than a layout may have (more is not a meter's reading, and past 15 digits not even a number's).
+ */
 export function readingField(value: unknown, field: string): string {
   const text = typeof value === 'number' && Number.isFinite(value) && value >= 0 ? String(value) : value;
-  const parsed = typeof text === 'string' && text.trim().length <= MAX_READING_LENGTH ? parseReading(text) : undefined;
-  if (!parsed)
+  const parsed = typeof text === 'string' ? parseReading(text) : undefined;
+  const [whole = '', fraction = ''] = parsed?.reading.split('.') ?? [];
+  if (!parsed || whole.length > WHOLE_WHEELS_LIMIT || fraction.length > FRACTIONAL_WHEELS_LIMIT)
     throw new DomainError(
       'invalid',
       field,
-      `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point`,
+      `${field} must be a meter reading such as "00606.494": digits, optionally one decimal point, at most ` +
+        `${WHOLE_WHEELS_LIMIT} before it and ${FRACTIONAL_WHEELS_LIMIT} after`,
     );
   return parsed.reading;
 }

@@ -104,3 +104,41 @@ t.test(
     t.equal(count, 3, 'no delivery for the refused correction');
   },
 );
+
+t.test("a correction is held to the meter's layout, but for the value it replaces", async (t) => {
+  const service = await startTestService(t);
+  const customer = await createCustomer(service.db);
+  const photo = await renderMeterPhoto();
+  const submit = async (meterId: string) =>
+    (await submitPhoto(service, { key: customer.key, image: photo, sync: true, fields: { meter_id: meterId } })).body;
+  const correct = async (referenceId: string, reading: string) => {
+    const response = await fetch(`${service.url}/api/meter-reading/${referenceId}/correction`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${customer.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ reading }),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+
+  await submit('L-1');
+  const second = await submit('L-1');
+  t.match(second, { reading: '02390.276' }, 'the fake reads 5 + 3');
+  t.match(
+    await correct(second.reference_id, '02390'),
+    {
+      status: 422,
+      body: { errors: { reading: [/^Meter L-1: 02390 has 5 whole and 0 fractional wheels; the meter has 5 and 3/] } },
+    },
+    'a wheel dropped by a typo, refused while the first reading shows 5 + 3',
+  );
+  t.equal((await correct(second.reference_id, '02390.300')).status, 200);
+
+  const only = await submit('L-2');
+  t.equal((await correct(only.reference_id, '02390')).status, 200, 'the value that showed 5 + 3 was the one corrected');
+  const manual = await fetch(`${service.url}/api/meters/L-2/readings`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${customer.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ reading: '02391', read_at: new Date().toISOString() }),
+  });
+  t.equal(manual.status, 201, 'the meter is 5 + 0 now, as the correction shows');
+});

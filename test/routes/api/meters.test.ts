@@ -496,7 +496,7 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
       );
       const path = `/meter-reading/${done.body.reference_id}/correction`;
       const burst = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => api(customer.key, 'POST', path, { reading: `0239${i}` })),
+        Array.from({ length: 8 }, (_, i) => api(customer.key, 'POST', path, { reading: `0239${i}.000` })),
       );
       t.equal(burst.filter((response) => response.status === 200).length, free);
       for (const response of burst.filter((response) => response.status !== 200)) {
@@ -516,8 +516,11 @@ t.test('meter identity, plausibility, history and corrections', async (t) => {
         .executeTakeFirstOrThrow();
       t.equal(count, CORRECTIONS_PER_SUBMISSION, 'the bound holds');
       t.equal(
-        (await api(customer.key, 'POST', `/meter-reading/${other.body.reference_id}/correction`, { reading: '1' }))
-          .status,
+        (
+          await api(customer.key, 'POST', `/meter-reading/${other.body.reference_id}/correction`, {
+            reading: '00001.000',
+          })
+        ).status,
         200,
         'another submission has its own',
       );
