@@ -74,7 +74,9 @@ async function collectParts(request: FastifyRequest): Promise<Upload> {
 
 async function readImagePart(part: MultipartFile, earlier: Buffer | undefined): Promise<Buffer> {
   if (part.fieldname !== IMAGE_FIELD) {
-    throw imageError(`Unexpected file field "${part.fieldname}": attach the meter photo in the field "${IMAGE_FIELD}"`);
+    throw imageError(
+      `Unexpected file field ${quoted(part.fieldname)}: attach the meter photo in the field "${IMAGE_FIELD}"`,
+    );
   }
   if (earlier) throw imageError(`Send exactly one file in the field "${IMAGE_FIELD}"`);
   const upload = await part.toBuffer();
@@ -89,12 +91,23 @@ function addTextField(fields: UploadFields, part: MultipartValue): void {
   if (part.fieldname === IMAGE_FIELD) throw imageError(`The field "${IMAGE_FIELD}" must be a file, not text`);
   if (!name) {
     throw imageError(
-      `Unexpected field "${part.fieldname}": an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`,
+      `Unexpected field ${quoted(part.fieldname)}: an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`,
     );
   }
   if (fields[name] !== undefined) throw imageError(`The field "${name}" is sent twice`);
   if (part.valueTruncated) throw imageError(`The field "${name}" is too long`);
   fields[name] = String(part.value);
+}
+
+/** The most characters of a client's field name that a refusal quotes: the name may be as long as the headers. */
+const QUOTED_NAME_CHARACTERS = 40;
+
+/** A client's field name, in quotes, cut after QUOTED_NAME_CHARACTERS (by code point). */
+function quoted(name: string): string {
+  const characters = [...name];
+  return characters.length > QUOTED_NAME_CHARACTERS
+    ? `"${characters.slice(0, QUOTED_NAME_CHARACTERS).join('')}…"`
+    : `"${name}"`;
 }
 
 /** The client's words for what @fastify/multipart and busboy refuse. */

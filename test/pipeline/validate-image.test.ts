@@ -51,6 +51,28 @@ t.test('readUpload returns the image and the allowed text fields', async (t) => 
   ]);
   t.equal(unknown.statusCode, 422);
   t.match(unknown.json(), { errors: { image: [/Unexpected field "reading"/] } });
+
+  const cut = `"${'n'.repeat(40)}…"`;
+  const longName = await post([
+    { name: 'n'.repeat(100_000), body: '1' },
+    { name: 'image', filename: 'meter.jpg', body: 'x' },
+  ]);
+  t.equal(longName.statusCode, 422);
+  t.same(longName.json(), {
+    errors: {
+      image: [
+        `Unexpected field ${cut}: an upload has the file "image" and optionally meter_id, previous_reading, previous_read_at`,
+      ],
+    },
+  });
+  const longFileName = await post([{ name: 'n'.repeat(1000), filename: 'meter.jpg', body: 'x' }]);
+  t.same(longFileName.json(), {
+    errors: { image: [`Unexpected file field ${cut}: attach the meter photo in the field "image"`] },
+  });
+  const fortyOne = await post([{ name: `${'é'.repeat(40)}\u{1F4A7}`, body: '1' }]);
+  t.match(fortyOne.json(), { errors: { image: [/^Unexpected field "é{40}…"/u] } }, 'cut by character');
+  const forty = await post([{ name: 'é'.repeat(40), body: '1' }]);
+  t.match(forty.json(), { errors: { image: [/^Unexpected field "é{40}":/u] } }, '40 characters are quoted whole');
 });
 
 t.test('the header check: accepted raster formats only, by signature, within the pixel limit', async (t) => {
