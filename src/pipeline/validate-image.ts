@@ -64,10 +64,12 @@ async function collectParts(request: FastifyRequest): Promise<Upload> {
     fields: UPLOAD_TEXT_FIELDS.length + 1,
     parts: UPLOAD_TEXT_FIELDS.length + 3,
   };
+  const closed = watchClosingDelimiter(request);
   for await (const part of request.parts({ limits })) {
     if (part.type === 'file') image = await readImagePart(part, image);
     else addTextField(fields, part);
   }
+  if (!closed()) throw imageError(incompleteBody('it ends before its closing boundary'));
   if (!image) throw imageError(`Missing the field "${IMAGE_FIELD}": attach the meter photo as a file`);
   return { image, fields };
 }
@@ -122,8 +124,34 @@ function multipartProblem(error: unknown): string {
     case 'FST_PROTO_VIOLATION':
       return `Too many or unexpected fields: an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`;
     default:
-      return `The upload is not a complete multipart/form-data body: ${(error as Error).message}`;
+      return incompleteBody((error as Error).message);
   }
+}
+
+function incompleteBody(reason: string): string {
+  return `The upload is not a complete multipart/form-data body: ${reason}`;
+}
+
+/**
+ * Whether the body's closing delimiter (`--boundary--`, RFC 2046) has gone by. @fastify/multipart ends the parts
+ * quietly at a body that stops before it (busboy's "Unexpected end of multipart data"): an empty body, one cut
+ * before its first part is whole, one whose Content-Type declares a boundary it never uses. Watched beside
+ * busboy from the same tick as request.parts() pipes the body into it, so both see every chunk.
+ */
+function watchClosingDelimiter(request: FastifyRequest): () => boolean {
+  const declared = /;\s*boundary=(?:"([^"]*)"|([^;\s]*))/i.exec(request.headers['content-type'] ?? '');
+  const delimiter = Buffer.from(`\r\n--${declared?.[1] ?? declared?.[2] ?? ''}--`);
+  // The body may open with it: busboy reads the first delimiter as if a line break came before it.
+  let tail = Buffer.from('\r\n');
+  let seen = false;
+  const watch = (chunk: Buffer) => {
+    const window = Buffer.concat([tail, chunk]);
+    seen = window.includes(delimiter);
+    if (seen) request.raw.off('data', watch);
+    else tail = window.subarray(Math.max(0, window.length - delimiter.length + 1));
+  };
+  request.raw.on('data', watch);
+  return () => seen;
 }
 
 /**
