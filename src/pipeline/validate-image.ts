@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { MultipartFile, MultipartValue } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { DomainError } from '../errors.ts';
+import { DomainError, quoted } from '../errors.ts';
 import { checkImageHeader, ImageError, MAX_IMAGE_BYTES, type CheckedImage } from '../images.ts';
 
 const IMAGE_FIELD = 'image';
@@ -99,17 +99,6 @@ function addTextField(fields: UploadFields, part: MultipartValue): void {
   if (fields[name] !== undefined) throw imageError(`The field "${name}" is sent twice`);
   if (part.valueTruncated) throw imageError(`The field "${name}" is too long`);
   fields[name] = String(part.value);
-}
-
-/** The most characters of a client's field name that a refusal quotes: the name may be as long as the headers. */
-const QUOTED_NAME_CHARACTERS = 40;
-
-/** A client's field name, in quotes, cut after QUOTED_NAME_CHARACTERS (by code point). */
-function quoted(name: string): string {
-  const characters = [...name];
-  return characters.length > QUOTED_NAME_CHARACTERS
-    ? `"${characters.slice(0, QUOTED_NAME_CHARACTERS).join('')}…"`
-    : `"${name}"`;
 }
 
 /** The client's words for what @fastify/multipart and busboy refuse. */

@@ -268,7 +268,8 @@ const MeterSettings = Type.Object(
 
 const AUTHORIZATION_ERROR = '`authorization`: bad or inactive key';
 const BODY_ERROR = '`request`: the body is not valid JSON';
-const MEDIA_TYPE_ERROR = '`request`: the body is not `application/json`';
+const MEDIA_TYPE_ERROR =
+  '`request`: the body is not `application/json`, or it has a `Content-Encoding` other than `identity`';
 
 const tags = ['Meters'];
 

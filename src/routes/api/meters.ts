@@ -29,6 +29,7 @@ import {
   ReadingConfirmation,
   ReadingCorrection,
 } from '../../schemas/meters.ts';
+import { checkedBody } from './body.ts';
 import { checkedQuery } from './query.ts';
 
 /** Of a meter's history and of the meters list. */
@@ -102,7 +103,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
    * The meter's own max flow for its plausibility window (null: the account's) and its counter
    * layout (null: as its readings show it); names a meter before its first photo too.
    */
-  app.patch<SettingsRequest>('/meters/:meter_id', { schema: MeterSettingsChange }, async (request) => {
+  app.patch<SettingsRequest>('/meters/:meter_id', checkedBody(MeterSettingsChange), async (request) => {
     checkSubscription(apiKey(request).subscription);
     const meterId = meterIdField(request.params.meter_id);
     const settings = await setMeterSettings(db, apiKey(request).accountId, meterId, settingsChange(request.body));
@@ -120,7 +121,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<CorrectionRequest>(
     '/meter-reading/:reference_id/correction',
-    { schema: ReadingCorrection },
+    checkedBody(ReadingCorrection),
     async (request) => {
       const key = apiKey(request);
       const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
@@ -169,7 +170,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   );
 
   /** A reading a person took without a photo (src/meters/manual-readings.ts). */
-  app.post<ManualReadingRequest>('/meters/:meter_id/readings', { schema: ManualReading }, async (request, reply) => {
+  app.post<ManualReadingRequest>('/meters/:meter_id/readings', checkedBody(ManualReading), async (request, reply) => {
     const key = apiKey(request);
     checkSubscription(key.subscription);
     const meterId = meterIdField(request.params.meter_id);
