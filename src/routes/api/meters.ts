@@ -20,6 +20,7 @@ import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate
 import { checkSubscription } from '../../pipeline/check-subscription.ts';
 import { METER_ID_RULE, meterIdField, readAtField, readingField } from '../../pipeline/identify-meter.ts';
 import {
+  Layout,
   ManualReading,
   MeterHistory,
   type MeterHistoryQuery,
@@ -29,7 +30,7 @@ import {
   ReadingConfirmation,
   ReadingCorrection,
 } from '../../schemas/meters.ts';
-import { checkedBody } from './body.ts';
+import { checkedBody, isRecord, refuseUnknownKeys } from './body.ts';
 import { checkedQuery } from './query.ts';
 
 /** Of a meter's history and of the meters list. */
@@ -216,7 +217,7 @@ function meterSummaryJson(meter: MeterSummary) {
 
 /** The settings a PATCH body gives, each checked: at least one of them. */
 function settingsChange(body: unknown): SettingsChange {
-  const given = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as {
+  const given = (isRecord(body) ? body : {}) as {
     max_flow_m3_per_hour?: unknown;
     layout?: unknown;
   };
@@ -245,6 +246,7 @@ const LAYOUT_UNIT = 'm3';
 /** `{"whole_wheels":5,"fractional_wheels":3,"unit":"m3"}`, or null: back to the layout the meter's readings show. */
 function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | null {
   if (value === null) return null;
+  if (isRecord(value)) refuseUnknownKeys(value, Object.keys(Layout.properties), 'layout');
   const {
     whole_wheels: whole,
     fractional_wheels: fraction,

@@ -92,3 +92,61 @@ t.test('every API route with a body refuses a Content-Encoding other than identi
     before = await countSubmissions();
   }
 });
+
+t.test('every API route with a JSON body refuses a key it does not take with a 422 naming it', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const customer = await createCustomer(service.db);
+  const [referenceId] = await seedReadings(service.db, customer, [
+    { meterId: 'Q-1', createdAt: new Date(Date.now() - 3_600_000), reading: '00001.000' },
+  ]);
+  const document = (await (await fetch(`${service.url}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: JsonSchema }> } }>>;
+  };
+  const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).flatMap(([method, operation]) => {
+      const schema = operation.requestBody?.content['application/json']?.schema;
+      return schema ? [{ path, method, schema }] : [];
+    }),
+  );
+  t.equal(operations.length, Object.keys(JSON_BODIES).length, 'the operations with a JSON body');
+
+  const send = async (method: string, path: string, body: object) => {
+    const url = `${service.url}${path.replace('{meter_id}', 'Q-1').replace('{reference_id}', String(referenceId))}`;
+    const response = await fetch(url, {
+      method: method.toUpperCase(),
+      headers: { authorization: `Bearer ${customer.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as unknown };
+  };
+  for (const { path, method, schema } of operations) {
+    t.equal(schema.additionalProperties, false, `${method} ${path}: the document says so`);
+    const rule = `Unknown field: the body takes ${Object.keys(schema.properties ?? {}).join(', ')}`;
+    const body = JSON_BODIES[path]!;
+    for (const key of ['foo', 'READING', 'max_flow', 'constructor']) {
+      const extra = JSON.parse(`{${JSON.stringify(key)}:1,${JSON.stringify(body).slice(1)}`) as object;
+      t.same(
+        await send(method, path, extra),
+        { status: 422, body: { errors: { [key]: [rule] } } },
+        `${method} ${path}: ${key}`,
+      );
+    }
+    t.same(
+      await send(method, path, { ...body, ['k'.repeat(1000)]: 1 }),
+      { status: 422, body: { errors: { [`${'k'.repeat(40)}…`]: [rule] } } },
+      `${method} ${path}: a long key, cut`,
+    );
+  }
+
+  const layout = { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' };
+  t.same(await send('patch', '/api/meters/{meter_id}', { layout: { ...layout, decimals: 3 } }), {
+    status: 422,
+    body: { errors: { 'layout.decimals': ['Unknown field: layout takes whole_wheels, fractional_wheels, unit'] } },
+  });
+  t.equal((await send('patch', '/api/meters/{meter_id}', { layout })).status, 200, 'a layout of its own keys');
+});
+
+interface JsonSchema {
+  additionalProperties?: boolean;
+  properties?: Record<string, unknown>;
+}
