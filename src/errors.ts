@@ -56,6 +56,20 @@ export function errorBody(
   return { errors: { [field]: [message] }, ...extra };
 }
 
+/** The most characters of a client's words (a field's name, a header) that an answer quotes. */
+const QUOTED_CHARACTERS = 40;
+
+/** A client's words for a message or an envelope's field: cut after QUOTED_CHARACTERS (by code point), then `…`. */
+export function cut(words: string): string {
+  const characters = [...words];
+  return characters.length > QUOTED_CHARACTERS ? `${characters.slice(0, QUOTED_CHARACTERS).join('')}…` : words;
+}
+
+/** A client's words in quotes, for a message, cut. */
+export function quoted(words: string): string {
+  return `"${cut(words)}"`;
+}
+
 const ID_PATTERN = /^[1-9][0-9]{0,17}$/;
 
 /**

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { MultipartFile, MultipartValue } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { DomainError } from '../errors.ts';
+import { DomainError, quoted } from '../errors.ts';
 import { checkImageHeader, ImageError, MAX_IMAGE_BYTES, type CheckedImage } from '../images.ts';
 
 const IMAGE_FIELD = 'image';
@@ -64,17 +64,21 @@ async function collectParts(request: FastifyRequest): Promise<Upload> {
     fields: UPLOAD_TEXT_FIELDS.length + 1,
     parts: UPLOAD_TEXT_FIELDS.length + 3,
   };
+  const closed = watchClosingDelimiter(request);
   for await (const part of request.parts({ limits })) {
     if (part.type === 'file') image = await readImagePart(part, image);
     else addTextField(fields, part);
   }
+  if (!closed()) throw imageError(incompleteBody('it ends before its closing boundary'));
   if (!image) throw imageError(`Missing the field "${IMAGE_FIELD}": attach the meter photo as a file`);
   return { image, fields };
 }
 
 async function readImagePart(part: MultipartFile, earlier: Buffer | undefined): Promise<Buffer> {
   if (part.fieldname !== IMAGE_FIELD) {
-    throw imageError(`Unexpected file field "${part.fieldname}": attach the meter photo in the field "${IMAGE_FIELD}"`);
+    throw imageError(
+      `Unexpected file field ${quoted(part.fieldname)}: attach the meter photo in the field "${IMAGE_FIELD}"`,
+    );
   }
   if (earlier) throw imageError(`Send exactly one file in the field "${IMAGE_FIELD}"`);
   const upload = await part.toBuffer();
@@ -89,7 +93,7 @@ function addTextField(fields: UploadFields, part: MultipartValue): void {
   if (part.fieldname === IMAGE_FIELD) throw imageError(`The field "${IMAGE_FIELD}" must be a file, not text`);
   if (!name) {
     throw imageError(
-      `Unexpected field "${part.fieldname}": an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`,
+      `Unexpected field ${quoted(part.fieldname)}: an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`,
     );
   }
   if (fields[name] !== undefined) throw imageError(`The field "${name}" is sent twice`);
@@ -109,8 +113,34 @@ function multipartProblem(error: unknown): string {
     case 'FST_PROTO_VIOLATION':
       return `Too many or unexpected fields: an upload has the file "${IMAGE_FIELD}" and optionally ${UPLOAD_TEXT_FIELDS.join(', ')}`;
     default:
-      return `The upload is not a complete multipart/form-data body: ${(error as Error).message}`;
+      return incompleteBody((error as Error).message);
   }
+}
+
+function incompleteBody(reason: string): string {
+  return `The upload is not a complete multipart/form-data body: ${reason}`;
+}
+
+/**
+ * Whether the body's closing delimiter (`--boundary--`, RFC 2046) has gone by. @fastify/multipart ends the parts
+ * quietly at a body that stops before it (busboy's "Unexpected end of multipart data"): an empty body, one cut
+ * before its first part is whole, one whose Content-Type declares a boundary it never uses. Watched beside
+ * busboy from the same tick as request.parts() pipes the body into it, so both see every chunk.
+ */
+function watchClosingDelimiter(request: FastifyRequest): () => boolean {
+  const declared = /;\s*boundary=(?:"([^"]*)"|([^;\s]*))/i.exec(request.headers['content-type'] ?? '');
+  const delimiter = Buffer.from(`\r\n--${declared?.[1] ?? declared?.[2] ?? ''}--`);
+  // The body may open with it: busboy reads the first delimiter as if a line break came before it.
+  let tail = Buffer.from('\r\n');
+  let seen = false;
+  const watch = (chunk: Buffer) => {
+    const window = Buffer.concat([tail, chunk]);
+    seen = window.includes(delimiter);
+    if (seen) request.raw.off('data', watch);
+    else tail = window.subarray(Math.max(0, window.length - delimiter.length + 1));
+  };
+  request.raw.on('data', watch);
+  return () => seen;
 }
 
 /**

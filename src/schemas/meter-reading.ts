@@ -406,6 +406,7 @@ const RETRY_AFTER = { 'retry-after': Type.String({ description: 'Seconds to wait
 /** The errors both POST endpoints can answer besides their own. */
 const SubmissionErrors = {
   409: errorEnvelope('`idempotency`: a request with this Idempotency-Key is still running after 20 s; retry later'),
+  415: errorEnvelope('`request`: a `Content-Encoding` other than `identity`: the photo is sent uncompressed'),
   422: errorEnvelope(INPUT_ERROR),
   500: errorEnvelope(SERVER_ERROR),
   503: errorEnvelope(PHOTOS_UNAVAILABLE, RETRY_AFTER),

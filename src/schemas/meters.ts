@@ -220,8 +220,9 @@ const layoutFields = {
     description: 'What a whole-unit wheel counts: m³, the unit the service reads, judges and bills in',
   }),
 };
-const Layout = Type.Object(layoutFields, {
+export const Layout = Type.Object(layoutFields, {
   $id: 'MeterLayout',
+  additionalProperties: false,
   description: 'A counter layout: `00037.902` is 5 whole and 3 fractional wheels',
 });
 
@@ -268,7 +269,9 @@ const MeterSettings = Type.Object(
 
 const AUTHORIZATION_ERROR = '`authorization`: bad or inactive key';
 const BODY_ERROR = '`request`: the body is not valid JSON';
-const MEDIA_TYPE_ERROR = '`request`: the body is not `application/json`';
+const UNKNOWN_KEY_ERROR = 'a key the body does not take, named';
+const MEDIA_TYPE_ERROR =
+  '`request`: the body is not `application/json`, or it has a `Content-Encoding` other than `identity`';
 
 const tags = ['Meters'];
 
@@ -344,7 +347,10 @@ export const MeterSettingsChange = {
           }),
         ),
       },
-      { examples: [{ max_flow_m3_per_hour: 6 }, { layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }] },
+      {
+        additionalProperties: false,
+        examples: [{ max_flow_m3_per_hour: 6 }, { layout: { whole_wheels: 5, fractional_wheels: 3, unit: 'm3' } }],
+      },
     ),
   },
   response: {
@@ -352,7 +358,7 @@ export const MeterSettingsChange = {
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
-      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account already has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\`, \`max_flow_m3_per_hour\` or \`layout\` (its wheels or its unit) malformed; or \`request\`: the body sets neither`,
+      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account already has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\`, \`max_flow_m3_per_hour\` or \`layout\` (its wheels or its unit) malformed; \`request\`: the body sets neither; or ${UNKNOWN_KEY_ERROR} (inside \`layout\`: \`layout.<key>\`)`,
     ),
     500: errorEnvelope(SERVER_ERROR),
   },
@@ -374,7 +380,7 @@ export const ReadingCorrection = {
           description: 'Digits with at most one decimal point, e.g. "00606.494"; a number is taken as its digits',
         }),
       },
-      { examples: [{ reading: '00606.494' }] },
+      { additionalProperties: false, examples: [{ reading: '00606.494' }] },
     ),
   },
   response: {
@@ -384,7 +390,7 @@ export const ReadingCorrection = {
     409: errorEnvelope('`reference_id`: the submission is still being read'),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
-      `${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already; or \`reading\` malformed`,
+      `${AUTHORIZATION_ERROR}; \`corrections\`: the submission has ${CORRECTIONS_PER_SUBMISSION} already; \`reading\` malformed; or ${UNKNOWN_KEY_ERROR}`,
     ),
     500: errorEnvelope(SERVER_ERROR),
   },
@@ -435,7 +441,7 @@ export const ManualReading = {
           description: 'When the meter showed it: a date, or a date-time with its offset; not in the future',
         }),
       },
-      { examples: [{ reading: '00123.456', read_at: '2026-10-01T08:00:00Z' }] },
+      { additionalProperties: false, examples: [{ reading: '00123.456', read_at: '2026-10-01T08:00:00Z' }] },
     ),
   },
   response: {
@@ -443,7 +449,7 @@ export const ManualReading = {
     400: errorEnvelope(BODY_ERROR),
     415: errorEnvelope(MEDIA_TYPE_ERROR),
     422: errorEnvelope(
-      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\` malformed; \`reading\` malformed or in another layout than the meter’s (its setting, else its trusted readings written with their leading zeros); \`read_at\` malformed or in the future`,
+      `${AUTHORIZATION_ERROR}; \`subscription\`: none active; \`meters\`: a new meter, and the account has ${METER_POINTS_PER_ACCOUNT}; \`meter_id\` malformed; \`reading\` malformed or in another layout than the meter’s (its setting, else its trusted readings written with their leading zeros); \`read_at\` malformed or in the future; or ${UNKNOWN_KEY_ERROR}`,
     ),
     500: errorEnvelope(SERVER_ERROR),
   },

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import Fastify from 'fastify';
 import sharp from 'sharp';
 import t from 'tap';
@@ -51,6 +52,74 @@ t.test('readUpload returns the image and the allowed text fields', async (t) => 
   ]);
   t.equal(unknown.statusCode, 422);
   t.match(unknown.json(), { errors: { image: [/Unexpected field "reading"/] } });
+
+  const cut = `"${'n'.repeat(40)}…"`;
+  const longName = await post([
+    { name: 'n'.repeat(100_000), body: '1' },
+    { name: 'image', filename: 'meter.jpg', body: 'x' },
+  ]);
+  t.equal(longName.statusCode, 422);
+  t.same(longName.json(), {
+    errors: {
+      image: [
+        `Unexpected field ${cut}: an upload has the file "image" and optionally meter_id, previous_reading, previous_read_at`,
+      ],
+    },
+  });
+  const longFileName = await post([{ name: 'n'.repeat(1000), filename: 'meter.jpg', body: 'x' }]);
+  t.same(longFileName.json(), {
+    errors: { image: [`Unexpected file field ${cut}: attach the meter photo in the field "image"`] },
+  });
+  const fortyOne = await post([{ name: `${'é'.repeat(40)}\u{1F4A7}`, body: '1' }]);
+  t.match(fortyOne.json(), { errors: { image: [/^Unexpected field "é{40}…"/u] } }, 'cut by character');
+  const forty = await post([{ name: 'é'.repeat(40), body: '1' }]);
+  t.match(forty.json(), { errors: { image: [/^Unexpected field "é{40}":/u] } }, '40 characters are quoted whole');
+});
+
+t.test('a body that ends before its closing boundary is incomplete, whatever was read of it', async (t) => {
+  const app = Fastify();
+  await app.register(errorEnvelope);
+  await app.register(multipart);
+  app.post('/upload', async (request) => (await readUpload(request)).fields);
+  t.teardown(() => app.close());
+  const post = (payload: Buffer | string, boundary = BOUNDARY) =>
+    app.inject({
+      method: 'POST',
+      url: '/upload',
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload,
+    });
+  const image = { name: 'image', filename: 'meter.jpg', body: 'JPEG BYTES' };
+  const complete = multipartBody([image]);
+  const incomplete = {
+    errors: { image: ['The upload is not a complete multipart/form-data body: it ends before its closing boundary'] },
+  };
+
+  t.same((await post(complete, 'XYZ')).json(), incomplete, 'a boundary the body never uses');
+  t.same((await post('a meter, but no multipart at all', 'XYZ')).json(), incomplete, 'no part at all');
+  t.same((await post('')).json(), incomplete, 'an empty body');
+  t.same((await post(complete.subarray(0, 40))).json(), incomplete, 'cut inside the first part’s headers');
+  t.match(
+    (await post(multipartBody([image], { close: false }))).json(),
+    { errors: { image: [/^The upload is not a complete multipart\/form-data body: /] } },
+    'cut before its closing boundary',
+  );
+
+  t.equal((await post(complete)).statusCode, 200);
+  t.equal((await post(complete, `"${BOUNDARY}"`)).statusCode, 200, 'a quoted boundary');
+  t.equal((await post(`${complete}epilogue --${BOUNDARY}-`)).statusCode, 200, 'an epilogue after it');
+  const chunked = await app.inject({
+    method: 'POST',
+    url: '/upload',
+    headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    payload: Readable.from([...complete].map((byte) => Buffer.from([byte]))),
+  });
+  t.equal(chunked.statusCode, 200, 'the closing boundary split over one-byte chunks');
+  t.match(
+    (await post(`--${BOUNDARY}--\r\n`)).json(),
+    { errors: { image: [/^Missing the field "image"/] } },
+    'a complete body without parts',
+  );
 });
 
 t.test('the header check: accepted raster formats only, by signature, within the pixel limit', async (t) => {

@@ -138,6 +138,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   });
   await call('POST', '/api/meter-reading', '/api/meter-reading', { body: upload(photo) });
   await call('POST', '/api/meter-reading', '/api/meter-reading', {
+    headers: { ...auth, 'content-encoding': 'gzip' },
+    body: upload(photo),
+  });
+  await call('POST', '/api/meter-reading', '/api/meter-reading', {
     headers: auth,
     body: upload(Buffer.from('not a photo')),
   });
@@ -204,6 +208,10 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
   await call('PATCH', '/api/meters/{meter_id}', meterPath, {
     headers: { ...auth, 'content-type': 'application/xml' },
     body: '<max_flow/>',
+  });
+  await call('PATCH', '/api/meters/{meter_id}', meterPath, {
+    headers: { ...auth, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    body: '{"max_flow_m3_per_hour":6}',
   });
   await call('PATCH', '/api/meters/{meter_id}', meterPath, {
     headers: { ...auth, 'content-type': 'text/plain' },
@@ -355,6 +363,7 @@ t.test('GET /openapi.json describes every endpoint, and real responses validate 
     'post /api/meters/{meter_id}/readings 415',
     'post /api/meters/{meter_id}/readings 422',
     'post /api/meter-reading 202',
+    'post /api/meter-reading 415',
     'post /api/meter-reading 422',
     'post /api/meter-reading/sync 200',
     'post /api/meter-reading/sync 422',

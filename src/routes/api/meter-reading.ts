@@ -16,6 +16,7 @@ import { discardRestOfBody, notMultipart, validateImage } from '../../pipeline/v
 import { isPhotoStoreUnavailable } from '../../photos/store.ts';
 import { ReadFailure } from '../../readers/chain.ts';
 import { AsyncSubmission, SyncSubmission } from '../../schemas/meter-reading.ts';
+import { requireIdentityEncoding } from './body.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,8 +32,9 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.decorateRequest('submitter', null);
   idempotentResponses(app);
 
-  // Steps 1–3 run on the headers alone: a refused request is answered before a byte of its upload
-  // is read, or sent by a client that waits for `100 Continue` (plugins/app/expect-continue.ts).
+  // Steps 1–3 and the upload's Content-Encoding are checked on the headers alone: a refused request is answered
+  // before a byte of its upload is read, or sent by a client that waits for `100 Continue`
+  // (plugins/app/expect-continue.ts).
   app.addHook('onRequest', async (request) => {
     try {
       const key = await authenticate(db, request.headers.authorization);
@@ -45,6 +47,7 @@ const meterReadingRoutes: FastifyPluginAsyncTypebox = async (app) => {
         plan,
         async () => retryKey !== undefined && (await isKeyTaken(db, key.accountId, retryKey)),
       );
+      requireIdentityEncoding(request, 'the photo');
       request.submitter = { key, plan };
     } catch (error) {
       discardRestOfBody(request.raw);

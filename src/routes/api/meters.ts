@@ -20,6 +20,7 @@ import { authenticate, type AuthenticatedKey } from '../../pipeline/authenticate
 import { checkSubscription } from '../../pipeline/check-subscription.ts';
 import { METER_ID_RULE, meterIdField, readAtField, readingField } from '../../pipeline/identify-meter.ts';
 import {
+  Layout,
   ManualReading,
   MeterHistory,
   type MeterHistoryQuery,
@@ -29,6 +30,7 @@ import {
   ReadingConfirmation,
   ReadingCorrection,
 } from '../../schemas/meters.ts';
+import { checkedBody, isRecord, refuseUnknownKeys } from './body.ts';
 import { checkedQuery } from './query.ts';
 
 /** Of a meter's history and of the meters list. */
@@ -102,7 +104,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
    * The meter's own max flow for its plausibility window (null: the account's) and its counter
    * layout (null: as its readings show it); names a meter before its first photo too.
    */
-  app.patch<SettingsRequest>('/meters/:meter_id', { schema: MeterSettingsChange }, async (request) => {
+  app.patch<SettingsRequest>('/meters/:meter_id', checkedBody(MeterSettingsChange), async (request) => {
     checkSubscription(apiKey(request).subscription);
     const meterId = meterIdField(request.params.meter_id);
     const settings = await setMeterSettings(db, apiKey(request).accountId, meterId, settingsChange(request.body));
@@ -120,7 +122,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<CorrectionRequest>(
     '/meter-reading/:reference_id/correction',
-    { schema: ReadingCorrection },
+    checkedBody(ReadingCorrection),
     async (request) => {
       const key = apiKey(request);
       const reading = readingField((request.body as { reading?: unknown } | null)?.reading, 'reading');
@@ -169,7 +171,7 @@ export default async function meterRoutes(app: FastifyInstance): Promise<void> {
   );
 
   /** A reading a person took without a photo (src/meters/manual-readings.ts). */
-  app.post<ManualReadingRequest>('/meters/:meter_id/readings', { schema: ManualReading }, async (request, reply) => {
+  app.post<ManualReadingRequest>('/meters/:meter_id/readings', checkedBody(ManualReading), async (request, reply) => {
     const key = apiKey(request);
     checkSubscription(key.subscription);
     const meterId = meterIdField(request.params.meter_id);
@@ -215,7 +217,7 @@ function meterSummaryJson(meter: MeterSummary) {
 
 /** The settings a PATCH body gives, each checked: at least one of them. */
 function settingsChange(body: unknown): SettingsChange {
-  const given = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as {
+  const given = (isRecord(body) ? body : {}) as {
     max_flow_m3_per_hour?: unknown;
     layout?: unknown;
   };
@@ -244,6 +246,7 @@ const LAYOUT_UNIT = 'm3';
 /** `{"whole_wheels":5,"fractional_wheels":3,"unit":"m3"}`, or null: back to the layout the meter's readings show. */
 function layoutField(value: unknown): Pick<MeterLayout, 'whole' | 'fraction'> | null {
   if (value === null) return null;
+  if (isRecord(value)) refuseUnknownKeys(value, Object.keys(Layout.properties), 'layout');
   const {
     whole_wheels: whole,
     fractional_wheels: fraction,

@@ -194,6 +194,30 @@ t.test('bad uploads', async (t) => {
     await assertConnectionReusable(t, connection, response, 'after the rest was sent');
   });
 
+  t.test('a compressed upload is refused from its headers, before its body is sent', async (t) => {
+    for (const path of ENDPOINTS) {
+      const connection = await RawConnection.open(service.url);
+      t.teardown(() => connection.close());
+      connection.write(
+        requestHead('POST', path, {
+          Authorization: `Bearer ${customer.key}`,
+          'Content-Type': MULTIPART,
+          'Content-Encoding': 'gzip',
+          'Content-Length': String(complete.body.length),
+        }),
+      );
+      const response = await connection.response(5000);
+      t.equal(response.status, 415, path);
+      t.not(response.headers.connection, 'close', `${path}: the connection stays open`);
+      t.same(JSON.parse(response.body), {
+        errors: { request: ['Content-Encoding "gzip" is not accepted: send the photo uncompressed'] },
+      });
+      connection.write(complete.body);
+      await assertConnectionReusable(t, connection, response, `${path}: after the body was sent`);
+    }
+    t.same(await countAccepted(service, customer.accountId), { meters: 0, usage: 0 }, 'nothing stored or counted');
+  });
+
   t.test('two image files on a keep-alive connection: the next request is not held up', async (t) => {
     const connection = await RawConnection.open(service.url);
     t.teardown(() => connection.close());

@@ -54,3 +54,37 @@ t.test('every API GET route with a query refuses an unknown or repeated paramete
     }
   }
 });
+
+t.test('every integer query parameter is plain decimal digits, else a 422 naming it', async (t) => {
+  const service = await startTestService(t, { worker: false });
+  const customer = await createCustomer(service.db);
+  await seedReadings(service.db, customer, [{ meterId: 'Q-1', createdAt: new Date(), reading: '00001.000' }]);
+  const document = (await (await fetch(`${service.url}/openapi.json`)).json()) as {
+    paths: Record<string, { get?: { parameters?: Array<Parameter & { schema?: { type?: string } }> } }>;
+  };
+  const integers = Object.entries(document.paths).flatMap(([path, operations]) =>
+    (operations.get?.parameters ?? [])
+      .filter((parameter) => parameter.in === 'query' && parameter.schema?.type === 'integer')
+      .map((parameter) => ({ path: path.replace('{meter_id}', 'Q-1'), name: parameter.name })),
+  );
+  t.same(
+    integers.map(({ path, name }) => `${path}?${name}`).sort(),
+    ['/api/meter-readings?limit', '/api/meters/Q-1/readings?limit', '/api/meters?limit'],
+    'the integer parameters',
+  );
+
+  const get = async (path: string) => {
+    const response = await fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${customer.key}` } });
+    return { status: response.status, body: (await response.json()) as { errors?: Record<string, string[]> } };
+  };
+  for (const { path, name } of integers) {
+    t.equal((await get(`${path}?${name}=5`)).status, 200, `${path}?${name}=5`);
+    const rule = (await get(`${path}?${name}=0`)).body.errors?.[name]?.[0];
+    t.match(rule, /^limit must be an integer from 1 to \d+$/, `${path}?${name}=0: the rule`);
+    for (const written of ['0x5', '0b11', '0o7', '1e1', '+5', '-5', '05', ' 5', '5 ', '2.0', '5.', '', '٥']) {
+      const refused = await get(`${path}?${name}=${encodeURIComponent(written)}`);
+      t.equal(refused.status, 422, `${path}?${name}=${JSON.stringify(written)}`);
+      t.same(refused.body.errors, { [name]: [rule] }, `${path}?${name}=${JSON.stringify(written)} names it`);
+    }
+  }
+});
