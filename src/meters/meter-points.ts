@@ -172,7 +172,8 @@ export async function setAccountMaxFlow(db: Db, accountId: string, maxFlow: numb
 /**
  * A reading a person gives (a manual reading, a correction) has the meter's layout (meterLayout, but for the value of
  * the submission `except` that a correction replaces): one with a wheel more or less is a typo, or another meter, whose
- * layout is set first (PATCH). Taken as it came, it would become the meter's layout and flag every right reading after it.
+ * layout is set first (PATCH). Taken as it came, it would become the meter's layout and flag every right reading
+ * after it.
  */
 export async function checkPersonsLayout(
   tx: Tx,

@@ -76,7 +76,8 @@ export async function reserveUsage(tx: Tx, boss: PgBoss, accountId: string, plan
 
 /**
  * Takes back one count reserveUsage made in `month`, for a submission withdrawn before it was read
- * (withdrawSubmission) or failed on the service's side (recordFailure). A milestone it announced stays announced: each is sent once a month.
+ * (withdrawSubmission) or failed on the service's side (recordFailure). A milestone it announced
+ * stays announced: each is sent once a month.
  */
 export async function releaseUsage(tx: Tx, accountId: string, month: string): Promise<void> {
   await tx
