@@ -27,29 +27,65 @@ export const root = path.join(import.meta.dirname, '..');
 export const resultsDir = path.join(import.meta.dirname, 'results');
 export const SHARED_DATASETS = path.join(root, '..', 'shared', 'datasets');
 
-type Cleanup = () => Promise<unknown>;
+/** Something to undo, or a group of them (a configuration's) undone in their own order. */
+type Cleanup = (() => Promise<unknown>) | Cleanups;
+
+/** Long enough for a service process's shutdown grace (25 s) or the DROP of a database that holds 2 000 photos. */
+const CLEANUP_TIMEOUT_MS = 60_000;
 
 /** Things to undo, the last added first; each runs once. */
 export class Cleanups {
   #pending: Cleanup[] = [];
+  #running: Promise<void> = Promise.resolve();
 
   add(cleanup: Cleanup): void {
     this.#pending.push(cleanup);
   }
 
-  async run(): Promise<void> {
-    for (const cleanup of this.#pending.splice(0).reverse())
-      await cleanup().catch((error) => console.error(`cleanup: ${error}`));
+  /**
+   * Ends only when every cleanup has: a second call (Ctrl-C's, while the benchmark's own `finally` is cleaning up)
+   * waits for the first, so that the process does not exit with a database still to drop.
+   */
+  run(): Promise<void> {
+    this.#running = this.#running.then(() => this.#runPending());
+    return this.#running;
+  }
+
+  /**
+   * One cleanup that hangs must not keep the rest (the databases dropped, the scratch folders removed) from running:
+   * each is given CLEANUP_TIMEOUT_MS, and the timer keeps the process alive while it waits.
+   */
+  async #runPending(): Promise<void> {
+    for (const cleanup of this.#pending.splice(0).reverse()) {
+      if (cleanup instanceof Cleanups) {
+        await cleanup.run();
+        continue;
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          const what = cleanup.toString().replace(/\s+/g, ' ').slice(0, 80);
+          console.error(`cleanup: ${what} did not end within ${CLEANUP_TIMEOUT_MS} ms; going on`);
+          resolve();
+        }, CLEANUP_TIMEOUT_MS);
+      });
+      await Promise.race([cleanup().catch((error) => console.error(`cleanup: ${error}`)), timedOut]);
+      clearTimeout(timer);
+    }
   }
 }
 
 /** What the benchmark undoes when it ends, fails or is interrupted. */
 export const cleanups = new Cleanups();
 
-/** Runs `benchmark`, then the cleanups, also on Ctrl-C (exit 130); a failure is printed and exits 1. */
+/**
+ * Runs `benchmark`, then the cleanups, also on Ctrl-C (exit 130); a failure is printed and exits 1. A second SIGINT
+ * (npm forwards Ctrl-C to a process that has already had it from the terminal) must not end the cleanups half done.
+ */
 export async function runBenchmark(benchmark: () => Promise<void>): Promise<void> {
   let interrupted = false;
-  process.once('SIGINT', () => {
+  process.on('SIGINT', () => {
+    if (interrupted) return console.error('# SIGINT: already cleaning up');
     interrupted = true;
     void cleanups.run().then(() => process.exit(130));
   });

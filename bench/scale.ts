@@ -152,7 +152,7 @@ interface Shared {
 /** One configuration, from a fresh database to its drained backlog; everything it started is stopped after. */
 async function measureConfiguration(configuration: Configuration, shared: Shared) {
   const scope = new Cleanups();
-  cleanups.add(() => scope.run());
+  cleanups.add(scope);
   try {
     const database = await newDatabase(shared.adminUrl);
     scope.add(database.drop);
@@ -298,7 +298,11 @@ async function sendWhileProbing(run: Run, submit: Submit) {
   const probing = (async () => {
     for (let probe = 0; reading && !run.stopped.value; probe++) {
       const whileSending = sentAt === Number.POSITIVE_INFINITY;
-      probes.push(timed(() => submit(probe, run.probeKey)).then((ms) => ({ whileSending, ms })));
+      const acked = timed(() => submit(probe, run.probeKey)).then((ms) => ({ whileSending, ms }));
+      // Observed by the Promise.all below; until then a refused probe (Ctrl-C stops the webs first) must not end
+      // the process as an unhandled rejection, before its cleanups.
+      acked.catch(() => {});
+      probes.push(acked);
       await sleep(PROBE_INTERVAL_MS);
     }
   })();
