@@ -1,10 +1,10 @@
 import type { Static } from '@sinclair/typebox';
-import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Db, Tx } from '../db/database.ts';
 import type { ServiceDeps } from '../deps.ts';
-import { fastestWheelStep } from '../pipeline/expect-reading.ts';
+import { newestEachDay, newestFirst } from '../pipeline/expect-reading.ts';
 import { MAX_INTERVALS } from '../plausibility-policy.ts';
+import { fastestWheelStep, lowestNextValue } from '../readers/layout.ts';
 import type { MeterAnomaly } from '../schemas/meters.ts';
 import { queueAccountEvent } from '../webhooks/deliver.ts';
 import { roundVolume, trustedSubmissions } from './consumption.ts';
@@ -137,8 +137,7 @@ function stopped(daily: TrustedValue[], settings: AnomalySettings): Anomaly | un
 }
 
 function backwards([newest, previous]: TrustedValue[]): Anomaly | undefined {
-  if (!newest || !previous || newest.value >= roundVolume(previous.value - fastestWheelStep(previous.reading)))
-    return undefined;
+  if (!newest || !previous || newest.value >= lowestNextValue(previous.reading)) return undefined;
   return { kind: 'backwards', since: newest.at, from: previous, to: newest, usual: null, limit: null };
 }
 
@@ -161,10 +160,7 @@ function leak(daily: TrustedValue[], settings: AnomalySettings, known?: UsualCon
  * nothing of this meter.
  */
 function ownUsual(values: TrustedValue[]): UsualConsumption {
-  return usualConsumption(
-    values.map((value) => ({ at: value.at, value: value.value })),
-    0,
-  );
+  return usualConsumption(values, 0);
 }
 
 /** Within one step of the reading's fastest wheel: a wheel half-way may be read either way. */
@@ -276,19 +272,9 @@ function historyDays(settings: AnomalySettings): number {
  * judge than one read every day.
  */
 async function meterValues(tx: Tx, meterPointId: string, days: number): Promise<MeterValues> {
-  const newestFirst = (query = trustedSubmissions(tx, meterPointId)) =>
-    query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc');
-  const latest = await newestFirst().limit(2).execute();
-  const earlierDay = newestFirst(
-    trustedSubmissions(tx, meterPointId).where(sql<boolean>`m.created_at < date_trunc('day', daily."readAt", 'UTC')`),
-  ).limit(1);
-  const { rows: daily } = await sql<(typeof latest)[number]>`
-    WITH RECURSIVE daily AS (
-      SELECT * FROM ${newestFirst().limit(1)} AS newest
-      UNION ALL
-      SELECT earlier.* FROM daily CROSS JOIN LATERAL ${earlierDay} AS earlier
-    )
-    SELECT * FROM daily LIMIT ${days}`.execute(tx);
+  const rows = () => trustedSubmissions(tx, meterPointId);
+  const latest = await newestFirst(rows()).limit(2).execute();
+  const daily = await newestEachDay(tx, rows, 'readAt', days);
   return { latest: latest.map(trustedValue), daily: daily.map(trustedValue) };
 }
 

@@ -12,11 +12,12 @@ import {
   USUAL_FLOOR_M3,
   USUAL_SPREADS,
 } from '../plausibility-policy.ts';
+import { lowestNextValue } from '../readers/layout.ts';
 
-/** A value the service trusts and when the meter showed it. */
+/** A value the service trusts, as the dial showed it (`00123.456`), and when the meter showed it. */
 export interface TrustedPoint {
   at: Date;
-  value: number;
+  reading: string;
 }
 
 export interface UsualConsumption {
@@ -32,9 +33,9 @@ const DAY_MS = 86_400_000;
 
 /**
  * The usual consumption of a meter from its trusted points (any order). Only the points after its
- * last drop count (a lower value is a replaced meter: the old one's rate says nothing); intervals
- * shorter than a day are merged into the next; the last MAX_INTERVALS of them are weighed by their
- * length. Fewer than MIN_INTERVALS: the account's default, with no spread.
+ * last drop count (replacedBefore: the old meter's rate says nothing); intervals shorter than a day
+ * are merged into the next; the last MAX_INTERVALS of them are weighed by their length. Fewer than
+ * MIN_INTERVALS: the account's default, with no spread.
  */
 export function usualConsumption(points: TrustedPoint[], defaultPerDay: number): UsualConsumption {
   const intervals = recentIntervals(points);
@@ -58,8 +59,10 @@ export function usualAllowance(usual: UsualConsumption, days: number, factor = U
 }
 
 function recentIntervals(points: TrustedPoint[]): Array<{ days: number; volume: number }> {
-  const sorted = [...points].sort((a, b) => a.at.getTime() - b.at.getTime());
-  const lastDrop = sorted.findLastIndex((point, index) => index > 0 && point.value < sorted[index - 1]!.value);
+  const sorted = points
+    .map((point) => ({ ...point, value: Number(point.reading) }))
+    .sort((a, b) => a.at.getTime() - b.at.getTime());
+  const lastDrop = sorted.findLastIndex((point, index) => index > 0 && replacedBefore(point, sorted[index - 1]!));
   const current = sorted.slice(Math.max(lastDrop, 0));
   const intervals: Array<{ days: number; volume: number }> = [];
   let start = current[0];
@@ -70,6 +73,14 @@ function recentIntervals(points: TrustedPoint[]): Array<{ days: number; volume: 
     start = point;
   }
   return intervals.slice(-MAX_INTERVALS);
+}
+
+/**
+ * Whether the meter was replaced between `earlier` and `point`: the value fell below lowestNextValue. One step lower is
+ * a wheel half-way, read either way, and must not throw away the meter's history.
+ */
+function replacedBefore(point: { value: number }, earlier: { reading: string }): boolean {
+  return point.value < lowestNextValue(earlier.reading);
 }
 
 function round(value: number): number {

@@ -1,12 +1,12 @@
-import { type SqlBool, sql } from 'kysely';
-import type { Db } from '../db/database.ts';
+import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { Db, Tx } from '../db/database.ts';
 import type { Database, ReferenceSource } from '../db/schema.ts';
 import type { ChainReading } from '../readers/chain.ts';
-import { layoutShownBy, type MeterLayout } from '../readers/layout.ts';
+import { layoutShownBy, lowestNextValue, type MeterLayout } from '../readers/layout.ts';
 import type { Plausibility, PlausibilityWindow } from '../readers/reader.ts';
 import { FLAGGED } from '../meters/review.ts';
 import { usualAllowance, usualConsumption, type UsualConsumption } from '../meters/usual-consumption.ts';
-import { MIN_ELAPSED_HOURS, UNDATED_ELAPSED_HOURS } from '../plausibility-policy.ts';
+import { MAX_INTERVALS, MIN_ELAPSED_HOURS, UNDATED_ELAPSED_HOURS } from '../plausibility-policy.ts';
 
 /** The reading a new photo is judged against, and when the meter showed it (null: not known). */
 export interface MeterReference {
@@ -41,10 +41,17 @@ export interface ReadContext extends MeterExpectation {
 }
 
 /**
- * The trusted values of a meter the usual consumption is estimated from: enough for MAX_INTERVALS of monthly readings
- * and then some.
+ * A meter's newest trusted values, which give its reference, its layout and its usual consumption: enough for
+ * MAX_INTERVALS of monthly readings and then some.
  */
 const TRUSTED_HISTORY_LIMIT = 100;
+
+/**
+ * When those are all it has, the days before them (one value each, newestEachDay) its usual consumption is learned
+ * from too: a meter read every few minutes fills TRUSTED_HISTORY_LIMIT in hours, where a usual rate needs days. Two
+ * newest-of-a-day values can be less than a day apart and merge into one interval, so twice MAX_INTERVALS of them.
+ */
+const TRUSTED_HISTORY_DAYS = 2 * MAX_INTERVALS + 1;
 
 /**
  * Step 6a: what the service expects of a submission's reading (meterExpectation), from its meter's settings and trusted
@@ -118,7 +125,7 @@ export function meterExpectation(facts: MeterFacts): MeterExpectation {
   if (!reference) return { layout };
   const points = facts.history
     .filter((point) => point.readAt !== null)
-    .map((point) => ({ at: point.readAt!, value: Number(point.reading) }));
+    .map((point) => ({ at: point.readAt!, reading: point.reading }));
   const usual = usualConsumption(points, facts.usualPerDay);
   const usualMax = roundVolume(
     Number(reference.reading) + usualAllowance(usual, elapsedHours(reference, facts.takenAt) / 24),
@@ -184,17 +191,9 @@ export function plausibilityWindow(
   const allowance = maxFlowPerHour * Math.max(elapsedHours(reference, takenAt), MIN_ELAPSED_HOURS);
   return {
     reference: reference.reading,
-    min: roundVolume(value - fastestWheelStep(reference.reading)),
+    min: lowestNextValue(reference.reading),
     max: roundVolume(value + allowance),
   };
-}
-
-/**
- * One step of a reading's fastest (rightmost) wheel, m³: `00606.494` → 0.001, `00606` → 1. A wheel half-way may be read
- * either way.
- */
-export function fastestWheelStep(reading: string): number {
-  return 10 ** -(reading.split('.')[1]?.length ?? 0);
 }
 
 /** The plausibility part of a reading's API representation (sync response, webhook, history). */
@@ -298,17 +297,66 @@ export function newestCorrection<C extends keyof Database['reading_corrections']
  */
 export const isTrusted = sql<SqlBool>`(c.reading IS NOT NULL OR (r.reading IS NOT NULL AND r.plausibility NOT IN (${sql.join(FLAGGED.map((status) => sql.lit(status)))})))`;
 
+/** A query of one meter's submissions `m`, as newestFirst and newestEachDay take it. */
+type SubmissionsQuery<O> = SelectQueryBuilder<Database & { m: Database['submissions'] }, 'm', O>;
+
+/** Newest first, as the index on (meter_point_id, created_at DESC, id DESC) walks a meter's submissions. */
+export function newestFirst<O>(query: SubmissionsQuery<O>): SubmissionsQuery<O> {
+  return query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc');
+}
+
 /**
- * The meter point's trusted values (before the submission `before`, if given), newest first (by
- * when the meter showed them): of each submission its value if trusted (isTrusted), else the
- * `previous_reading` it came with. A manual reading is a submission whose time is its read_at.
+ * Of the submissions `rows` selects (`m`, one meter's, not yet ordered), the newest, then the newest of each earlier
+ * UTC day that has one: at most `days` of them, newest first. `at` is the column `rows` selects m.created_at as. A
+ * meter read every few minutes then weighs no more than one read daily, and its values reach as far back; each row
+ * found is one probe of the index.
+ */
+export async function newestEachDay<O>(
+  db: Db | Tx,
+  rows: () => SubmissionsQuery<O>,
+  at: keyof O & string,
+  days: number,
+): Promise<O[]> {
+  const earlierDay = rows().where(sql<SqlBool>`m.created_at < date_trunc('day', ${sql.ref(`daily.${at}`)}, 'UTC')`);
+  // The recursion appends each day after the one before, but only an ORDER BY promises an order.
+  const { rows: found } = await sql<O>`
+    WITH RECURSIVE daily AS (
+      SELECT * FROM ${newestFirst(rows()).limit(1)} AS newest
+      UNION ALL
+      SELECT earlier.* FROM daily CROSS JOIN LATERAL ${newestFirst(earlierDay).limit(1)} AS earlier
+    )
+    SELECT * FROM (SELECT * FROM daily LIMIT ${days}) AS found ORDER BY ${sql.ref(`found.${at}`)} DESC`.execute(db);
+  return found;
+}
+
+/**
+ * The meter point's trusted values (before the submission `before`, if given), newest first (by when the meter showed
+ * them): its newest TRUSTED_HISTORY_LIMIT and, when it has that many, one a day (newestEachDay) over the
+ * TRUSTED_HISTORY_DAYS before them. Of each submission its value if trusted (isTrusted), else the `previous_reading`
+ * it came with. A manual reading is a submission whose time is its read_at.
  */
 async function trustedHistory(
   db: Db,
   meterPointId: string,
   before?: { id: string; created_at: Date },
 ): Promise<MeterReference[]> {
-  let query = db
+  const rows = () => trustedRows(db, meterPointId, before);
+  const newestRows = await newestFirst(rows()).limit(TRUSTED_HISTORY_LIMIT).execute();
+  const oldest = newestRows.length === TRUSTED_HISTORY_LIMIT ? newestRows.at(-1) : undefined;
+  const earlierDays = oldest
+    ? await newestEachDay(
+        db,
+        () => rows().where('m.created_at', '<', oldest.created_at),
+        'created_at',
+        TRUSTED_HISTORY_DAYS,
+      )
+    : [];
+  return [...newestRows, ...earlierDays].map(trustedReference);
+}
+
+/** trustedHistory's submissions, not yet ordered: those with a trusted value or a previous_reading. */
+function trustedRows(db: Db, meterPointId: string, before?: { id: string; created_at: Date }) {
+  const query = db
     .selectFrom('submissions as m')
     .leftJoin('readings as r', 'r.submission_id', 'm.id')
     .leftJoinLateral(newestCorrection(db, ['reading']), (join) => join.onTrue())
@@ -324,25 +372,22 @@ async function trustedHistory(
       'c.reading as corrected',
     ])
     .where('m.meter_point_id', '=', meterPointId)
-    .where((eb) => eb.or([isTrusted, eb('m.previous_reading', 'is not', null)]))
-    .orderBy('m.created_at', 'desc')
-    .orderBy('m.id', 'desc')
-    .limit(TRUSTED_HISTORY_LIMIT);
-  if (before) query = query.where('m.id', '<>', before.id).where('m.created_at', '<=', before.created_at);
-  const rows = await query.execute();
-  return rows.map((row): MeterReference => {
-    const of = { submissionId: row.id, referenceId: row.reference_id };
-    if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at, ...of };
-    if (row.reading && !FLAGGED.includes(row.plausibility!)) {
-      return {
-        reading: row.reading,
-        source: row.mode === 'manual' ? 'manual' : 'reading',
-        readAt: row.created_at,
-        ...of,
-      };
-    }
-    return { reading: row.previous_reading!, source: 'previous_reading', readAt: row.previous_read_at, ...of };
-  });
+    .where((eb) => eb.or([isTrusted, eb('m.previous_reading', 'is not', null)]));
+  return before ? query.where('m.id', '<>', before.id).where('m.created_at', '<=', before.created_at) : query;
+}
+
+function trustedReference(row: Awaited<ReturnType<ReturnType<typeof trustedRows>['execute']>>[number]): MeterReference {
+  const of = { submissionId: row.id, referenceId: row.reference_id };
+  if (row.corrected) return { reading: row.corrected, source: 'correction', readAt: row.created_at, ...of };
+  if (row.reading && !FLAGGED.includes(row.plausibility!)) {
+    return {
+      reading: row.reading,
+      source: row.mode === 'manual' ? 'manual' : 'reading',
+      readAt: row.created_at,
+      ...of,
+    };
+  }
+  return { reading: row.previous_reading!, source: 'previous_reading', readAt: row.previous_read_at, ...of };
 }
 
 /** Hours from the reference to the photo; UNDATED_ELAPSED_HOURS when the reference has no date. */

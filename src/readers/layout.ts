@@ -44,3 +44,19 @@ export function outsideLayoutReason(reading: string, layout: MeterLayout): strin
   const known = layout.shownBy ? `as ${layout.shownBy} shows` : 'as set for the meter';
   return `${reading} has ${whole.length} whole and ${fraction.length} fractional wheels; the meter has ${layout.whole} and ${layout.fraction} (${known})`;
 }
+
+/**
+ * One step of a reading's fastest (rightmost) wheel, m³: `00606.494` → 0.001, `00606` → 1. A wheel half-way may be read
+ * either way.
+ */
+export function fastestWheelStep(reading: string): number {
+  return 10 ** -(reading.split('.')[1]?.length ?? 0);
+}
+
+/**
+ * The lowest value the meter may show after `reading`: one step of its fastest wheel below it, since a wheel half-way
+ * may be read either way. Lower is a meter that ran backwards, or another meter.
+ */
+export function lowestNextValue(reading: string): number {
+  return Math.round((Number(reading) - fastestWheelStep(reading)) * 1e6) / 1e6;
+}

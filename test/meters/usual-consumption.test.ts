@@ -6,12 +6,17 @@ const start = new Date('2025-01-01T08:00:00Z').getTime();
 const DAY = 86_400_000;
 const HOUSEHOLD = 1.5;
 
-/** Monthly (30-day) readings from `value`, each month using `use(month)` m³ a day. */
-function monthly(months: number, use: (month: number) => number, value = 100): TrustedPoint[] {
-  const points = [{ at: new Date(start), value }];
+/** `value` as a dial of 5 whole and `fraction` fractional wheels shows it. */
+function dial(value: number, fraction = 3): string {
+  return value.toFixed(fraction).padStart(fraction ? 6 + fraction : 5, '0');
+}
+
+/** Monthly (30-day) readings from `value`, each month using `use(month)` m³ a day; `fraction` red wheels. */
+function monthly(months: number, use: (month: number) => number, value = 100, fraction = 3): TrustedPoint[] {
+  const points = [{ at: new Date(start), reading: dial(value, fraction) }];
   for (let month = 0; month < months; month++) {
     value += use(month) * 30;
-    points.push({ at: new Date(start + (month + 1) * 30 * DAY), value });
+    points.push({ at: new Date(start + (month + 1) * 30 * DAY), reading: dial(value, fraction) });
   }
   return points;
 }
@@ -70,19 +75,38 @@ t.test('too little history: the account default, without spread', async (t) => {
 t.test('readings closer than a day merge; a drop (meter replaced) starts the history again', async (t) => {
   const hourly = monthly(4, () => 0.3).flatMap((point) => [
     point,
-    { at: new Date(point.at.getTime() + 3_600_000), value: point.value + 0.5 },
+    { at: new Date(point.at.getTime() + 3_600_000), reading: dial(Number(point.reading) + 0.5) },
   ]);
   t.equal(usualConsumption(hourly, HOUSEHOLD).basis, 'history');
   t.ok(Math.abs(usualConsumption(hourly, HOUSEHOLD).perDay - 0.3) < 0.02, 'an hour apart adds no interval of its own');
   const replaced = [
     ...monthly(12, () => 2),
-    ...monthly(2, () => 0.3, 5).map((point) => ({ at: new Date(point.at.getTime() + 400 * DAY), value: point.value })),
+    ...monthly(2, () => 0.3, 5).map((point) => ({
+      at: new Date(point.at.getTime() + 400 * DAY),
+      reading: point.reading,
+    })),
   ];
   t.same(
     usualConsumption(replaced, HOUSEHOLD),
     { perDay: HOUSEHOLD, spread: 0, basis: 'default' },
     'the old meter’s rate says nothing of the new one',
   );
+});
+
+t.test('a wheel half-way, read one step lower, is no replaced meter; more than a step lower is', async (t) => {
+  const after = (points: TrustedPoint[], down: number, fraction = 3) => [
+    ...points,
+    {
+      at: new Date(points.at(-1)!.at.getTime() + 2 * DAY),
+      reading: dial(Number(points.at(-1)!.reading) - down, fraction),
+    },
+  ];
+  const steady = monthly(12, () => 0.3);
+  t.equal(usualConsumption(after(steady, 0.001), HOUSEHOLD).basis, 'history', 'the last red wheel one lower');
+  t.equal(usualConsumption(after(steady, 0.002), HOUSEHOLD).basis, 'default', 'two of its steps: started again');
+  const wholeUnits = monthly(12, () => 1, 100, 0);
+  t.equal(usualConsumption(after(wholeUnits, 1, 0), HOUSEHOLD).basis, 'history', 'a 5 + 0 dial one unit lower');
+  t.equal(usualConsumption(after(wholeUnits, 2, 0), HOUSEHOLD).basis, 'default', 'two units: started again');
 });
 
 t.test('the allowance: at least a day of it, plus the floor', async (t) => {

@@ -1,7 +1,16 @@
 import t from 'tap';
-import { meterExpectation, plausibilityWindow, type MeterReference } from '../../src/pipeline/expect-reading.ts';
+import { createDatabase } from '../../src/db/database.ts';
+import {
+  meterExpectation,
+  plausibilityWindow,
+  readContext,
+  type MeterReference,
+} from '../../src/pipeline/expect-reading.ts';
 import { MIN_ELAPSED_HOURS, UNDATED_ELAPSED_HOURS } from '../../src/plausibility-policy.ts';
 import { judgeReading } from '../../src/readers/judge-reading.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { seedReadings } from '../helpers/seed-readings.ts';
+import { createCustomer } from '../helpers/service.ts';
 
 const readAt = new Date('2026-11-01T00:00:00Z');
 const hoursLater = (hours: number) => new Date(readAt.getTime() + hours * 3_600_000);
@@ -117,5 +126,44 @@ t.test(
       { layout: { whole: 5, fraction: 3 } },
       'a setting before any reading',
     );
+  },
+);
+
+t.test(
+  'a meter read every 20 minutes: its usual is learned from its days before the photo, not from its last 100 readings',
+  async (t) => {
+    const database = await createTestDatabase();
+    t.teardown(database.drop);
+    const db = createDatabase(database.url);
+    t.teardown(() => db.destroy());
+    const customer = await createCustomer(db);
+    const everyMinutes = 20;
+    const perDay = (day: number) => (day < 30 ? 0.4 : 1.2);
+    let value = 100;
+    const readings = Array.from({ length: (60 * 24 * 60) / everyMinutes + 1 }, (_, i) => {
+      const day = (i * everyMinutes) / (24 * 60);
+      if (i > 0) value += (perDay(day) * everyMinutes) / (24 * 60);
+      return {
+        meterId: 'camera-1',
+        createdAt: new Date(readAt.getTime() + day * 86_400_000),
+        reading: value.toFixed(3).padStart(9, '0'),
+        plausibility: 'ok' as const,
+      };
+    });
+    const referenceIds = await seedReadings(db, customer, readings);
+    const contextOf = async (index: number) => {
+      const { id } = await db
+        .selectFrom('submissions')
+        .select('id')
+        .where('reference_id', '=', referenceIds[index]!)
+        .executeTakeFirstOrThrow();
+      return readContext(db, id);
+    };
+    const newest = await contextOf(readings.length - 1);
+    t.equal(newest.reference?.reading, readings.at(-2)!.reading, 'the reference is still the newest value before it');
+    t.equal(newest.usual?.basis, 'history');
+    t.ok(Math.abs(newest.usual!.perDay - 1.2) < 0.02, `about 1.2 m³ a day lately (${newest.usual?.perDay})`);
+    const halfWay = await contextOf((readings.length - 1) / 2);
+    t.ok(Math.abs(halfWay.usual!.perDay - 0.4) < 0.02, `about 0.4 m³ a day before day 30 (${halfWay.usual?.perDay})`);
   },
 );
