@@ -69,7 +69,9 @@ export class Cleanups {
           resolve();
         }, CLEANUP_TIMEOUT_MS);
       });
-      await Promise.race([cleanup().catch((error) => console.error(`cleanup: ${error}`)), timedOut]);
+      // Called inside an async function: one that throws before it returns a promise is logged like the others.
+      const done = (async () => cleanup())().catch((error) => console.error(`cleanup: ${error}`));
+      await Promise.race([done, timedOut]);
       clearTimeout(timer);
     }
   }
@@ -85,7 +87,7 @@ export const cleanups = new Cleanups();
 export async function runBenchmark(benchmark: () => Promise<void>): Promise<void> {
   let interrupted = false;
   process.on('SIGINT', () => {
-    if (interrupted) return console.error('# SIGINT: already cleaning up');
+    if (interrupted) return console.error('# SIGINT: already cleaning up (Ctrl-\\ quits at once)');
     interrupted = true;
     void cleanups.run().then(() => process.exit(130));
   });
