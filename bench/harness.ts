@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
@@ -21,6 +20,7 @@ import { loadConfig } from '../src/config.ts';
 import { createDatabase, type Db } from '../src/db/database.ts';
 import { startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { addWebhookEndpoint } from '../src/webhooks/endpoints.ts';
+import { freePort } from '../test/helpers/ports.ts';
 import { adminQuery } from './admin.ts';
 
 export const root = path.join(import.meta.dirname, '..');
@@ -206,14 +206,6 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   await exited;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
 }
 
 /** Accounts on a plan too big to run out, each with an API key (returned) and a webhook endpoint on the receiver. */
