@@ -344,9 +344,9 @@ try {
   await db
     .transaction()
     .execute(async (tx) => {
-      await sql`DROP INDEX meters_meter_point_review`.execute(tx);
+      await sql`DROP INDEX submissions_meter_point_review`.execute(tx);
       await measure(
-        'for comparison: the same without meters_meter_point_review',
+        'for comparison: the same without submissions_meter_point_review',
         () => meterList(tx, account, { limit: 100 }),
         tx,
       );

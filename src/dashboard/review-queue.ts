@@ -15,7 +15,7 @@ const ZOOM_MARGIN = 0.6;
 
 /**
  * The review queue (/dashboard/review): the account's submissions that need review, oldest first
- * by (created_at, id), found from the index meters_review_queue. A pass walks the queue forward from
+ * by (created_at, id), found from the index submissions_review_queue. A pass walks the queue forward from
  * the cursor `after` (the reference_id of the last item skipped): a skipped item stays behind the
  * cursor, so it does not come back until the pass ends and a new one starts from the oldest.
  * Undefined when nothing waits after the cursor.

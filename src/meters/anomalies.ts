@@ -268,7 +268,7 @@ function historyDays(settings: AnomalySettings): number {
 
 /**
  * The meter point's newest two trusted values, and its daily ones: each a step of the index
- * meters_meter_point back from the day before, so a meter read every minute costs no more to
+ * submissions_meter_point back from the day before, so a meter read every minute costs no more to
  * judge than one read every day.
  */
 async function meterValues(tx: Tx, meterPointId: string, days: number): Promise<MeterValues> {

@@ -45,7 +45,7 @@ function exportBatch(db: Db, accountId: string, filter: SubmissionFilter, afterI
   return db
     .selectFrom(page.as('s'))
     .leftJoinLateral(
-      // The meter's newest trusted value before this submission, by (created_at, id): the index meters_meter_point.
+      // The meter's newest trusted value before this submission, by (created_at, id): the index submissions_meter_point.
       trustedSubmissions(db, sql.ref('s.meterPointId'))
         .where(sql<SqlBool>`(m.created_at, m.id) < (s."createdAt", s."submissionId")`)
         .orderBy('m.created_at', 'desc')

@@ -10,7 +10,7 @@ export const CONSUMPTION_MONTHS = 24;
 /**
  * The trusted submissions (isTrusted) of the meter point `meterPoint` (an SQL expression: its id, or
  * a column of an outer query), with their trusted reading: the newest correction, else the reading.
- * Walk it newest first (`m.id`), which the index meters_meter_point serves.
+ * Walk it newest first (`m.id`), which the index submissions_meter_point serves.
  */
 export function trustedSubmissions(db: Db, meterPoint: ReturnType<typeof sql.ref> | string) {
   return db

@@ -123,7 +123,7 @@ export function reviewWaitingCount(account: string | RawBuilder<unknown> | Retur
 
 /**
  * How many submissions of a meter (its meter_points id, or an SQL expression of one) wait for review:
- * a range of the index meters_meter_point_review, which holds only the submissions that wait.
+ * a range of the index submissions_meter_point_review, which holds only the submissions that wait.
  */
 export function meterWaitingCount(meterPoint: string | ReturnType<typeof sql.ref>) {
   return sql<number>`(SELECT count(*)::int FROM submissions WHERE meter_point_id = ${meterPoint} AND needs_review)`;
