@@ -14,7 +14,7 @@ export async function freePort(): Promise<number> {
   const ephemeralFrom = await ephemeralRangeStart();
   for (let tries = 0; tries < 100; tries++) {
     const port = LOWEST + Math.floor(Math.random() * (ephemeralFrom - LOWEST));
-    if (await listensOn(port)) return port;
+    if (await isFree(port)) return port;
   }
   throw new Error(`no free port between ${LOWEST} and ${ephemeralFrom}`);
 }
@@ -26,7 +26,7 @@ async function ephemeralRangeStart(): Promise<number> {
 }
 
 /** Whether a server could listen on `port` on every IPv4 address now (the service's own HOST, 0.0.0.0, included). */
-function listensOn(port: number): Promise<boolean> {
+function isFree(port: number): Promise<boolean> {
   const server = createServer();
   return new Promise((resolve) => {
     server.once('error', () => resolve(false));
