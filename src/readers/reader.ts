@@ -18,6 +18,11 @@ export interface MeterReading {
   raw: unknown;
   /** One 0–100 confidence per digit of `reading` (decimal point excluded), where the reader knows them. */
   digitConfidences?: number[];
+  /**
+   * The counter has fractional wheels and every reader of its window read these whole units (the local reader): a
+   * reading less confident than the account's review threshold need not wait for review (src/meters/review.ts).
+   */
+  wholeUnitsAgreed?: boolean;
   /** Corners of the counter window in the normalised image, clockwise from top-left, in pixels. */
   counterBox?: Array<[number, number]>;
   /**

@@ -10,7 +10,12 @@ import {
   readWithinValues,
   type LayoutReading,
 } from '../../src/readers/local/decode.ts';
-import { judgeWithinWindow, rivalsInsideWindow, weighLayouts } from '../../src/readers/local/model.ts';
+import {
+  judgeWithinWindow,
+  rivalsInsideWindow,
+  weighLayouts,
+  wholeUnitsAgreed,
+} from '../../src/readers/local/model.ts';
 import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../src/plausibility-policy.ts';
 import { ALPHABET, MIN_LOCAL_CONFIDENCE, WHEEL_READER_WEIGHT } from '../../src/readers/local/spec.ts';
 
@@ -372,12 +377,18 @@ t.test(
   },
 );
 
+/** A window read as `reading`, with what each of its readers read. */
+function windowRead(reading: string, readerTexts: string[], wheelReaderText: string) {
+  return {
+    formatted: { reading, value: Number(reading), confidence: 37, digitConfidences: [] },
+    raw: { readerTexts, wheelReaderText, layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
+  };
+}
+
 t.test("rivals inside the window: the window's own readers that read other whole units there", async (t) => {
   const window = { reference: '00230.000', min: 229.999, max: 290 };
-  const chosen = (readerTexts: string[], wheelReaderText = '00238245') => ({
-    formatted: { reading: '00238.245', value: 238.245, confidence: 37, digitConfidences: [] },
-    raw: { readerTexts, wheelReaderText, layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
-  });
+  const chosen = (readerTexts: string[], wheelReaderText = '00238245') =>
+    windowRead('00238.245', readerTexts, wheelReaderText);
   t.same(
     rivalsInsideWindow(chosen(['00238.245', '00238.245', '00238.241']), window),
     [],
@@ -405,6 +416,40 @@ t.test("rivals inside the window: the window's own readers that read other whole
     "a reading above the meter's usual consumption (it would be suspicious) is no rival; one within it is",
   );
 });
+
+t.test(
+  "whole units agreed: a counter with fractional wheels whose window's readers all read its whole units",
+  async (t) => {
+    t.ok(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238.745', '00238.241'], '00238249')),
+      'all four read 238; the litres differ',
+    );
+    t.notOk(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00239.245', '00238.245'], '00238245')),
+      'one reads 239',
+    );
+    t.notOk(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238.245', '00238.245'], '00236245')),
+      'the wheel reader reads 236',
+    );
+    t.ok(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238.245', '00238.245'], '0023824')),
+      'a wheel reader that read other wheels has no say',
+    );
+    t.ok(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238', '00238.245'], '00238245')),
+      'a reader that read the black wheels only reads the same whole units',
+    );
+    t.notOk(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '0023A', '00238.245'], '00238245')),
+      'one that read no number does not agree',
+    );
+    t.notOk(
+      wholeUnitsAgreed(windowRead('00238', ['00238', '00238', '00238'], '')),
+      'whole units only: the last wheel is a unit, where agreeing readers can all be wrong',
+    );
+  },
+);
 
 t.test(
   'a counter read in both layouts: the surer reading, or the 5 + 3 one reading the same whole units, its confidence its share',

@@ -65,6 +65,7 @@ t.test('a 5 + 3 counter whose window is found around its black wheels only', { s
   );
   t.match(result.reading, LAYOUT.toloka!, 'read with its fractional wheels');
   t.match(result.raw, { otherLayout: { reading: '00031' } }, 'the five-wheel reading it competed with');
+  t.equal(result.wholeUnitsAgreed, true, 'unsure of its red wheels, every reader read 31 whole units');
 });
 
 t.test(

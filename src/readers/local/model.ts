@@ -196,6 +196,7 @@ async function readMeter(
       model: MODEL_NAME,
       raw: { ...chosen.raw, candidates: candidates.length, evidence, ...raw },
       digitConfidences: chosen.formatted.digitConfidences,
+      wholeUnitsAgreed: wholeUnitsAgreed(chosen),
       counterBox: windowCorners(scaleWindow(chosen.window, toNormalised)).map(([x, y]) => [
         Math.round(x),
         Math.round(y),
@@ -419,17 +420,38 @@ export function rivalsInsideWindow(
   chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>,
   window: PlausibilityWindow,
 ): string[] {
-  const { reading, value } = chosen.formatted;
-  const { readerTexts, wheelReaderText } = chosen.raw;
-  const wheelReaderReads = wheelReaderText.length === reading.replace('.', '').length;
+  const { value } = chosen.formatted;
   const rivals = new Set<string>();
-  for (const text of wheelReaderReads ? [...readerTexts, inLayout(reading, wheelReaderText)] : readerTexts) {
+  for (const text of windowReadersTexts(chosen)) {
     const rival = parseReading(text);
     const usual = rival && (window.usualMax === undefined || rival.value <= window.usualMax);
     if (rival && usual && !outsideWindowReason(rival, window) && Math.trunc(rival.value) !== Math.trunc(value))
       rivals.add(text);
   }
   return [...rivals];
+}
+
+/**
+ * Whether the counter has fractional wheels and every reader of the chosen window (windowReadersTexts) read the
+ * chosen reading's whole units: then what it is unsure of is litres, and a reading less confident than the review
+ * threshold can still be billed in m³ (src/meters/review.ts). On a counter of whole units only its last wheel is
+ * a whole unit, and the readers agree on a wrong one there (ml/EXPERIMENTS.md, "whole units agreed").
+ */
+export function wholeUnitsAgreed(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>): boolean {
+  const { reading, value } = chosen.formatted;
+  if (!reading.includes('.')) return false;
+  return windowReadersTexts(chosen).every((text) => {
+    const read = parseReading(text);
+    return read !== undefined && Math.trunc(read.value) === Math.trunc(value);
+  });
+}
+
+/** The chosen window's own readings: each strip reader's, and the wheel reader's where it reads every wheel. */
+function windowReadersTexts(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>): string[] {
+  const { reading } = chosen.formatted;
+  const { readerTexts, wheelReaderText } = chosen.raw;
+  const wheelReaderReads = wheelReaderText.length === reading.replace('.', '').length;
+  return wheelReaderReads ? [...readerTexts, inLayout(reading, wheelReaderText)] : readerTexts;
 }
 
 function rivalsReason(reading: string, rivals: string[]): string {
