@@ -314,6 +314,7 @@ try {
     plausibility: sql`r.plausibility`,
     confidence: sql`r.confidence`,
     reviewBelow: sql`(SELECT review_below FROM accounts WHERE id = m.account_id)`,
+    wholeUnitsAgreed: sql`r.whole_units_agreed`,
     byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE submission_id = m.id))`,
   })}`;
   await measure('for comparison: the next item by the rule over the facts, without the stored flag', () =>

@@ -47,6 +47,7 @@ export async function nextForReview(db: Db, accountId: string, after: string | u
       plausibility: item.plausibility,
       confidence: item.confidence,
       reviewBelow: item.reviewBelow,
+      wholeUnitsAgreed: item.wholeUnitsAgreed ?? false,
       byPerson: false,
     }),
     zoom:

@@ -196,6 +196,7 @@ export interface ReadingsTable {
   /** The submission whose value was the reference; null: the client's previous_reading. */
   reference_submission_id: ColumnType<string | null, string | null | undefined, never>;
   usual_max: ColumnType<string | null, number | null | undefined, never>;
+  whole_units_agreed: ColumnType<boolean, boolean | undefined, never>;
   created_at: CreatedAt;
 }
 export type NewReading = Insertable<ReadingsTable>;

@@ -20,6 +20,8 @@ export interface ScoredCase {
   unconstrained?: string;
   /** What the reader said of its reading beside it (the local reader: its confidence evidence). */
   raw?: unknown;
+  /** The reader's MeterReading `wholeUnitsAgreed`. */
+  wholeUnitsAgreed?: boolean;
   /** With a grown past (`eval --previous dated|manual`): the reference the reading bills from. */
   past?: { reference: string };
 }
@@ -102,6 +104,11 @@ export interface ReviewSummary extends ReviewAt {
    * …and for each reason with a reading, the share of all photos whose reading is right in whole units all the same.
    */
   rightInWholeUnits: { implausible: number; suspicious: number; lessConfident: number };
+  /**
+   * Readings not needing review though less confident than the threshold, their whole units agreed: the share of all
+   * photos, and of all photos the share among them right in whole units.
+   */
+  agreedBelow: { share: number; rightInWholeUnits: number };
   /** The same judged at each of REVIEW_THRESHOLDS: what choosing an account's threshold trades. */
   byThreshold: Array<Omit<ReviewAt, 'billingErrors'> & { billingErrors: number }>;
 }
@@ -254,6 +261,7 @@ export function summariseReview(cases: ScoredCase[]): ReviewSummary {
     lessConfident: (c: ScoredCase) => c.predicted !== undefined && !flagged(c),
   };
   const rightAnyway = (reason: (c: ScoredCase) => boolean) => share((c) => reason(c) && isWholeUnitExact(c));
+  const agreedBelow = billable.filter((c) => c.confidence < DEFAULT_REVIEW_BELOW);
   return {
     ...atDefault,
     billable: billable.length,
@@ -267,6 +275,10 @@ export function summariseReview(cases: ScoredCase[]): ReviewSummary {
       implausible: rightAnyway(reasons.implausible),
       suspicious: rightAnyway(reasons.suspicious),
       lessConfident: rightAnyway(reasons.lessConfident),
+    },
+    agreedBelow: {
+      share: ratio(agreedBelow.length, cases.length),
+      rightInWholeUnits: ratio(agreedBelow.filter(isWholeUnitExact).length, cases.length),
     },
     byThreshold: REVIEW_THRESHOLDS.map((reviewBelow) => {
       const at = reviewAt(cases, reviewBelow);
@@ -289,6 +301,7 @@ function reviewAt(cases: ScoredCase[], reviewBelow: number): Omit<ReviewAt, 'bil
         plausibility: c.plausibility ?? null,
         confidence: c.confidence,
         reviewBelow,
+        wholeUnitsAgreed: c.wholeUnitsAgreed ?? false,
         byPerson: false,
       }),
   );

@@ -55,6 +55,7 @@ export async function readPhotos(
         latencyMs: performance.now() - started,
         plausibility: reading.plausibility,
         unconstrained: reading.unconstrainedReading,
+        wholeUnitsAgreed: reading.wholeUnitsAgreed,
         raw: reading.raw,
         ...past,
       });
@@ -148,6 +149,7 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       needsReview,
       reasons,
       rightInWholeUnits: right,
+      agreedBelow,
       billable,
       wholeUnitsRightBillable,
       billingErrors,
@@ -169,6 +171,8 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       ...billingErrors.map(
         (e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`,
       ),
+      `    of them less confident than ${reviewBelow}, their whole units agreed: ${percent(agreedBelow.share).trim()} of the photos ` +
+        `(${percent(agreedBelow.rightInWholeUnits).trim()} right in whole units)`,
       '    at other review thresholds (needs review; not needing review, whole units right among them, billing errors)',
       ...byThreshold.map(
         (at) =>

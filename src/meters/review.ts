@@ -10,15 +10,23 @@ export interface ReviewFacts {
   status: 'completed' | 'failed';
   plausibility: Plausibility | null;
   confidence: number | null;
-  /** The account's review threshold: a reading less confident than this needs a look. */
+  /**
+   * The account's review threshold: a reading less confident than this needs a look, unless its whole units are
+   * agreed.
+   */
   reviewBelow: number;
+  /**
+   * The counter has fractional wheels and every reader of its window read the same whole units (MeterReading's
+   * `wholeUnitsAgreed`): its confidence is low for the litres only, and it bills in m³ without a look.
+   */
+  wholeUnitsAgreed: boolean;
   /** A person gave this value: a correction, a confirmation, or a manual reading. */
   byPerson: boolean;
 }
 
 /**
  * Why a reading needs review: it failed, its plausibility is flagged, or it is less confident than the account's
- * threshold.
+ * threshold and its whole units are not agreed.
  */
 export type ReviewReason =
   | { kind: 'failed' }
@@ -28,7 +36,9 @@ export type ReviewReason =
 /**
  * Why a finished submission's reading needs a person's look, if it does: nothing when a person gave,
  * corrected or confirmed the value; else a failed submission, a reading that is `implausible` or
- * `suspicious`, one less confident than the account's review threshold (all that apply).
+ * `suspicious`, one less confident than the account's review threshold whose whole units are not agreed (all that
+ * apply). On photos no network had learned, an agreed reading below the threshold was right in whole units every
+ * time (ml/EXPERIMENTS.md, "whole units agreed").
  */
 export function reviewReasons(facts: ReviewFacts): ReviewReason[] {
   if (facts.byPerson) return [];
@@ -36,7 +46,7 @@ export function reviewReasons(facts: ReviewFacts): ReviewReason[] {
   if (facts.status === 'failed') reasons.push({ kind: 'failed' });
   if (facts.plausibility && FLAGGED.includes(facts.plausibility))
     reasons.push({ kind: 'flagged', plausibility: facts.plausibility });
-  if (facts.status === 'completed' && (facts.confidence ?? 0) < facts.reviewBelow)
+  if (facts.status === 'completed' && (facts.confidence ?? 0) < facts.reviewBelow && !facts.wholeUnitsAgreed)
     reasons.push({ kind: 'unsure', confidence: facts.confidence ?? 0, reviewBelow: facts.reviewBelow });
   return reasons;
 }
@@ -51,7 +61,7 @@ export function needsReview(facts: ReviewFacts): boolean {
 /** needsReview's rule in SQL, over SQL expressions of its facts: what refreshNeedsReview stores. */
 export function needsReviewSql(facts: { [K in keyof ReviewFacts]: RawBuilder<unknown> }): RawBuilder<SqlBool> {
   const flagged = sql.join(FLAGGED.map((status) => sql.lit(status)));
-  return sql<SqlBool>`(NOT ${facts.byPerson} AND (${facts.status} = 'failed' OR coalesce(${facts.plausibility} IN (${flagged}), false) OR coalesce(${facts.confidence}, 0) < ${facts.reviewBelow}))`;
+  return sql<SqlBool>`(NOT ${facts.byPerson} AND (${facts.status} = 'failed' OR coalesce(${facts.plausibility} IN (${flagged}), false) OR (coalesce(${facts.confidence}, 0) < ${facts.reviewBelow} AND NOT coalesce(${facts.wholeUnitsAgreed}, false))))`;
 }
 
 /** needsReview of the submission `m` (a row of `submissions as m`) from its facts as they stand now. */
@@ -60,6 +70,7 @@ const currentNeedsReview = needsReviewSql({
   plausibility: sql`(SELECT plausibility FROM readings WHERE submission_id = m.id)`,
   confidence: sql`(SELECT confidence FROM readings WHERE submission_id = m.id)`,
   reviewBelow: sql`(SELECT review_below FROM accounts WHERE id = m.account_id)`,
+  wholeUnitsAgreed: sql`(SELECT whole_units_agreed FROM readings WHERE submission_id = m.id)`,
   byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE submission_id = m.id))`,
 });
 

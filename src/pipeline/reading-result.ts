@@ -18,6 +18,7 @@ export const readingColumns = [
   'r.model',
   'r.digit_confidences as digitConfidences',
   'r.counter_box as counterBox',
+  'r.whole_units_agreed as wholeUnitsAgreed',
 ] as const;
 
 /** A reading as stored: one row of readingColumns. */
@@ -53,6 +54,7 @@ export function readingResult(stored: StoredReading, frame: Frame | null, judgem
     reading_id: Number(stored.readingId),
     meter_id: judgement.meterId,
     needs_review: judgement.needsReview,
+    whole_units_agreed: stored.wholeUnitsAgreed,
   };
   if (judgement.plausibility) result.plausibility = judgement.plausibility;
   if (stored.counterBox && frame) {
@@ -83,6 +85,7 @@ export function freshReadingResult(stored: StoredReading, made: ChainReading, co
       plausibility: made.plausibility,
       confidence: made.confidence,
       reviewBelow: context.reviewBelow,
+      wholeUnitsAgreed: made.wholeUnitsAgreed ?? false,
       byPerson: false,
     }),
   });

@@ -102,7 +102,7 @@ const Plausibility = Type.Object(
 /** needs_review, the one flag to bill on (docs/readings.md, "needs_review"; src/meters/review.ts). */
 export const NeedsReview = Type.Boolean({
   description:
-    "true: a person should look before this is billed (failed, implausible, suspicious, or less confident than the account's review threshold); " +
+    "true: a person should look before this is billed (failed, implausible, suspicious, or less confident than the account's review threshold with its whole units not agreed); " +
     'false: consistent with everything the service knows, or a person gave, corrected or confirmed it',
 });
 
@@ -122,6 +122,10 @@ export const ReadingFields = {
   meter_id: Type.Union([Type.String(), Type.Null()], { description: "The client's meter_id; null when it sent none" }),
   plausibility: Type.Optional(ref(Plausibility)),
   needs_review: NeedsReview,
+  whole_units_agreed: Type.Boolean({
+    description:
+      "The counter has fractional wheels and every reader of its window read these whole units (the local reader): unsure only of the litres, so it needs no review for being less confident than the account's threshold",
+  }),
   counter_box: Type.Optional(ref(CounterBox)),
   digits: Type.Optional(
     Type.Array(ref(DigitConfidence), {
@@ -168,6 +172,7 @@ export const READING_EXAMPLE = {
   reading_id: 42,
   meter_id: 'SN-4711',
   needs_review: false,
+  whole_units_agreed: true,
 };
 
 /** READING_EXAMPLE as the local reader gives it, with where it saw the counter and each wheel's confidence. */

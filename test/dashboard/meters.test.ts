@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import t from 'tap';
 import { createApiKey } from '../../src/accounts/api-keys.ts';
 import { CORRECTIONS_PER_SUBMISSION } from '../../src/meters/corrections.ts';
@@ -138,6 +139,14 @@ t.test('dashboard: meter page with its chart, and corrections from the reading p
     (await client.get(`/dashboard/readings/${next}`)).text,
     `(the reference is <a href="/dashboard/readings/${flagged}">this reading</a>`,
     'the confirmed reading is the reference, and the page links to it',
+  );
+  t.notMatch((await client.get(`/dashboard/readings/${next}`)).text, /whole units agreed/, "a hosted reader's reading");
+  await sql`UPDATE readings SET whole_units_agreed = true
+    WHERE submission_id = (SELECT id FROM submissions WHERE reference_id = ${next})`.execute(service.db);
+  t.match(
+    (await client.get(`/dashboard/readings/${next}`)).text,
+    /<dt>Confidence<\/dt><dd>\d+, its whole units agreed: every reader read the same<\/dd>/,
+    'the local reader says when its readers agree on the whole units',
   );
 });
 

@@ -4,6 +4,7 @@ import {
   holdReviewThreshold,
   needsReview,
   needsReviewSql,
+  reviewReasons,
   type ReviewFacts,
   setReviewSettings,
 } from '../../src/meters/review.ts';
@@ -24,20 +25,36 @@ t.test(
     for (const status of ['completed', 'failed'] as const)
       for (const plausibility of plausibilities)
         for (const confidence of [null, 0, 79, 80, 81, 100])
-          for (const byPerson of [false, true])
-            cases.push({ status, plausibility, confidence, reviewBelow: 80, byPerson });
+          for (const wholeUnitsAgreed of [false, true])
+            for (const byPerson of [false, true])
+              cases.push({ status, plausibility, confidence, reviewBelow: 80, wholeUnitsAgreed, byPerson });
     for (const facts of cases) {
       const { rows } = await sql<{ needs: boolean }>`SELECT ${needsReviewSql({
         status: sql`${facts.status}::text`,
         plausibility: sql`${facts.plausibility}::text`,
         confidence: sql`${facts.confidence}::smallint`,
         reviewBelow: sql`${facts.reviewBelow}::smallint`,
+        wholeUnitsAgreed: sql`${facts.wholeUnitsAgreed}::boolean`,
         byPerson: sql`${facts.byPerson}::boolean`,
       })} AS needs`.execute(service.db);
       t.equal(rows[0]!.needs, needsReview(facts), JSON.stringify(facts));
     }
   },
 );
+
+t.test('an unsure reading whose whole units are agreed is billed; other reasons still hold it', async (t) => {
+  const facts: ReviewFacts = {
+    status: 'completed',
+    plausibility: 'ok',
+    confidence: 45,
+    reviewBelow: 80,
+    wholeUnitsAgreed: true,
+    byPerson: false,
+  };
+  t.same(reviewReasons(facts), []);
+  t.same(reviewReasons({ ...facts, wholeUnitsAgreed: false }), [{ kind: 'unsure', confidence: 45, reviewBelow: 80 }]);
+  t.same(reviewReasons({ ...facts, plausibility: 'suspicious' }), [{ kind: 'flagged', plausibility: 'suspicious' }]);
+});
 
 t.test(
   'needs_review as stored: every path that changes its facts stores it again, equal to the rule over the facts',
@@ -76,6 +93,7 @@ t.test(
         plausibility: sql`r.plausibility`,
         confidence: sql`r.confidence`,
         reviewBelow: sql`a.review_below`,
+        wholeUnitsAgreed: sql`r.whole_units_agreed`,
         byPerson: sql`(m.mode = 'manual' OR EXISTS (SELECT 1 FROM reading_corrections WHERE submission_id = m.id))`,
       })}) AS rule
       FROM submissions m JOIN accounts a ON a.id = m.account_id LEFT JOIN readings r ON r.submission_id = m.id

@@ -10,6 +10,7 @@ const base = {
   model: 'm',
   digitConfidences: null,
   counterBox: null,
+  wholeUnitsAgreed: true,
 };
 const frame = { width: 800, height: 600 };
 const judgement = { meterId: null, plausibility: undefined, needsReview: false };
@@ -24,6 +25,7 @@ t.test('the reading fields, with numbers as numbers', async (t) => {
     reading_id: 42,
     meter_id: null,
     needs_review: false,
+    whole_units_agreed: true,
   });
 });
 

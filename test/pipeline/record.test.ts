@@ -96,6 +96,25 @@ t.test('a reading just recorded is shown as GET shows it, byte for byte', async 
   t.equal(JSON.stringify(fresh), JSON.stringify(shown));
 });
 
+t.test(
+  "an unsure reading whose whole units the window's readers agree on needs no review; without them it does",
+  async (t) => {
+    const unsure = { ...made, confidence: 45 };
+    for (const wholeUnitsAgreed of [true, false]) {
+      const submission = await submissionBeingRead();
+      const stored = await recordReading(deps, submission, { ...unsure, wholeUnitsAgreed }, context);
+      t.match(freshReadingResult(stored!, { ...unsure, wholeUnitsAgreed }, context), {
+        whole_units_agreed: wholeUnitsAgreed,
+        needs_review: !wholeUnitsAgreed,
+      });
+      const record = await submissionRecords(db, submission.accountId)
+        .where('m.id', '=', submission.submissionId)
+        .executeTakeFirstOrThrow();
+      t.match(submissionJson(record), { whole_units_agreed: wholeUnitsAgreed, needs_review: !wholeUnitsAgreed });
+    }
+  },
+);
+
 t.test('a submission that has already finished records nothing', async (t) => {
   const submission = await submissionBeingRead();
   t.ok(await recordReading(deps, submission, made, context));

@@ -103,7 +103,14 @@ async function completedOutcome(account = accountId): Promise<SubmissionOutcome>
     accountId: account,
     referenceId: meter.reference_id,
     reading,
-    stored: { ...reading, value: '4217.35', readingId: '42', digitConfidences: null, counterBox: null },
+    stored: {
+      ...reading,
+      value: '4217.35',
+      readingId: '42',
+      digitConfidences: null,
+      counterBox: null,
+      wholeUnitsAgreed: false,
+    },
     context: { meterId: null, reviewBelow: 90 },
   };
 }
@@ -186,6 +193,7 @@ t.test('notify creates one delivery per enabled endpoint subscribed to the event
     reading_id: 42,
     meter_id: null,
     needs_review: false,
+    whole_units_agreed: false,
     plausibility: {
       status: 'unknown',
       reference: null,

@@ -241,7 +241,9 @@ t.test('meter-reading API', async (t) => {
       'reference_id',
       'status',
       'value',
+      'whole_units_agreed',
     ]);
+    t.equal(response.body.whole_units_agreed, false, "a hosted reader's whole units are never agreed");
     const meter = await waitForMeter(service.db, response.body.reference_id);
     const deliveries = await service.db
       .selectFrom('webhook_deliveries')
