@@ -69,7 +69,8 @@ export const USUAL_SPREADS = 3;
 export const USUAL_FLOOR_M3 = 1;
 
 /**
- * A new account's review threshold: a reading less confident than this needs a person's look. The lowest at which,
+ * A new account's review threshold: a reading less confident than this needs a person's look, unless its whole units are
+ * agreed (src/meters/review.ts). The lowest at which,
  * on photos no network had learned, the readings billed unseen stay right in whole units (ml/EXPERIMENTS.md). Also the
  * default of accounts.review_below (sql/030), which cannot import it: test/plausibility-policy.test.ts holds the two
  * equal.

@@ -52,7 +52,7 @@ export const meterCommands: Command[] = [
   {
     name: 'meters review',
     synopsis: '--account N [--below CONFIDENCE] [--usual-m3-per-day X] [--train-on-hosted yes|no]',
-    description: `when a reading needs a person's look before it is billed (needs_review): below this confidence (default ${DEFAULT_REVIEW_BELOW}), or far above the usual consumption, the account's default for meters with too little history (${DEFAULT_USUAL_M3_PER_DAY} m³ a day); and whether meterlens train also learns from hosted readers' readings that need no look (default no)`,
+    description: `when a reading needs a person's look before it is billed (needs_review): below this confidence (default ${DEFAULT_REVIEW_BELOW}) unless its whole units are agreed, or far above the usual consumption, the account's default for meters with too little history (${DEFAULT_USUAL_M3_PER_DAY} m³ a day); and whether meterlens train also learns from hosted readers' readings that need no look (default no)`,
     options: {
       account: { type: 'string' },
       below: { type: 'string' },
@@ -92,7 +92,7 @@ export const meterCommands: Command[] = [
           trainOnHosted: settings.trainOnHosted,
         },
         [
-          `account ${accountId}: readings below confidence ${settings.reviewBelow} need review; a meter with too little history usually uses ${settings.usualM3PerDay} m³ a day`,
+          `account ${accountId}: readings below confidence ${settings.reviewBelow} need review unless their whole units are agreed; a meter with too little history usually uses ${settings.usualM3PerDay} m³ a day`,
           `meterlens train learns from photos people confirmed or corrected${settings.trainOnHosted ? ", and from hosted readers' readings that need no review" : ' only'}`,
         ],
       );

@@ -51,7 +51,7 @@ export interface AccountsTable {
   name: string;
   /** numeric: pg returns it as a string. */
   max_flow_m3_per_hour: ColumnType<string, number | string | undefined, number | string>;
-  /** A reading less confident than this needs a person's look (needs_review). */
+  /** A reading less confident than this needs a person's look (needs_review), unless its whole units are agreed. */
   review_below: ColumnType<number, number | undefined, number>;
   /** A meter's usual consumption, m³ a day, while its own history is too short (numeric: a string). */
   usual_m3_per_day: ColumnType<string, number | string | undefined, number | string>;

@@ -105,10 +105,10 @@ export interface ReviewSummary extends ReviewAt {
    */
   rightInWholeUnits: { implausible: number; suspicious: number; lessConfident: number };
   /**
-   * Readings not needing review though less confident than the threshold, their whole units agreed: the share of all
-   * photos, and of all photos the share among them right in whole units.
+   * The readings that need no review only because their whole units are agreed (less confident than the threshold):
+   * how many, and the share of them right in whole units.
    */
-  agreedBelow: { share: number; rightInWholeUnits: number };
+  agreedBelow: { readings: number; wholeUnitsRight: number | null };
   /** The same judged at each of REVIEW_THRESHOLDS: what choosing an account's threshold trades. */
   byThreshold: Array<Omit<ReviewAt, 'billingErrors'> & { billingErrors: number }>;
 }
@@ -261,7 +261,7 @@ export function summariseReview(cases: ScoredCase[]): ReviewSummary {
     lessConfident: (c: ScoredCase) => c.predicted !== undefined && !flagged(c),
   };
   const rightAnyway = (reason: (c: ScoredCase) => boolean) => share((c) => reason(c) && isWholeUnitExact(c));
-  const agreedBelow = billable.filter((c) => c.confidence < DEFAULT_REVIEW_BELOW);
+  const agreedBelow = billable.filter((c) => c.wholeUnitsAgreed && c.confidence < atDefault.reviewBelow);
   return {
     ...atDefault,
     billable: billable.length,
@@ -277,8 +277,10 @@ export function summariseReview(cases: ScoredCase[]): ReviewSummary {
       lessConfident: rightAnyway(reasons.lessConfident),
     },
     agreedBelow: {
-      share: ratio(agreedBelow.length, cases.length),
-      rightInWholeUnits: ratio(agreedBelow.filter(isWholeUnitExact).length, cases.length),
+      readings: agreedBelow.length,
+      wholeUnitsRight: agreedBelow.length
+        ? ratio(agreedBelow.filter(isWholeUnitExact).length, agreedBelow.length)
+        : null,
     },
     byThreshold: REVIEW_THRESHOLDS.map((reviewBelow) => {
       const at = reviewAt(cases, reviewBelow);

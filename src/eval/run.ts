@@ -168,11 +168,11 @@ export function formatSummary(title: string, summary: EvalSummary): string {
       `    needs review              ${percent(needsReview)}  (${why}; right: in whole units all the same)`,
       `    not needing review: ${billable}; whole units right ${percent(wholeUnitsRightBillable).trim()}; ` +
         `billing errors ${billingErrors.length} (off the true consumption by more than ${BILLING_ERROR_M3} m³ and ${100 * BILLING_ERROR_SHARE}% of it)`,
+      `      ${agreedBelow.readings} of them below ${reviewBelow}, their whole units agreed; whole units right ` +
+        `${percent(agreedBelow.wholeUnitsRight).trim()}`,
       ...billingErrors.map(
         (e) => `      ${e.file}: read ${e.reading} against ${e.reference}, bills ${e.billed} m³, truly ${e.truly} m³`,
       ),
-      `    of them less confident than ${reviewBelow}, their whole units agreed: ${percent(agreedBelow.share).trim()} of the photos ` +
-        `(${percent(agreedBelow.rightInWholeUnits).trim()} right in whole units)`,
       '    at other review thresholds (needs review; not needing review, whole units right among them, billing errors)',
       ...byThreshold.map(
         (at) =>

@@ -88,6 +88,7 @@ function exportLine(row: ExportRow): string {
     confidence: row.confidence,
     plausibility: row.plausibility,
     needs_review: row.needsReview,
+    whole_units_agreed: row.status === 'completed' ? row.wholeUnitsAgreed : null,
     quality: quality(row),
     consumption: row.trusted ? consumption(trustedValue, row.previousValue) : null,
     corrected_reading: row.correctedReading,

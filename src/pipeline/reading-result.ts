@@ -85,7 +85,7 @@ export function freshReadingResult(stored: StoredReading, made: ChainReading, co
       plausibility: made.plausibility,
       confidence: made.confidence,
       reviewBelow: context.reviewBelow,
-      wholeUnitsAgreed: made.wholeUnitsAgreed ?? false,
+      wholeUnitsAgreed: made.wholeUnitsAgreed,
       byPerson: false,
     }),
   });

@@ -57,7 +57,7 @@ export async function recordReading(
             model: result.model,
             escalated: result.escalated,
             digit_confidences: result.digitConfidences ?? null,
-            whole_units_agreed: result.wholeUnitsAgreed ?? false,
+            whole_units_agreed: result.wholeUnitsAgreed,
             counter_box: result.counterBox ? JSON.stringify(result.counterBox) : null,
             attempts: JSON.stringify(result.attempts),
             read_ms: result.readMs,

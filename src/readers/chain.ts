@@ -29,6 +29,8 @@ export interface ChainReading extends MeterReading {
   attempts: ReadAttempt[];
   readMs: number;
   plausibility: Plausibility;
+  /** MeterReading's, false where the reader did not say (every hosted reader). */
+  wholeUnitsAgreed: boolean;
   /** The free decode, when the window or the layout changed it (`corrected`). */
   unconstrainedReading?: string;
   /** Why the reading is `implausible`. */
@@ -116,7 +118,15 @@ export class ReaderChain {
     const readMs = Math.round(performance.now() - started);
     if (best) {
       const frame = best.reading.counterBox ? await imageFrame(image) : undefined;
-      return { ...best.reading, reader: best.reader.name, escalated: best.index > 0, attempts, readMs, frame };
+      return {
+        ...best.reading,
+        wholeUnitsAgreed: best.reading.wholeUnitsAgreed ?? false,
+        reader: best.reader.name,
+        escalated: best.index > 0,
+        attempts,
+        readMs,
+        frame,
+      };
     }
     if (attempts.every((attempt) => attempt.outcome === 'unavailable')) {
       const message = attempts.length

@@ -359,6 +359,7 @@ export const EXPORT_COLUMNS = [
   'confidence',
   'plausibility',
   'needs_review',
+  'whole_units_agreed',
   'quality',
   'consumption',
   'corrected_reading',

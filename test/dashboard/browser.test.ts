@@ -486,7 +486,7 @@ t.test(
     const [header, ...rows] = csv.trimEnd().split('\r\n');
     t.match(
       header,
-      /^reference_id,meter_id,created_at,finished_at,status,reading,value,unit,confidence,plausibility,needs_review,quality,consumption,/,
+      /^reference_id,meter_id,created_at,finished_at,status,reading,value,unit,confidence,plausibility,needs_review,whole_units_agreed,quality,consumption,/,
     );
     t.equal(rows.length, 153, 'the CSV has every row of the filter, not a page');
     const column = (name: string) => header!.split(',').indexOf(name);

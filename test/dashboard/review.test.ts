@@ -121,7 +121,10 @@ t.test('the review queue: oldest first, confirm, correct, skip, and a failed pho
 
   const third = await client.get(given.location!);
   t.match(third.text, `action="/dashboard/review/${c}/confirmation"`);
-  t.match(third.text, /Confidence 50, below the account's review threshold of 80\./);
+  t.match(
+    third.text,
+    /Confidence 50, below the account's review threshold of 80, and its readers do not all read the same whole units\./,
+  );
   t.match(
     third.text,
     /The submission names no meter|<tr class="review-item">/,

@@ -31,6 +31,7 @@ const made: ChainReading = {
   readMs: 5,
   raw: { answer: '02390.276' },
   plausibility: 'unknown',
+  wholeUnitsAgreed: false,
   digitConfidences: [99, 98, 97, 96, 95, 94, 93, 92],
   counterBox: [
     [10, 20],

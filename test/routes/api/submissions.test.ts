@@ -428,6 +428,7 @@ t.test('results by reference and lists', async (t) => {
       unit: 'm3',
       confidence: '97',
       plausibility: 'ok',
+      whole_units_agreed: 'false',
       quality: 'machine',
       consumption: '10',
     });
@@ -453,7 +454,15 @@ t.test('results by reference and lists', async (t) => {
     t.match(byAccept.text, `"'=HYPERLINK(""http://x"",""a, b"")"`, 'quoted as RFC 4180 says, and no formula');
     t.match(
       of(failed!),
-      { meter_id: 'SN-D', status: 'failed', quality: 'failed', needs_review: 'true', reading: '', value: '' },
+      {
+        meter_id: 'SN-D',
+        status: 'failed',
+        quality: 'failed',
+        needs_review: 'true',
+        whole_units_agreed: '',
+        reading: '',
+        value: '',
+      },
       'a meter id no formula either',
     );
 
