@@ -37,7 +37,6 @@ FONT_NAMES = ('DejaVuSans-Bold', 'DejaVuSansCondensed-Bold', 'DejaVuSansMono-Bol
 FACE = 600  # the meter face is drawn on a FACE x FACE canvas, then warped into the photo
 LONG_SIDE = 800
 WHOLE, FRACTION = 5, 3
-HOUSEHOLD_SHARE = float(os.environ.get('METERLENS_HOUSEHOLD_SHARE', '0.5'))
 
 
 def font_files():
@@ -80,23 +79,6 @@ class Style:
         self.font = ImageFont.truetype(str(rng.choice(fonts)), 64)
         self.text_font = str(rng.choice(fonts))
         self.shading = rng.uniform(0.0, 0.45)
-        self.gap = rng.uniform(0.05, 0.35)
-        # The household meter most photos show: a white face under a thick clear cover with a red or blue rim, and a
-        # long counter of light wheels behind thin separators, black digits then red ones, in a thin frame.
-        self.household = rng.random() < HOUSEHOLD_SHARE
-        if self.household:
-            self.eight = rng.random() < 0.85
-            self.wheel = self.fraction_wheel = colour(rng, (205, 205, 200), (255, 255, 255))
-            self.ink = colour(rng, (0, 0, 0), (50, 50, 50))
-            self.fraction_ink = colour(rng, (170, 0, 10), (240, 60, 70))
-            if rng.random() < 0.3:
-                self.fraction_wheel, self.fraction_ink = colour(rng, (170, 0, 0), (235, 60, 60)), self.wheel
-            self.face = tinted(rng, 225, 255, 6)
-            self.body = colour(rng, *rng.choice([((170, 0, 10), (235, 70, 70)), ((0, 50, 150), (80, 120, 220)),
-                                                 ((150, 110, 30), (220, 180, 90)), ((150, 150, 150), (220, 220, 220))]))
-            self.frame = colour(rng, (10, 10, 10), (90, 90, 90))
-            self.shading = rng.uniform(0.2, 0.55)
-            self.gap = rng.uniform(0.03, 0.14)
 
 
 def font_wheel(style, digit, roll, ink, wheel, size, rng):
@@ -131,7 +113,7 @@ def counter(style, crops, rng):
     shown, rolling = rolled_reading(digits, tenths / 10)
     wheel_height = 64
     wheel_width = round(wheel_height * rng.uniform(0.55, 0.8))
-    gap = max(1, round(wheel_width * style.gap))
+    gap = round(wheel_width * rng.uniform(0.05, 0.35))
     strip = np.empty((wheel_height, count * wheel_width + (count - 1) * gap, 3), np.float32)
     strip[:] = style.frame
     for i, (digit, roll) in enumerate(zip(digits, rolling)):
@@ -174,8 +156,6 @@ def pointer_dial(draw, centre, radius, rng, ink):
 
 def meter_face(style, crops, rng):
     """(RGBA face, reading, window corners TL, TR, BR, BL in the face's frame)."""
-    if style.household:
-        return household_face(style, crops, rng)
     face = Image.new('RGBA', (FACE, FACE), (0, 0, 0, 0))
     draw = ImageDraw.Draw(face)
     centre = FACE / 2
@@ -225,76 +205,6 @@ def meter_face(style, crops, rng):
             points = [(x + (0.1 if k % 2 else 0.04) * inner * math.cos(k * math.pi / 6),
                        y + (0.1 if k % 2 else 0.04) * inner * math.sin(k * math.pi / 6)) for k in range(12)]
             draw.polygon(points, fill=red if rng.random() < 0.5 else printed)
-    glass(face, rng, window)
-    return face, reading, window
-
-
-def household_face(style, crops, rng):
-    """meter_face of a household meter: the counter long and low on a white face crowded with print (maker, units,
-    flow, serial number and barcode above it; certification marks, a flow star and pointer dials below), a black
-    arrow at the counter's end, the rim and the clear cover's thick edge round it all."""
-    face = Image.new('RGBA', (FACE, FACE), (0, 0, 0, 0))
-    draw = ImageDraw.Draw(face)
-    centre = FACE / 2
-    draw.ellipse((4, 4, FACE - 4, FACE - 4), fill=style.body + (255,))
-    cover = rng.uniform(0.86, 0.95) * centre
-    draw.ellipse((centre - cover, centre - cover, centre + cover, centre + cover), fill=tinted(rng, 150, 215, 8) + (255,))
-    inner = rng.uniform(0.8, 0.9) * cover
-    draw.ellipse((centre - inner, centre - inner, centre + inner, centre + inner), fill=style.face + (255,))
-    if rng.random() < 0.6:  # a red or blue ring printed on the face
-        ring = rng.uniform(0.9, 0.97) * inner
-        draw.ellipse((centre - ring, centre - ring, centre + ring, centre + ring), outline=style.body + (255,),
-                     width=max(2, round(rng.uniform(0.01, 0.03) * inner)))
-    ink = colour(rng, (0, 0, 0), (70, 70, 70))
-    red = colour(rng, (170, 0, 10), (240, 60, 70))
-    strip, reading = counter(style, crops, rng)
-    width = rng.uniform(1.15, 1.5) * inner
-    height = width * strip.shape[0] / strip.shape[1]
-    top = centre + rng.uniform(-0.15, 0.25) * inner
-    left = centre - width / 2 + rng.uniform(-0.08, 0.08) * inner
-    border = rng.uniform(0.03, 0.14) * height
-    draw.rectangle((left - border, top - border, left + width + border, top + height + border), fill=style.frame + (255,))
-    face.paste(Image.fromarray(strip).resize((round(width), round(height)), Image.BILINEAR), (round(left), round(top)))
-    window = [(left, top), (left + width, top), (left + width, top + height), (left, top + height)]
-    right, middle = left + width + border, top + height / 2
-    arrow = rng.uniform(0.25, 0.45) * height
-    draw.polygon([(right + 3, middle), (right + 3 + 1.6 * arrow, middle - arrow), (right + 3 + 1.6 * arrow, middle + arrow)],
-                 fill=ink + (255,))
-    small = rng.uniform(0.06, 0.1) * inner
-    line = top - border - rng.uniform(0.6, 1.0) * small
-    for _ in range(rng.randint(2, 5)):  # print above the counter, line after line
-        words = rng.choice([f'{rng.choice(["0,814", "1,0", "0,1", "10"])}·10⁻⁵ m³/imp', f'{rng.choice([30, 90])}°C',
-                            f'Qn={rng.choice(["1,5", "2,5"])} m³/h', random_word(rng), 'H-B V-A', f'{rng.randint(2005, 2026)} г.',
-                            f'{rng.randint(10**7, 10**8)}', f'DN{rng.choice([15, 20])}'])
-        x = centre + rng.uniform(-0.75, 0.2) * inner
-        if (x - centre) ** 2 + (line - centre) ** 2 < (0.85 * inner) ** 2:
-            text(draw, (x, line), words, small, red if rng.random() < 0.15 else ink, style.text_font, 'lm')
-        line -= rng.uniform(1.1, 1.6) * small
-    text(draw, (centre + rng.uniform(-0.3, 0.3) * inner, centre - rng.uniform(0.55, 0.75) * inner), random_word(rng, length=(3, 7)),
-         rng.uniform(0.1, 0.17) * inner, red, style.text_font)
-    if rng.random() < 0.7:  # a barcode and its number
-        x, y = centre + rng.uniform(0.1, 0.35) * inner, top - border - rng.uniform(0.35, 0.6) * inner
-        for bar in range(rng.randint(18, 35)):
-            thick = rng.randint(1, 3)
-            draw.rectangle((x + bar * 3.2, y, x + bar * 3.2 + thick - 1, y + 0.14 * inner), fill=ink + (255,))
-        text(draw, (x, y + 0.2 * inner), f'{rng.randint(10**7, 10**8)}', small, ink, style.text_font, 'lm')
-    below = top + height + border
-    text(draw, (right + 0.05 * inner, below + 1.2 * small), rng.choice(['m³', 'm3', 'м³']), 1.5 * small, ink, style.text_font, 'lm')
-    for _ in range(rng.randint(0, 3)):  # certification marks: circles and hexagons with letters in them
-        x, y, r = centre + rng.uniform(-0.6, 0.3) * inner, below + rng.uniform(0.15, 0.45) * inner, rng.uniform(0.06, 0.11) * inner
-        if (x - centre) ** 2 + (y - centre) ** 2 < (0.85 * inner) ** 2:
-            sides = rng.choice([6, 40])
-            draw.polygon([(x + r * math.cos(k * 2 * math.pi / sides), y + r * math.sin(k * 2 * math.pi / sides)) for k in range(sides)],
-                         outline=ink + (255,), width=max(1, round(r / 8)))
-            text(draw, (x, y), random_word(rng, length=(1, 3)), r, ink, style.text_font)
-    if rng.random() < 0.6:  # a flow star or a pointer dial below the counter
-        x, y = centre + rng.uniform(-0.2, 0.5) * inner, below + rng.uniform(0.25, 0.45) * inner
-        if rng.random() < 0.5:
-            pointer_dial(draw, (x, y), rng.uniform(0.07, 0.12) * inner, rng, red)
-        else:
-            points = [(x + (0.1 if k % 2 else 0.04) * inner * math.cos(k * math.pi / 6),
-                       y + (0.1 if k % 2 else 0.04) * inner * math.sin(k * math.pi / 6)) for k in range(12)]
-            draw.polygon(points, fill=ink + (255,))
     glass(face, rng, window)
     return face, reading, window
 
