@@ -248,7 +248,7 @@ t.test(
     t.match(lines[0], /^reference_id,meter_id,created_at,/, 'its header row');
     t.equal(lines.length, 66, 'and the 65 matching submissions');
     t.ok(
-      lines.slice(1).every((line) => /^[0-9a-f-]{36},SN-7,.*,true,machine,/.test(line)),
+      lines.slice(1).every((line) => /^[0-9a-f-]{36},SN-7,.*,true,false,machine,/.test(line)),
       'all of the meter, all needing review',
     );
     const meterPage = await client.get('/dashboard/meters/SN-7');
