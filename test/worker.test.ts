@@ -179,6 +179,7 @@ t.test('reading.completed reaches the client signed per Standard Webhooks', asyn
       reading_id: Number(reading.id),
       meter_id: null,
       needs_review: false,
+      whole_units_agreed: false,
       plausibility: {
         status: 'unknown',
         reference: null,
