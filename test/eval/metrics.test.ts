@@ -185,6 +185,7 @@ t.test(
       billingErrors: [
         { file: '37.902-00379.jpg', reading: '00379', reference: '00024.807', billed: 354.193, truly: 13.095 },
       ],
+      agreedBelow: { readings: 0, wholeUnitsRight: null },
     });
     const at = (reviewBelow: number) => review.byThreshold.find((judged) => judged.reviewBelow === reviewBelow);
     t.same(
@@ -210,3 +211,24 @@ t.test(
     t.ok(summarise([billed(['1'], '1', '0')]).review);
   },
 );
+
+t.test('whole units agreed: a reading below the threshold needs no review, and the summary counts it', async (t) => {
+  const read = (predicted: string, confidence: number, wholeUnitsAgreed: boolean): ScoredCase => ({
+    ...scored(['37.902'], predicted, confidence),
+    plausibility: 'ok',
+    wholeUnitsAgreed,
+    past: { reference: '00024.807' },
+  });
+  const review = summariseReview([
+    read('00037.000', 50, true),
+    read('00038.902', 40, true),
+    read('00037.000', 50, false),
+    read('00037.902', 99, true),
+  ]);
+  t.match(review, {
+    needsReview: 1 / 4,
+    reasons: { lessConfident: 1 / 4 },
+    billable: 3,
+    agreedBelow: { readings: 2, wholeUnitsRight: 1 / 2 },
+  });
+});
