@@ -12,9 +12,11 @@ that onnxruntime fuses into one integer convolution:
   quantisation itself is the ReLU; the input, pixels in [-0.5, 0.5], in steps of 1/255 around zero point 128;
 - a MaxPool between convolutions keeps its input's quantisation. The average pooling, linear layer and softmax at
   the end stay float.
-The largest values come from the wheels of the windows the model learned from (train_wheels.py's, as it cuts them).
+The largest values come from the wheels of the windows the model learned from (train_wheels.py's, as it cuts them),
+or from wheels drawn as it drew them where it learned no Toloka wheel.
 """
 import argparse
+import random
 
 import numpy as np
 import onnx
@@ -23,11 +25,13 @@ import torch.nn.functional as F
 from onnx import helper, numpy_helper
 
 from common import TOLOKA_WHEELS, split_rows
-from train_wheels import found_windows, wheel_tensor, windows_as_found
+from train_wheels import add_share_options, digit_crops, found_windows, make_batch, shares_of, wheel_tensor, windows_as_found
 
 WEIGHT_LEVELS = 63
 ACTIVATION_LEVELS = 255
 INPUT_ZERO_POINT = 128
+# About as many as the Toloka training windows have wheels.
+DRAWN_WHEELS = 6400
 
 
 def _attributes(node):
@@ -164,8 +168,11 @@ def quantise(model, largest):
     return result
 
 
-def training_wheels(leave_out):
-    """Every wheel of the Toloka training windows localiser 1 finds, cut as train_wheels.py cuts them."""
+def training_wheels(leave_out, shares):
+    """Every wheel of the Toloka training windows localiser 1 finds, cut as train_wheels.py cuts them; or, for a
+    reader that learned no Toloka wheel (`shares` adding up to 1), as many wheels drawn as it drew its own."""
+    if sum(shares) >= 1:
+        return make_batch([], digit_crops(), shares, 0, DRAWN_WHEELS, np.random.default_rng(1), random.Random(1))[0]
     train_rows, _ = split_rows('toloka', leave_out)
     windows = windows_as_found(train_rows, found_windows({1}))
     return torch.stack([wheel_tensor(image, quad, wheel) for image, quad, _, _ in windows for wheel in range(TOLOKA_WHEELS)])
@@ -176,10 +183,11 @@ def main():
     parser.add_argument('--output', required=True)
     parser.add_argument('--leave-out', nargs='*', default=[], metavar='LIST',
                         help='photo lists whose wheels the joined model did not learn from, left out of the largest values too')
+    add_share_options(parser)
     parser.add_argument('joined', help='the float wheel reader, as ensemble_wheels.py writes it')
     args = parser.parse_args()
     model = onnx.load(args.joined)
-    wheels = training_wheels(args.leave_out)
+    wheels = training_wheels(args.leave_out, shares_of(args))
     onnx.save(quantise(model, largest_activations(model, wheels)), args.output)
     print(f'quantised {args.output} on {len(wheels)} training wheels')
 

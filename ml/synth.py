@@ -163,6 +163,14 @@ def eight_wheel_strip(crops, rng):
     The crops' strokes are recoloured onto light wheels, so the model sees red fractional digits of every
     shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos.
     """
+    strip, reading, _, _ = eight_wheel_counter(crops, rng)
+    return strip, reading
+
+
+def eight_wheel_counter(crops, rng):
+    """eight_wheel_strip's (PIL image, reading), then the window around its wheels as the service cuts a window
+    (from half a gap before the first wheel to half a gap after the last; TL, TR, BR, BL) and each wheel's
+    (digit, tenths of its roll towards the next digit)."""
     leading_zeros = rng.randint(0, TOLOKA_WHOLE_WHEELS - 1)  # the units wheel left free
     digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(TOLOKA_WHEELS - leading_zeros)]
     tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
@@ -172,7 +180,11 @@ def eight_wheel_strip(crops, rng):
     tiles = wheel_tiles(crops, digits, rolling, tenths, rng)
     recoloured = [recolour(tile, wheel, red if i >= TOLOKA_WHOLE_WHEELS else black) for i, tile in enumerate(tiles)]
     strip = lay_out(recoloured, frame, gap, pad_x, pad_y)
-    return Image.fromarray(strip.astype(np.uint8)), shown[:TOLOKA_WHOLE_WHEELS] + '.' + shown[TOLOKA_WHOLE_WHEELS:]
+    left, right = pad_x - gap / 2, strip.shape[1] - pad_x + gap / 2
+    window = [(left, 0), (right, 0), (right, strip.shape[0]), (left, strip.shape[0])]
+    wheels = [(d, tenths if roll else 0) for d, roll in zip(digits, rolling)]
+    reading = shown[:TOLOKA_WHOLE_WHEELS] + '.' + shown[TOLOKA_WHOLE_WHEELS:]
+    return Image.fromarray(strip.astype(np.uint8)), reading, window, wheels
 
 
 def synthetic_strip(crops, rng):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from synth import clean_crop_label, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
+from synth import clean_crop_label, eight_wheel_counter, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
 
 
 class RolledReading(unittest.TestCase):
@@ -51,6 +51,18 @@ class EightWheelStrip(unittest.TestCase):
             self.assertEqual(strip.mode, 'RGB')
             self.assertGreaterEqual(strip.height, 32)
             self.assertGreater(strip.width, 8 * 20)
+
+    def test_a_counters_window_holds_its_eight_wheels_one_an_eighth_and_each_wheel_reads_the_reading(self):
+        crops = {(digit, tenths): [wheel_crop(20, 230)] for digit in range(10) for tenths in range(10)}
+        rng = random.Random(7)
+        for _ in range(50):
+            strip, reading, window, wheels = eight_wheel_counter(crops, rng)
+            (left, top), (right, _), _, (_, bottom) = window
+            self.assertEqual((top, bottom), (0, strip.height))
+            self.assertAlmostEqual(left, strip.width - right)
+            self.assertTrue(20 + 2 <= (right - left) / 8 <= 20 + 9, 'a wheel and a gap an eighth')
+            shown = ''.join(str((digit + (tenths > 5)) % 10) for digit, tenths in wheels)
+            self.assertEqual(shown, reading.replace('.', ''))
 
 
 if __name__ == '__main__':

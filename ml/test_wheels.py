@@ -1,5 +1,6 @@
 """cd ml && /usr/bin/python3 -m unittest test_wheels: the wheel reader's slices of the counter window, the found
 windows it learns from, wheel readers joined into one model, and that model quantised."""
+import random
 import tempfile
 import unittest
 from collections import Counter
@@ -14,7 +15,8 @@ from ensemble_wheels import ensemble
 from quantise_wheels import evaluate, largest_activations, quantise
 
 from common import TOLOKA_WHEELS, export_onnx
-from train_wheels import EXPORT, HEIGHT, WIDTH, WheelReader, digits_of, found_windows, moved_ends, rolled_wheel_target, wheel_quad
+from train_wheels import (EXPORT, HEIGHT, WIDTH, DigitCrops, Shares, WheelReader, digits_of, found_windows, make_batch, moved_ends,
+                          rolled_wheel_target, wheel_quad)
 
 
 class WheelQuad(unittest.TestCase):
@@ -71,6 +73,18 @@ class RolledWheelTarget(unittest.TestCase):
     def test_a_rolling_wheel_is_shared_with_the_next_digit_and_nine_rolls_to_zero(self):
         self.assertTrue(np.allclose(rolled_wheel_target(3, 7).numpy(), [0, 0, 0, 0.3, 0.7, 0, 0, 0, 0, 0]))
         self.assertTrue(np.allclose(rolled_wheel_target(9, 5).numpy(), [0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0.5]))
+
+
+class Batch(unittest.TestCase):
+    def test_crops_and_synthetic_counters_alone_need_no_toloka_window(self):
+        crop = np.full((32, 20, 3), 230, np.uint8)
+        crop[4:28, 8:12] = 20
+        by_digit = {(digit, tenths): [crop] for digit in range(10) for tenths in range(10)}
+        crops = DigitCrops(by_digit, [(crop, rolled_wheel_target(*key)) for key in by_digit])
+        for shares in (Shares(0, 1), Shares(0.5, 0.5)):
+            images, labels = make_batch([], crops, shares, 0.5, 16, np.random.default_rng(1), random.Random(1))
+            self.assertEqual(tuple(images.shape), (16, 3, HEIGHT, WIDTH))
+            self.assertTrue(torch.allclose(labels.sum(1), torch.ones(16)))
 
 
 def scaled_input(factor):

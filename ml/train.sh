@@ -6,7 +6,8 @@
 #
 # METERLENS_TRAIN_DATASETS (default toloka,bdci2020): the folders under METERLENS_DATASETS whose photos the
 # localisers and strip readers learn from, e.g. `meters` for the folder `meterlens dataset export` writes. Without
-# Toloka there are no tilted Toloka windows for localiser 2 and no wheel reader (the service reads without one).
+# Toloka there are no tilted Toloka windows for localiser 2, and no wheel reader (the service reads without one) but
+# the clean recipe's, which learns digits-clean's crops.
 # METERLENS_STEPS_PERCENT (default 100): a share of every run's steps, for a quick trial of the whole recipe.
 # METERLENS_TRAIN_DATASETS=rendered: the clean recipe, on the photos render_meters.py draws (with digits-clean's
 # crops, METERLENS_DIGITS=clean) and nothing else; scored on Toloka's and BDCI 2020's validation photos.
@@ -99,7 +100,7 @@ mkdir -p "$CACHE"
 # the Toloka photos, cut to their wheels by the readers as the service cuts them (about a minute): three of them,
 # one a seed of WHEEL_SEEDS (1, 2 and 3), each on both cores (at 30 x 48, about 30 minutes each; 46 on a slower
 # machine), joined into one model that averages them. Without Toloka the shipped one (which learned from Toloka
-# alone) is removed.
+# alone) is removed, and the clean recipe trains its own on digits-clean's crops.
 train_wheels() { # output, log name, seed, then train_wheels.py's own options
   output=$1 log=$2 seed=$3
   shift 3
@@ -142,6 +143,10 @@ if [ "$MODE" = all ]; then
     # provenance.json describes the shipped weights' data; without it the service logs these weights' licence as unknown.
     rm -f ../models/wheels.onnx ../models/calibration.json ../models/provenance.json
     if with_rendered && [ "$TRAIN_DATASETS" = rendered ]; then
+      # The clean wheel reader learns digits-clean's crops, half framed alone and half in synthetic counters; it is
+      # validated on the Toloka windows the new networks find, which it does not learn.
+      node find_windows.ts > "$CACHE/toloka-windows.csv"
+      train_wheel_readers ../models/wheels.onnx "$CACHE" wheels --digits-share 0.5 --counters-share 0.5
       # Rendered photos and digits-clean's crops alone: weights anyone may use (the service logs this at start-up).
       cat > ../models/provenance.json << 'JSON'
 {
@@ -155,7 +160,8 @@ if [ "$MODE" = all ]; then
     "localiser-2.onnx": ["rendered", "digits-clean"],
     "reader-1.onnx": ["rendered", "digits-clean"],
     "reader-2.onnx": ["rendered", "digits-clean"],
-    "reader-3.onnx": ["rendered", "digits-clean"]
+    "reader-3.onnx": ["rendered", "digits-clean"],
+    "wheels.onnx": ["digits-clean"]
   }
 }
 JSON
@@ -172,7 +178,7 @@ fi
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel
 # readers again, trained the same way without them into ml/calibrating (about 30 + 135 + 3 x 30 minutes), then
-# fit_calibration.ts (about 2 minutes). Without Toloka there is no wheel reader, and the confidence stays the
+# fit_calibration.ts (about 2 minutes). Without Toloka there is no calibration, and the confidence stays the
 # product (models/MODEL_CARD.md: "Calibration").
 if with_toloka; then
   mkdir -p "$CALIBRATING"

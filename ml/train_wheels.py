@@ -6,11 +6,17 @@ wheel reader sees one wheel at a time, eight times as many examples that each sa
 they came from. The service cuts the window it found into eight equal wheels (src/readers/local/model.ts)
 and lets this reader vote on each wheel beside the strip readers.
 
+It learns the Toloka wheels, and beside them (or, in the clean recipe, instead of them) wheel crops: each framed
+alone (`--digits-share`) or laid out with seven others as a synthetic Toloka-like counter and cut from it as the
+service cuts a found window (`--counters-share`), which reads real counters far better (ml/EXPERIMENTS.md, "a clean
+wheel reader").
+
 Input: wheel `i` of the counter window, the window's i-th eighth grown by MARGIN, rectified to HEIGHT x WIDTH
 RGB in [-0.5, 0.5]. Output: probabilities of the digits 0-9.
 """
 import csv
 import random
+from collections import namedtuple
 
 import numpy as np
 import torch
@@ -19,7 +25,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from common import CACHE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
-from synth import load_digit_crops, recolour, toloka_colours
+from synth import eight_wheel_counter, load_digit_crops, recolour, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
 HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
@@ -111,9 +117,27 @@ def rolled_wheel_target(digit, tenths):
     return target
 
 
-def labelled_digit_crops():
-    """[(crop, target)] of the digits/ wheel crops (folders named digit.tenths), targets by `rolled_wheel_target`."""
-    return [(crop, rolled_wheel_target(digit, tenths)) for (digit, tenths), tile in load_digit_crops().items() for crop in tile]
+# The wheel crops (synth.load_digit_crops): {(digit, tenths): [crop]}, and every crop with its rolled_wheel_target.
+DigitCrops = namedtuple('DigitCrops', 'by_digit labelled')
+# What share of a batch each source draws: wheel crops framed alone, synthetic counters' wheels; the rest are Toloka's.
+Shares = namedtuple('Shares', 'digits counters')
+
+
+def add_share_options(parser):
+    parser.add_argument('--digits-share', type=float, default=0.0,
+                        help='share of each batch drawn from the wheel crops (METERLENS_DIGITS) beside the Toloka wheels')
+    parser.add_argument('--counters-share', type=float, default=0.0,
+                        help='share of each batch drawn as wheels of synthetic Toloka-like counters of those crops; '
+                             'with --digits-share adding up to 1, no Toloka photo is learned from (the clean recipe)')
+
+
+def shares_of(args):
+    return Shares(args.digits_share, args.counters_share)
+
+
+def digit_crops():
+    by_digit = load_digit_crops()
+    return DigitCrops(by_digit, [(crop, rolled_wheel_target(*key)) for key, tile in by_digit.items() for crop in tile])
 
 
 def framed_digit(crop, rng, digit_rng):
@@ -129,12 +153,32 @@ def framed_digit(crop, rng, digit_rng):
     return rectify(canvas, jittered_quad(quad, rng, AUGMENTATION.max_tilt), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
 
-def make_batch(windows, digit_crops, digits_share, end_jitter, size, rng, digit_rng):
+def counter_wheel(crops, rng, digit_rng):
+    """A wheel of a synthetic Toloka-like counter (eight_wheel_counter), cut from its window as the service cuts a
+    wheel from a found one (ends moved, tilted), and its target. A found window reaches past the wheels into the frame
+    above and below them, and past the strip is more frame, not black: its edges are continued, and the window grown
+    by up to a fifth of its height each way."""
+    strip, _, window, wheels = eight_wheel_counter(crops, digit_rng)
+    pad = strip.height
+    canvas = Image.fromarray(np.pad(np.asarray(strip), ((pad, pad), (pad, pad), (0, 0)), mode='edge'))
+    grow = rng.uniform(0, 0.2) * strip.height
+    window = np.asarray(window, float) + pad + [[0, -grow], [0, -grow], [0, grow], [0, grow]]
+    wheel = int(rng.integers(TOLOKA_WHEELS))
+    quad = jittered_quad(moved_ends(window, rng, 0.5), rng, AUGMENTATION.max_tilt)
+    return cut_wheel(canvas, quad, wheel), rolled_wheel_target(*wheels[wheel])
+
+
+def make_batch(windows, crops, shares, end_jitter, size, rng, digit_rng):
+    """`size` wheels and their targets: shares.digits of them wheel crops (framed_digit), shares.counters wheels of
+    synthetic counters (counter_wheel), the rest Toloka's wheels."""
     images, labels = [], []
     for _ in range(size):
-        if digits_share and rng.random() < digits_share:
-            crop, label = digit_crops[rng.integers(len(digit_crops))]
+        source = rng.random() if shares.digits or shares.counters else 1
+        if source < shares.digits:
+            crop, label = crops.labelled[rng.integers(len(crops.labelled))]
             crop = framed_digit(crop, rng, digit_rng)
+        elif source < shares.digits + shares.counters:
+            crop, label = counter_wheel(crops.by_digit, rng, digit_rng)
         else:
             image, quad, reading, _ = windows[rng.integers(len(windows))]
             wheel = int(rng.integers(TOLOKA_WHEELS))
@@ -161,8 +205,7 @@ def evaluate(model, windows):
 
 def main():
     def add_options(parser):
-        parser.add_argument('--digits-share', type=float, default=0.0,
-                            help='share of each batch drawn from the digits/ wheel crops (meterdigits) beside the Toloka wheels')
+        add_share_options(parser)
         parser.add_argument('--end-jitter', type=float, default=0.5,
                             help='move each end of a training window along it by up to this many wheels either way (0: cut where found)')
         parser.add_argument('--localisers', default='1',
@@ -171,18 +214,16 @@ def main():
     args = start_training(minutes=20, batch=128, output=MODELS / SPEC['files']['wheelReader'], add_options=add_options)
     rng = np.random.default_rng(args.seed)
     digit_rng = random.Random(args.seed)
-    training_found = found_windows({int(number) for number in args.localisers.split(',')})
-    # Validation windows are always the first localiser's, so runs with other training windows score alike.
-    validation_found = found_windows({1})
-
+    shares = shares_of(args)
     train_rows, validation_rows = split_rows('toloka', args.leave_out)
-    windows = windows_as_found(train_rows, training_found)
-    validation = windows_as_found(validation_rows, validation_found)
-    digit_crops = labelled_digit_crops() if args.digits_share else []
-    print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(digit_crops)} digits/ crops', flush=True)
+    # Validation windows are always the first localiser's, so runs with other training windows score alike.
+    validation = windows_as_found(validation_rows, found_windows({1}))
+    windows = [] if sum(shares) >= 1 else windows_as_found(train_rows, found_windows({int(n) for n in args.localisers.split(',')}))
+    crops = digit_crops() if sum(shares) else DigitCrops({}, [])
+    print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(crops.labelled)} wheel crops', flush=True)
 
     def batch_loss(model):
-        images, labels = make_batch(windows, digit_crops, args.digits_share, args.end_jitter, args.batch, rng, digit_rng)
+        images, labels = make_batch(windows, crops, shares, args.end_jitter, args.batch, rng, digit_rng)
         return F.cross_entropy(model(images), labels, label_smoothing=0.05)
 
     train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
