@@ -3,6 +3,7 @@
 "The wheel reader in 8 bits"):
 
     /usr/bin/python3 quantise_wheels.py --output ../models/wheels.onnx JOINED.onnx [--leave-out LIST ...]
+        [--digits-share S --counters-share S: train_wheels.py's, for a reader that learned no Toloka wheel]
 
 Each convolution reads and writes 8-bit activations, as the QuantizeLinear / DequantizeLinear pairs (QDQ) around it
 that onnxruntime fuses into one integer convolution:
@@ -25,7 +26,9 @@ import torch.nn.functional as F
 from onnx import helper, numpy_helper
 
 from common import TOLOKA_WHEELS, split_rows
-from train_wheels import add_share_options, digit_crops, found_windows, make_batch, shares_of, wheel_tensor, windows_as_found
+from synth import load_digit_crops
+from train_wheels import (END_JITTER, add_share_options, digit_crops, found_windows, make_batch, shares_of, wheel_tensor, windows_as_found,
+                          without_toloka)
 
 WEIGHT_LEVELS = 63
 ACTIVATION_LEVELS = 255
@@ -170,9 +173,10 @@ def quantise(model, largest):
 
 def training_wheels(leave_out, shares):
     """Every wheel of the Toloka training windows localiser 1 finds, cut as train_wheels.py cuts them; or, for a
-    reader that learned no Toloka wheel (`shares` adding up to 1), as many wheels drawn as it drew its own."""
-    if sum(shares) >= 1:
-        return make_batch([], digit_crops(), shares, 0, DRAWN_WHEELS, np.random.default_rng(1), random.Random(1))[0]
+    reader that learned no Toloka wheel, as many wheels drawn as it drew its own (augmented, as it saw them)."""
+    if without_toloka(shares):
+        crops = digit_crops(load_digit_crops())
+        return make_batch([], crops, shares, END_JITTER, DRAWN_WHEELS, np.random.default_rng(1), random.Random(1))[0]
     train_rows, _ = split_rows('toloka', leave_out)
     windows = windows_as_found(train_rows, found_windows({1}))
     return torch.stack([wheel_tensor(image, quad, wheel) for image, quad, _, _ in windows for wheel in range(TOLOKA_WHEELS)])

@@ -158,19 +158,19 @@ def recolour(tile, wheel, ink):
 
 
 def eight_wheel_strip(crops, rng):
-    """(PIL image, reading) drawn like a Toloka counter: dark whole-unit wheels, then red fractional wheels.
-
-    The crops' strokes are recoloured onto light wheels, so the model sees red fractional digits of every
-    shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos.
-    """
+    """(PIL image, reading) of an eight_wheel_counter."""
     strip, reading, _, _ = eight_wheel_counter(crops, rng)
     return strip, reading
 
 
 def eight_wheel_counter(crops, rng):
-    """eight_wheel_strip's (PIL image, reading), then the window around its wheels as the service cuts a window
-    (from half a gap before the first wheel to half a gap after the last; TL, TR, BR, BL) and each wheel's
-    (digit, tenths of its roll towards the next digit)."""
+    """A counter drawn like a Toloka one, dark whole-unit wheels then red fractional wheels: (PIL image, reading, the
+    window around its wheels as the service cuts a window (from half a gap before the first wheel to half a gap after
+    the last; TL, TR, BR, BL), each wheel's (digit, tenths of its roll towards the next digit)).
+
+    The crops' strokes are recoloured onto light wheels, so the model sees red fractional digits of every
+    shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos.
+    """
     leading_zeros = rng.randint(0, TOLOKA_WHOLE_WHEELS - 1)  # the units wheel left free
     digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(TOLOKA_WHEELS - leading_zeros)]
     tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])

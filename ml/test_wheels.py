@@ -15,7 +15,7 @@ from ensemble_wheels import ensemble
 from quantise_wheels import evaluate, largest_activations, quantise
 
 from common import TOLOKA_WHEELS, export_onnx
-from train_wheels import (EXPORT, HEIGHT, WIDTH, DigitCrops, Shares, WheelReader, digits_of, found_windows, make_batch, moved_ends,
+from train_wheels import (EXPORT, HEIGHT, WIDTH, Shares, digit_crops, WheelReader, digits_of, found_windows, make_batch, moved_ends,
                           rolled_wheel_target, wheel_quad)
 
 
@@ -80,7 +80,7 @@ class Batch(unittest.TestCase):
         crop = np.full((32, 20, 3), 230, np.uint8)
         crop[4:28, 8:12] = 20
         by_digit = {(digit, tenths): [crop] for digit in range(10) for tenths in range(10)}
-        crops = DigitCrops(by_digit, [(crop, rolled_wheel_target(*key)) for key in by_digit])
+        crops = digit_crops(by_digit)
         for shares in (Shares(0, 1), Shares(0.5, 0.5)):
             images, labels = make_batch([], crops, shares, 0.5, 16, np.random.default_rng(1), random.Random(1))
             self.assertEqual(tuple(images.shape), (16, 3, HEIGHT, WIDTH))

@@ -110,7 +110,8 @@ train_wheels() { # output, log name, seed, then train_wheels.py's own options
   tail -n 2 "$LOGS/meterlens-$log.log"
 }
 WHEEL_SEEDS='1 2 3'
-# One run a seed, joined, then quantised to 8 bits on the wheels they learned from (about a minute).
+# One run a seed, joined, then quantised to 8 bits on the wheels they learned from, or wheels drawn as they drew
+# theirs (about a minute).
 train_wheel_readers() { # ensemble file, folder of the seeds' own files, run name, then train_wheels.py's own options
   ensemble=$1 seeds=$2 run=$3
   shift 3

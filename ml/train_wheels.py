@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
 
-from common import CACHE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
+from common import CACHE, DEVICE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
 from synth import eight_wheel_counter, load_digit_crops, recolour, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
@@ -35,6 +35,8 @@ MARGIN = SPEC['wheels']['margin']
 FOUND_WINDOWS = CACHE / 'toloka-windows.csv'
 # The augmentation of the strip readers' strong recipe: tilt, corner noise, blur, colour, resolution loss, grey.
 AUGMENTATION = REGULARISATIONS['strong']
+# How far each end of a window is moved along it in training, in wheels either way (--end-jitter's default).
+END_JITTER = 0.5
 # As it ships: probabilities of 0-9 for a batch of wheels.
 EXPORT = Export((1, 3, HEIGHT, WIDTH), 'wheels', ['probabilities'], lambda model: nn.Sequential(model, nn.Softmax(1)))
 
@@ -135,13 +137,17 @@ def shares_of(args):
     return Shares(args.digits_share, args.counters_share)
 
 
-def digit_crops():
-    by_digit = load_digit_crops()
+def without_toloka(shares):
+    """Whether batches drawn by these shares hold no Toloka wheel."""
+    return sum(shares) >= 1
+
+
+def digit_crops(by_digit):
     return DigitCrops(by_digit, [(crop, rolled_wheel_target(*key)) for key, tile in by_digit.items() for crop in tile])
 
 
 def framed_digit(crop, rng, digit_rng):
-    """A digits/ crop framed as the service frames a wheel (MARGIN around it, its neighbours' edges continued) and
+    """A wheel crop framed as the service frames a wheel (MARGIN around it, its neighbours' edges continued) and
     jittered like the Toloka wheels; half of them recoloured as a Toloka wheel, black or red."""
     if digit_rng.random() < 0.5:
         wheel, _, black, red = toloka_colours(digit_rng)
@@ -153,18 +159,18 @@ def framed_digit(crop, rng, digit_rng):
     return rectify(canvas, jittered_quad(quad, rng, AUGMENTATION.max_tilt), MARGIN, MARGIN, (WIDTH, HEIGHT))
 
 
-def counter_wheel(crops, rng, digit_rng):
-    """A wheel of a synthetic Toloka-like counter (eight_wheel_counter), cut from its window as the service cuts a
-    wheel from a found one (ends moved, tilted), and its target. A found window reaches past the wheels into the frame
-    above and below them, and past the strip is more frame, not black: its edges are continued, and the window grown
-    by up to a fifth of its height each way."""
-    strip, _, window, wheels = eight_wheel_counter(crops, digit_rng)
+def counter_wheel(by_digit, end_jitter, rng, digit_rng):
+    """A wheel of a synthetic Toloka-like counter (eight_wheel_counter of the crops `by_digit`), cut from its window as
+    the service cuts a wheel from a found one (ends moved by up to `end_jitter` wheels, tilted), and its target. A
+    found window reaches past the wheels into the frame above and below them, and past the strip is more frame, not
+    black: its edges are continued, and the window grown by up to a fifth of its height each way."""
+    strip, _, window, wheels = eight_wheel_counter(by_digit, digit_rng)
     pad = strip.height
     canvas = Image.fromarray(np.pad(np.asarray(strip), ((pad, pad), (pad, pad), (0, 0)), mode='edge'))
     grow = rng.uniform(0, 0.2) * strip.height
     window = np.asarray(window, float) + pad + [[0, -grow], [0, -grow], [0, grow], [0, grow]]
     wheel = int(rng.integers(TOLOKA_WHEELS))
-    quad = jittered_quad(moved_ends(window, rng, 0.5), rng, AUGMENTATION.max_tilt)
+    quad = jittered_quad(moved_ends(window, rng, end_jitter), rng, AUGMENTATION.max_tilt)
     return cut_wheel(canvas, quad, wheel), rolled_wheel_target(*wheels[wheel])
 
 
@@ -178,7 +184,7 @@ def make_batch(windows, crops, shares, end_jitter, size, rng, digit_rng):
             crop, label = crops.labelled[rng.integers(len(crops.labelled))]
             crop = framed_digit(crop, rng, digit_rng)
         elif source < shares.digits + shares.counters:
-            crop, label = counter_wheel(crops.by_digit, rng, digit_rng)
+            crop, label = counter_wheel(crops.by_digit, end_jitter, rng, digit_rng)
         else:
             image, quad, reading, _ = windows[rng.integers(len(windows))]
             wheel = int(rng.integers(TOLOKA_WHEELS))
@@ -197,8 +203,8 @@ def evaluate(model, windows):
     right = np.zeros((len(windows), TOLOKA_WHEELS), bool)
     with torch.no_grad():
         for index, (image, quad, reading, _) in enumerate(windows):
-            crops = torch.stack([wheel_tensor(image, quad, w) for w in range(TOLOKA_WHEELS)])
-            right[index] = model(crops).argmax(1).numpy() == digits_of(reading)
+            wheels = torch.stack([wheel_tensor(image, quad, w) for w in range(TOLOKA_WHEELS)])
+            right[index] = model(wheels.to(DEVICE)).argmax(1).cpu().numpy() == digits_of(reading)
     model.train()
     return ' '.join(f'{share:.3f}' for share in right.mean(0)), f'all {right.all(1).mean():.3f}'
 
@@ -206,7 +212,7 @@ def evaluate(model, windows):
 def main():
     def add_options(parser):
         add_share_options(parser)
-        parser.add_argument('--end-jitter', type=float, default=0.5,
+        parser.add_argument('--end-jitter', type=float, default=END_JITTER,
                             help='move each end of a training window along it by up to this many wheels either way (0: cut where found)')
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
@@ -218,13 +224,13 @@ def main():
     train_rows, validation_rows = split_rows('toloka', args.leave_out)
     # Validation windows are always the first localiser's, so runs with other training windows score alike.
     validation = windows_as_found(validation_rows, found_windows({1}))
-    windows = [] if sum(shares) >= 1 else windows_as_found(train_rows, found_windows({int(n) for n in args.localisers.split(',')}))
-    crops = digit_crops() if sum(shares) else DigitCrops({}, [])
+    windows = [] if without_toloka(shares) else windows_as_found(train_rows, found_windows({int(n) for n in args.localisers.split(',')}))
+    crops = digit_crops(load_digit_crops() if sum(shares) else {})
     print(f'{len(windows)} training windows, {len(windows) * TOLOKA_WHEELS} wheels; {len(crops.labelled)} wheel crops', flush=True)
 
     def batch_loss(model):
         images, labels = make_batch(windows, crops, shares, args.end_jitter, args.batch, rng, digit_rng)
-        return F.cross_entropy(model(images), labels, label_smoothing=0.05)
+        return F.cross_entropy(model(images.to(DEVICE)), labels.to(DEVICE), label_smoothing=0.05)
 
     train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
                      EXPORT,

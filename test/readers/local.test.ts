@@ -37,7 +37,7 @@ t.test('no weights in LOCAL_MODEL_DIR: no local reader', async (t) => {
 });
 
 t.test(
-  'weights without a wheel reader (trained without Toloka): the strip readers read alone',
+  "weights without a wheel reader (an operator's own photos alone): the strip readers read alone",
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
     const withoutWheels = await modelDirWith(MODEL_FILES);
