@@ -90,7 +90,8 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
     sessions.forEach((session, index) => checkInputSize(session, files[index]!, height, width));
     return sessions;
   };
-  // Weights trained on an operator's own photos alone come without a wheel reader (ml/train.sh): the strip readers read alone.
+  // Weights trained on an operator's own photos alone come without a wheel reader (ml/train.sh): the strip readers
+  // read alone.
   const wheelReaderFiles = existsSync(path.join(modelDir, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
   const [localisers, [wheelReader], stripReaders] = await Promise.all([
     load(LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_INPUT),
