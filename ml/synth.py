@@ -187,15 +187,6 @@ def eight_wheel_counter(crops, rng):
     return Image.fromarray(strip.astype(np.uint8)), reading, window, wheels
 
 
-def counter_in_frame(crops, rng):
-    """An eight_wheel_counter on a canvas that continues its frame past the strip's edges, as a window cut from a
-    photo reaches past the wheels into more frame, not black: (canvas, reading, window quad in the canvas, wheels)."""
-    strip, reading, window, wheels = eight_wheel_counter(crops, rng)
-    pad = strip.height
-    canvas = Image.fromarray(np.pad(np.asarray(strip), ((pad, pad), (pad, pad), (0, 0)), mode='edge'))
-    return canvas, reading, np.asarray(window, float) + pad, wheels
-
-
 def synthetic_strip(crops, rng):
     """(PIL image, reading) for a random 4-8 wheel strip with a possibly rolling last wheel."""
     count = 5 if rng.random() < 0.6 else rng.randint(4, 8)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from synth import clean_crop_label, counter_in_frame, eight_wheel_counter, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
+from synth import clean_crop_label, eight_wheel_counter, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
 
 
 class RolledReading(unittest.TestCase):
@@ -63,19 +63,6 @@ class EightWheelStrip(unittest.TestCase):
             self.assertTrue(20 + 2 <= (right - left) / 8 <= 20 + 9, 'a wheel and a gap an eighth')
             shown = ''.join(str((digit + (tenths > 5)) % 10) for digit, tenths in wheels)
             self.assertEqual(shown, reading.replace('.', ''))
-
-    def test_a_counter_in_its_frame_is_the_counter_with_its_edges_continued_round_the_window(self):
-        crops = {(digit, tenths): [wheel_crop(20, 230)] for digit in range(10) for tenths in range(10)}
-        for seed in range(20):
-            strip, reading, window, wheels = eight_wheel_counter(crops, random.Random(seed))
-            canvas, framed_reading, framed_window, framed_wheels = counter_in_frame(crops, random.Random(seed))
-            self.assertEqual((framed_reading, framed_wheels), (reading, wheels))
-            pad = strip.height
-            self.assertEqual(canvas.size, (strip.width + 2 * pad, 3 * strip.height))
-            np.testing.assert_array_equal(framed_window, np.asarray(window) + pad)
-            pixels, edge = np.asarray(canvas), np.asarray(strip)
-            np.testing.assert_array_equal(pixels[pad:-pad, pad:-pad], edge)
-            np.testing.assert_array_equal(pixels[0, pad:-pad], edge[0], 'above the strip: its top row again')
 
 
 class CleanDigitCrops(unittest.TestCase):

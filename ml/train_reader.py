@@ -18,7 +18,7 @@ from PIL import Image, ImageFilter
 
 from common import (ALPHABET, DEVICE, MODELS, SPEC, TRAIN_DATASETS, Export, batch_stream, dataset_root, split_rows, start_training,
                     train_and_export)
-from synth import counter_in_frame, eight_wheel_strip, load_digit_crops, synthetic_strip
+from synth import eight_wheel_strip, load_digit_crops, synthetic_strip
 
 HEIGHT, WIDTH = SPEC['strip']['height'], SPEC['strip']['width']
 # Margins the service adds around the localised window, as fractions of its width and height per side.
@@ -166,34 +166,18 @@ def greedy_decode(probabilities):
     return ''.join(out)
 
 
-def cut_window(image, quad, rng, regularisation):
-    """The window `quad` of `image` cut as the service cuts a localised one, its corners, tilt and margins jittered."""
-    return rectify(image, jittered_quad(quad, rng, regularisation.max_tilt),
-                   MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2))
-
-
-def tilted_strip(composed, rng):
-    strip, reading = composed
-    return strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR), reading
-
-
-def make_batch(windows, window_weights, crops, size, rng, regularisation, counters=False):
-    """`size` strips and their CTC targets: SYNTHETIC_SHARE of them synthetic strips, the regularisation's
-    eight-wheel share Toloka-like counters of the crops (with `counters`, in their frame and cut from it as a window;
-    otherwise the strip alone), the rest training windows."""
+def make_batch(windows, window_weights, crops, size, rng, regularisation):
     images, targets, lengths, upside_down = [], [], [], []
     for _ in range(size):
         source = rng.random()
-        if source < SYNTHETIC_SHARE:
-            strip, reading = tilted_strip(synthetic_strip(crops, rng), rng)
-        elif source < SYNTHETIC_SHARE + regularisation.eight_wheel_share and counters:
-            canvas, reading, window, _ = counter_in_frame(crops, rng)
-            strip = cut_window(canvas, window, rng, regularisation)
-        elif source < SYNTHETIC_SHARE + regularisation.eight_wheel_share:
-            strip, reading = tilted_strip(eight_wheel_strip(crops, rng), rng)
+        if source < SYNTHETIC_SHARE + regularisation.eight_wheel_share:
+            compose = synthetic_strip if source < SYNTHETIC_SHARE else eight_wheel_strip
+            strip, reading = compose(crops, rng)
+            strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
         else:
             image, quad, reading, _ = windows[rng.pick(window_weights)]
-            strip = cut_window(image, quad, rng, regularisation)
+            strip = rectify(image, jittered_quad(quad, rng, regularisation.max_tilt),
+                            MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2))
         flipped = rng.random() < UPSIDE_DOWN_SHARE
         if flipped:
             strip = strip.rotate(180)
@@ -257,9 +241,6 @@ def main():
                             help='how the columns of the strip are related (StripReader)')
         parser.add_argument('--regularisation', choices=REGULARISATIONS, default='strong',
                             help='light: no dropout, fewer synthetic strips; strong: dropout, more synthetic strips, harsher augmentation')
-        parser.add_argument('--counters', action='store_true',
-                            help="draw the regularisation's eight-wheel strips as counters in their frame, cut from it as a "
-                                 'window (the clean recipe)')
 
     args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]
@@ -274,7 +255,7 @@ def main():
     crops = load_digit_crops()
     print(f'{len(windows)} training windows, {sum(len(v) for v in crops.values())} digit crops', flush=True)
 
-    batches = batch_stream(lambda source: make_batch(windows, window_weights, crops, args.batch, source, regularisation, args.counters),
+    batches = batch_stream(lambda source: make_batch(windows, window_weights, crops, args.batch, source, regularisation),
                            BatchRandom, args.seed, args.workers)
     ctc = nn.CTCLoss(zero_infinity=True)
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from common import CACHE, DEVICE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
-from synth import counter_in_frame, load_digit_crops, recolour, toloka_colours
+from synth import eight_wheel_counter, load_digit_crops, recolour, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
 HEIGHT, WIDTH = SPEC['wheels']['height'], SPEC['wheels']['width']
@@ -162,11 +162,13 @@ def framed_digit(crop, rng, digit_rng):
 def counter_wheel(by_digit, end_jitter, rng, digit_rng):
     """A wheel of a synthetic Toloka-like counter (eight_wheel_counter of the crops `by_digit`), cut from its window as
     the service cuts a wheel from a found one (ends moved by up to `end_jitter` wheels, tilted), and its target. A
-    found window reaches past the wheels into the frame above and below them: the window is grown by up to a fifth of
-    its height each way."""
-    canvas, _, window, wheels = counter_in_frame(by_digit, digit_rng)
-    grow = rng.uniform(0, 0.2) * (window[3, 1] - window[0, 1])
-    window = window + [[0, -grow], [0, -grow], [0, grow], [0, grow]]
+    found window reaches past the wheels into the frame above and below them, and past the strip is more frame, not
+    black: its edges are continued, and the window grown by up to a fifth of its height each way."""
+    strip, _, window, wheels = eight_wheel_counter(by_digit, digit_rng)
+    pad = strip.height
+    canvas = Image.fromarray(np.pad(np.asarray(strip), ((pad, pad), (pad, pad), (0, 0)), mode='edge'))
+    grow = rng.uniform(0, 0.2) * strip.height
+    window = np.asarray(window, float) + pad + [[0, -grow], [0, -grow], [0, grow], [0, grow]]
     wheel = int(rng.integers(TOLOKA_WHEELS))
     quad = jittered_quad(moved_ends(window, rng, end_jitter), rng, AUGMENTATION.max_tilt)
     return cut_wheel(canvas, quad, wheel), rolled_wheel_target(*wheels[wheel])
