@@ -91,7 +91,8 @@ train_localiser() { # output (under ml/), log name, then train_localiser.py's ow
   shift 2
   if kept "$output"; then return; fi
   TORCH_THREADS=2 $PYTHON train_localiser.py --output "$output" --steps "$(steps 2500)" --seed 1 "$@" \
-    2>&1 | tee "$LOGS/meterlens-$log.log"
+    > "$LOGS/meterlens-$log.log" 2>&1
+  tail -n 2 "$LOGS/meterlens-$log.log"
 }
 
 CACHE="${METERLENS_CACHE:-/tmp/ml-cache}"

@@ -140,8 +140,13 @@ def loss_fn(logits, target):
 
 
 def to_tensors(images, masks):
-    return (torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255,
-            torch.from_numpy(masks).unsqueeze(1).float() / 255)
+    """The photos and masks as N x C x H x W tensors, still in bytes: 10 000 rendered photos in floats would take
+    16 GB; each batch is brought to floats (in_floats) as it is drawn."""
+    return torch.from_numpy(images).permute(0, 3, 1, 2), torch.from_numpy(masks).unsqueeze(1)
+
+
+def in_floats(pixels):
+    return pixels.float() / 255
 
 
 def validation_iou(model, images, masks):
@@ -150,8 +155,8 @@ def validation_iou(model, images, masks):
     ious = []
     with torch.no_grad():
         for start in range(0, images.shape[0], 32):
-            x = F.interpolate(images[start:start + 32], size=(INPUT, INPUT), mode='bilinear', align_corners=False)
-            target = F.interpolate(masks[start:start + 32], size=(INPUT // STRIDE, INPUT // STRIDE), mode='area') > 0.5
+            x = F.interpolate(in_floats(images[start:start + 32]), size=(INPUT, INPUT), mode='bilinear', align_corners=False)
+            target = F.interpolate(in_floats(masks[start:start + 32]), size=(INPUT // STRIDE, INPUT // STRIDE), mode='area') > 0.5
             predicted = model((x - 0.5).to(DEVICE)).cpu() > 0
             inter = (predicted & target).sum((1, 2, 3)).float()
             union = (predicted | target).sum((1, 2, 3)).float().clamp(min=1)
@@ -181,7 +186,7 @@ def main():
 
     def batch_loss(model):
         index = torch.randint(0, images.shape[0], (args.batch,), generator=generator)
-        x, target = augment(images[index], masks[index], generator)
+        x, target = augment(in_floats(images[index]), in_floats(masks[index]), generator)
         return loss_fn(model(x.to(DEVICE)), target.to(DEVICE))
 
     train_and_export(args, model, batch_loss, lambda model: f'IoU {validation_iou(model, val_images, val_masks):.3f}',
