@@ -157,29 +157,58 @@ def recolour(tile, wheel, ink):
     return wheel * (1 - strength) + ink * strength
 
 
-def eight_wheel_strip(crops, rng):
+def wheels_behind_windows(tiles, rng):
+    """The tiles laid out as a Toloka face shows its wheels: each behind a window of its own in a light face, edged by a
+    thin dark line, the fractional wheels red and, on half the faces, behind a red glass; a decimal point below the
+    units wheel on half of them. (The strip as an RGB array, the gap between windows, the padding left and right.)"""
+    face = np.array([rng.randint(175, 250)] * 3, np.float32) + [rng.randint(-12, 12) for _ in range(3)]
+    wheel = np.clip(face + rng.randint(-25, 15), 0, 255)
+    edge = np.array([rng.randint(20, 120)] * 3, np.float32)
+    black = np.array([rng.randint(0, 80)] * 3, np.float32)
+    red = np.array([rng.randint(150, 235), rng.randint(0, 70), rng.randint(20, 80)], np.float32)
+    fraction_wheel = wheel * 0.55 + np.array([250, 110, 110], np.float32) * 0.45 if rng.random() < 0.5 else wheel
+    recoloured = [recolour(tile, fraction_wheel, red) if i >= TOLOKA_WHOLE_WHEELS else recolour(tile, wheel, black)
+                  for i, tile in enumerate(tiles)]
+    gap, pad_x, pad_y, line = rng.randint(4, 12), rng.randint(3, 12), rng.randint(3, 10), rng.randint(1, 2)
+    strip = lay_out(recoloured, face, gap, pad_x, pad_y)
+    height, width = tiles[0].shape[:2]
+    for i in range(len(tiles)):
+        x = pad_x + i * (width + gap)
+        edged = strip[pad_y - line:pad_y + height + line, x - line:x + width + line]
+        edged[:line], edged[-line:], edged[:, :line], edged[:, -line:] = edge, edge, edge, edge
+    if rng.random() < 0.5:
+        x = pad_x + TOLOKA_WHOLE_WHEELS * (width + gap) - gap // 2 - 1
+        strip[pad_y + height + line:pad_y + height + line + 3, x:x + 2] = black
+    return strip, gap, pad_x
+
+
+def eight_wheel_strip(crops, rng, behind_windows=False):
     """(PIL image, reading) of an eight_wheel_counter."""
-    strip, reading, _, _ = eight_wheel_counter(crops, rng)
+    strip, reading, _, _ = eight_wheel_counter(crops, rng, behind_windows)
     return strip, reading
 
 
-def eight_wheel_counter(crops, rng):
+def eight_wheel_counter(crops, rng, behind_windows=False):
     """A counter drawn like a Toloka one, dark whole-unit wheels then red fractional wheels: (PIL image, reading, the
     window around its wheels as the service cuts a window (from half a gap before the first wheel to half a gap after
     the last; TL, TR, BR, BL), each wheel's (digit, tenths of its roll towards the next digit)).
 
     The crops' strokes are recoloured onto light wheels, so the model sees red fractional digits of every
-    shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos.
+    shape the digits/ crops have, not just the few hundred red wheels of the Toloka photos. The wheels sit side by
+    side in a frame of any colour, or `behind_windows` (wheels_behind_windows).
     """
     leading_zeros = rng.randint(0, TOLOKA_WHOLE_WHEELS - 1)  # the units wheel left free
     digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(TOLOKA_WHEELS - leading_zeros)]
     tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
     shown, rolling = rolled_reading(digits, tenths / 10)
-    wheel, frame, black, red = toloka_colours(rng)
-    gap, pad_x, pad_y = rng.randint(2, 9), rng.randint(2, 12), rng.randint(3, 10)
-    tiles = wheel_tiles(crops, digits, rolling, tenths, rng)
-    recoloured = [recolour(tile, wheel, red if i >= TOLOKA_WHOLE_WHEELS else black) for i, tile in enumerate(tiles)]
-    strip = lay_out(recoloured, frame, gap, pad_x, pad_y)
+    if behind_windows:
+        strip, gap, pad_x = wheels_behind_windows(wheel_tiles(crops, digits, rolling, tenths, rng), rng)
+    else:
+        wheel, frame, black, red = toloka_colours(rng)
+        gap, pad_x, pad_y = rng.randint(2, 9), rng.randint(2, 12), rng.randint(3, 10)
+        tiles = wheel_tiles(crops, digits, rolling, tenths, rng)
+        recoloured = [recolour(tile, wheel, red if i >= TOLOKA_WHOLE_WHEELS else black) for i, tile in enumerate(tiles)]
+        strip = lay_out(recoloured, frame, gap, pad_x, pad_y)
     left, right = pad_x - gap / 2, strip.shape[1] - pad_x + gap / 2
     window = [(left, 0), (right, 0), (right, strip.shape[0]), (left, strip.shape[0])]
     wheels = [(d, tenths if roll else 0) for d, roll in zip(digits, rolling)]

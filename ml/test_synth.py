@@ -64,6 +64,26 @@ class EightWheelStrip(unittest.TestCase):
             shown = ''.join(str((digit + (tenths > 5)) % 10) for digit, tenths in wheels)
             self.assertEqual(shown, reading.replace('.', ''))
 
+    def test_behind_windows_each_wheel_sits_in_a_dark_edged_window_of_a_light_face(self):
+        crops = {(digit, tenths): [wheel_crop(20, 230)] for digit in range(10) for tenths in range(10)}
+        rng = random.Random(7)
+        for _ in range(50):
+            strip, reading, window, wheels = eight_wheel_counter(crops, rng, behind_windows=True)
+            (left, top), (right, _), _, (_, bottom) = window
+            self.assertEqual((top, bottom), (0, strip.height))
+            self.assertAlmostEqual(left, strip.width - right)
+            eighth = (right - left) / 8
+            self.assertTrue(20 + 4 <= eighth <= 20 + 12, 'a wheel and a gap an eighth')
+            shown = ''.join(str((digit + (tenths > 5)) % 10) for digit, tenths in wheels)
+            self.assertEqual(shown, reading.replace('.', ''))
+            grey = np.asarray(strip, np.float32).mean(2)
+            middle = strip.height // 2
+            between = round(left + eighth)  # half way between the first two windows
+            first_edge = round(left + (eighth - 20) / 2) - 1  # the line left of the first wheel
+            if eighth - 20 >= 6:  # else two 2-pixel edges may fill most of the gap
+                self.assertGreater(grey[middle, between], 150, 'the face between windows is light')
+            self.assertLess(grey[middle, first_edge], 140, 'a window is edged dark')
+
 
 class CleanDigitCrops(unittest.TestCase):
     def test_labels_come_from_the_file_name_or_the_sorted_folder(self):

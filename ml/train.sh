@@ -57,10 +57,15 @@ LOGS="${TMPDIR:-/tmp}"
 $PYTHON -m unittest test_common.py test_synth.py test_wheels.py test_render.py
 # A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
 export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
+# How the synthetic Toloka-like counters are drawn: the wheels side by side in a frame, or (the clean recipe) behind
+# windows of their own in a light face, which the clean readers read Toloka's windows better by (ml/EXPERIMENTS.md,
+# "wheels behind windows").
+COUNTER_LOOK=
 if with_rendered; then
-  # The rendered photos are drawn once per cache (the same seed draws the same photos): 10 000, about 8 minutes here.
+  # The rendered photos are drawn once per cache (the same seed draws the same photos): 10 000, 8 to 12 minutes here.
   export METERLENS_DIGITS=clean
   if [ ! -e "${METERLENS_RENDERED:-${METERLENS_CACHE:-/tmp/ml-cache}/rendered}/labels.csv" ]; then $PYTHON render_meters.py --count 10000; fi
+  COUNTER_LOOK=--behind-windows
 fi
 $PYTHON make_split.py
 
@@ -132,7 +137,7 @@ if [ "$MODE" = all ]; then
   # The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1 on both cores
   # (about 15 minutes), then the readers.
   train_localiser ../models/localiser-1.onnx localiser-1
-  train_readers ../models reader
+  train_readers ../models reader $COUNTER_LOOK
   # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
   # boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
   if with_toloka; then
@@ -187,7 +192,7 @@ if with_toloka; then
   LEAVE_OUT="--leave-out splits/toloka-calibration.txt splits/bdci2020-calibration.txt"
   train_localiser "$CALIBRATING/localiser-1.onnx" calibration-localiser-1 $LEAVE_OUT
   train_localiser "$CALIBRATING/localiser-2.onnx" calibration-localiser-2 --tilted-windows $LEAVE_OUT
-  train_readers "$CALIBRATING" calibration-reader $LEAVE_OUT
+  train_readers "$CALIBRATING" calibration-reader $LEAVE_OUT $COUNTER_LOOK
   train_wheel_readers "$CALIBRATING/wheels.onnx" "$CALIBRATING" wheels-calibration $LEAVE_OUT
   rm -f "$CALIBRATING"/wheels-seed?.onnx # joined into wheels.onnx
   rm -f ../models/calibration.json

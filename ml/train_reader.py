@@ -166,13 +166,15 @@ def greedy_decode(probabilities):
     return ''.join(out)
 
 
-def make_batch(windows, window_weights, crops, size, rng, regularisation):
+def make_batch(windows, window_weights, crops, size, rng, regularisation, behind_windows=False):
     images, targets, lengths, upside_down = [], [], [], []
     for _ in range(size):
         source = rng.random()
         if source < SYNTHETIC_SHARE + regularisation.eight_wheel_share:
-            compose = synthetic_strip if source < SYNTHETIC_SHARE else eight_wheel_strip
-            strip, reading = compose(crops, rng)
+            if source < SYNTHETIC_SHARE:
+                strip, reading = synthetic_strip(crops, rng)
+            else:
+                strip, reading = eight_wheel_strip(crops, rng, behind_windows)
             strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
         else:
             image, quad, reading, _ = windows[rng.pick(window_weights)]
@@ -241,6 +243,9 @@ def main():
                             help='how the columns of the strip are related (StripReader)')
         parser.add_argument('--regularisation', choices=REGULARISATIONS, default='strong',
                             help='light: no dropout, fewer synthetic strips; strong: dropout, more synthetic strips, harsher augmentation')
+        parser.add_argument('--behind-windows', action='store_true',
+                            help="draw the synthetic Toloka-like counters' wheels behind windows of their own in a light "
+                                 'face (synth.wheels_behind_windows), not side by side in a frame')
 
     args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]
@@ -255,7 +260,8 @@ def main():
     crops = load_digit_crops()
     print(f'{len(windows)} training windows, {sum(len(v) for v in crops.values())} digit crops', flush=True)
 
-    batches = batch_stream(lambda source: make_batch(windows, window_weights, crops, args.batch, source, regularisation),
+    batches = batch_stream(lambda source: make_batch(windows, window_weights, crops, args.batch, source, regularisation,
+                                                     args.behind_windows),
                            BatchRandom, args.seed, args.workers)
     ctc = nn.CTCLoss(zero_infinity=True)
 
