@@ -57,9 +57,9 @@ LOGS="${TMPDIR:-/tmp}"
 $PYTHON -m unittest test_common.py test_synth.py test_wheels.py test_render.py
 # A dataset of one's own gets its validation list here, once (ml/splits holds the shipped datasets' lists).
 export METERLENS_TRAIN_DATASETS="$TRAIN_DATASETS"
-# How the synthetic Toloka-like counters are drawn: the wheels side by side in a frame, or (the clean recipe) behind
-# windows of their own in a light face, which the clean readers read Toloka's windows better by (ml/EXPERIMENTS.md,
-# "wheels behind windows").
+# How the GRU strip readers' synthetic Toloka-like counters are drawn: the wheels side by side in a frame, or (the clean
+# recipe) behind windows of their own in a light face, which the clean GRU readers read Toloka's windows better by and
+# the conv reader read BDCI 2020's worse by (ml/EXPERIMENTS.md, "wheels behind windows").
 COUNTER_LOOK=
 if with_rendered; then
   # The rendered photos are drawn once per cache (the same seed draws the same photos): 10 000, 8 to 12 minutes here.
@@ -78,15 +78,15 @@ train_reader() { # output (under ml/), log name, threads, steps, then train_read
     --workers "${METERLENS_TRAIN_WORKERS:-0}" "$@" \
     > "$LOGS/meterlens-$log.log" 2>&1
 }
-train_readers() { # folder, run name, then train_reader.py's own options for all three
-  folder=$1 run=$2
-  shift 2
+train_readers() { # folder, run name, the GRU readers' counter look (COUNTER_LOOK), then train_reader.py's own options for all three
+  folder=$1 run=$2 look=$3
+  shift 3
   # Reader 1 on both cores (about 65 minutes here) ...
-  train_reader "$folder/reader-1.onnx" "$run-1" 2 12000 --regularisation light --sequence gru "$@"
+  train_reader "$folder/reader-1.onnx" "$run-1" 2 12000 --regularisation light --sequence gru $look "$@"
   # ... then readers 2 and 3 side by side, one core each (about 70 minutes); one of them alone, the other kept, on both.
   pair_threads=1
   if kept "$folder/reader-2.onnx" > /dev/null || kept "$folder/reader-3.onnx" > /dev/null; then pair_threads=2; fi
-  train_reader "$folder/reader-2.onnx" "$run-2" $pair_threads 8000 --regularisation strong --sequence gru "$@" & second=$!
+  train_reader "$folder/reader-2.onnx" "$run-2" $pair_threads 8000 --regularisation strong --sequence gru $look "$@" & second=$!
   train_reader "$folder/reader-3.onnx" "$run-3" $pair_threads 8000 --regularisation strong --sequence conv "$@" & third=$!
   wait $second
   wait $third
@@ -137,7 +137,7 @@ if [ "$MODE" = all ]; then
   # The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1 on both cores
   # (about 15 minutes), then the readers.
   train_localiser ../models/localiser-1.onnx localiser-1
-  train_readers ../models reader $COUNTER_LOOK
+  train_readers ../models reader "$COUNTER_LOOK"
   # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
   # boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
   if with_toloka; then
@@ -192,7 +192,7 @@ if with_toloka; then
   LEAVE_OUT="--leave-out splits/toloka-calibration.txt splits/bdci2020-calibration.txt"
   train_localiser "$CALIBRATING/localiser-1.onnx" calibration-localiser-1 $LEAVE_OUT
   train_localiser "$CALIBRATING/localiser-2.onnx" calibration-localiser-2 --tilted-windows $LEAVE_OUT
-  train_readers "$CALIBRATING" calibration-reader $LEAVE_OUT $COUNTER_LOOK
+  train_readers "$CALIBRATING" calibration-reader "$COUNTER_LOOK" $LEAVE_OUT
   train_wheel_readers "$CALIBRATING/wheels.onnx" "$CALIBRATING" wheels-calibration $LEAVE_OUT
   rm -f "$CALIBRATING"/wheels-seed?.onnx # joined into wheels.onnx
   rm -f ../models/calibration.json
