@@ -34,6 +34,7 @@ FONT_NAMES = ('DejaVuSans-Bold', 'DejaVuSansCondensed-Bold', 'DejaVuSansMono-Bol
               'LiberationSans-Bold', 'LiberationSansNarrow-Bold', 'LiberationMono-Bold', 'LiberationSerif-Bold',
               'Roboto-Bold', 'RobotoCondensed-Bold', 'Roboto-Medium', 'NotoSans-Bold', 'NotoSansMono-Bold',
               'OpenSans-Bold', 'NotoSerif-Bold')
+WINDOWS_SHARE = 0.5  # of the meters: each wheel behind a window of its own in the face (Style.windows)
 FACE = 600  # the meter face is drawn on a FACE x FACE canvas, then warped into the photo
 LONG_SIDE = 800
 WHOLE, FRACTION = 5, 3
@@ -79,6 +80,10 @@ class Style:
         self.font = ImageFont.truetype(str(rng.choice(fonts)), 64)
         self.text_font = str(rng.choice(fonts))
         self.shading = rng.uniform(0.0, 0.45)
+        # Household meters like Toloka's show each wheel behind a window of its own in the face, edged by a thin dark
+        # line, with no frame round the counter (as synth.py's wheels_behind_windows draws a strip).
+        self.windows = rng.random() < WINDOWS_SHARE
+        self.edge = colour(rng, (20, 20, 20), (120, 120, 120))
 
 
 def font_wheel(style, digit, roll, ink, wheel, size, rng):
@@ -112,10 +117,11 @@ def counter(style, crops, rng):
     tenths = 0 if rng.random() < 0.45 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
     shown, rolling = rolled_reading(digits, tenths / 10)
     wheel_height = 64
-    wheel_width = round(wheel_height * rng.uniform(0.55, 0.8))
-    gap = round(wheel_width * rng.uniform(0.05, 0.35))
+    wheel_width = round(wheel_height * rng.uniform(0.5, 0.7 if style.windows else 0.8))
+    gap = round(wheel_width * (rng.uniform(0.2, 0.6) if style.windows else rng.uniform(0.05, 0.35)))
+    line = rng.randint(2, 5)
     strip = np.empty((wheel_height, count * wheel_width + (count - 1) * gap, 3), np.float32)
-    strip[:] = style.frame
+    strip[:] = style.face if style.windows else style.frame
     for i, (digit, roll) in enumerate(zip(digits, rolling)):
         fraction = i >= WHOLE
         ink = style.fraction_ink if fraction else style.ink
@@ -129,6 +135,9 @@ def counter(style, crops, rng):
         bend = 1 - style.shading * np.abs(np.linspace(-1, 1, wheel_height))[:, None, None] ** 2
         x = i * (wheel_width + gap)
         strip[:, x:x + wheel_width] = tile * bend
+        if style.windows:
+            window = strip[:, x:x + wheel_width]
+            window[:line], window[-line:], window[:, :line], window[:, -line:] = (style.edge,) * 4
     reading = shown[:WHOLE] + '.' + shown[WHOLE:] if style.eight else shown
     return strip.clip(0, 255).astype(np.uint8), reading
 
@@ -169,7 +178,8 @@ def meter_face(style, crops, rng):
     top = centre - rng.uniform(0.05, 0.45) * inner
     left = centre - width / 2
     border = rng.uniform(0.08, 0.3) * height
-    draw.rectangle((left - border, top - border, left + width + border, top + height + border), fill=style.frame + (255,))
+    if not style.windows:
+        draw.rectangle((left - border, top - border, left + width + border, top + height + border), fill=style.frame + (255,))
     face.paste(Image.fromarray(strip).resize((round(width), round(height)), Image.BILINEAR), (round(left), round(top)))
     window = [(left, top), (left + width, top), (left + width, top + height), (left, top + height)]
     if style.eight and rng.random() < 0.4:  # a printed point or comma, or a frame round the fractional wheels

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from common import batch_stream
-from render_meters import font_files, render
+from render_meters import Style, counter, font_files, render
 
 
 def crops():
@@ -41,6 +41,33 @@ class RenderedPhotos(unittest.TestCase):
         self.assertEqual(reading, first_reading)
         np.testing.assert_allclose(quad, first_quad)
         self.assertEqual(again.tobytes(), photo.tobytes())
+
+
+class CounterLooks(unittest.TestCase):
+    def counter_of(self, windows):
+        rng = random.Random(5)
+        style = Style(rng, font_files())
+        style.windows, style.crops = windows, True
+        style.face, style.frame, style.edge = (240, 240, 240), (30, 30, 30), (60, 60, 60)
+        style.wheel = style.fraction_wheel = (200, 200, 200)
+        strip, _ = counter(style, crops(), rng)
+        return strip, style
+
+    def test_wheels_behind_windows_show_the_face_between_them_and_an_edge_round_each(self):
+        strip, style = self.counter_of(windows=True)
+        row = strip[strip.shape[0] // 2].astype(int)
+        face = (np.abs(row - style.face).sum(1) <= 3)
+        edge = (np.abs(row - style.edge).sum(1) <= 3)
+        self.assertTrue(face.any(), 'the face shows between the windows')
+        self.assertTrue(edge[0] and edge[-1], 'the first and last windows are edged where the counter begins and ends')
+        self.assertTrue((np.abs(strip[0].astype(int) - style.edge).sum(1) <= 3).any(), 'a window is edged along its top')
+        self.assertFalse((np.abs(row - style.frame).sum(1) <= 3).any(), 'no frame colour')
+
+    def test_wheels_in_a_frame_show_the_frame_between_them(self):
+        strip, style = self.counter_of(windows=False)
+        row = strip[strip.shape[0] // 2].astype(int)
+        self.assertFalse((np.abs(row - style.face).sum(1) <= 3).any(), 'no face colour')
+        self.assertFalse((np.abs(row - style.edge).sum(1) <= 3).any(), 'no window edges')
 
 
 class BatchStream(unittest.TestCase):
