@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from common import CACHE
-from synth import CROP_SIZE, ink_map, load_digit_crops, rolled_reading
+from synth import CROP_SIZE, ink_map, load_digit_crops, outline, rolled_reading
 
 # Open-licensed fonts: the fonts-* packages of ml/requirements-debian.txt.
 FONT_FOLDERS = [Path(p) for p in os.environ.get('METERLENS_FONTS', '/usr/share/fonts/truetype').split(':')]
@@ -136,8 +136,7 @@ def counter(style, crops, rng):
         x = i * (wheel_width + gap)
         strip[:, x:x + wheel_width] = tile * bend
         if style.windows:
-            window = strip[:, x:x + wheel_width]
-            window[:line], window[-line:], window[:, :line], window[:, -line:] = (style.edge,) * 4
+            outline(strip[:, x:x + wheel_width], line, style.edge)
     reading = shown[:WHOLE] + '.' + shown[WHOLE:] if style.eight else shown
     return strip.clip(0, 255).astype(np.uint8), reading
 

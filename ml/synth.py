@@ -157,6 +157,11 @@ def recolour(tile, wheel, ink):
     return wheel * (1 - strength) + ink * strength
 
 
+def outline(region, line, colour):
+    """A `line`-pixel edge of `colour` drawn round the inside of `region`, a view into an image array."""
+    region[:line], region[-line:], region[:, :line], region[:, -line:] = (colour,) * 4
+
+
 def wheels_behind_windows(tiles, rng):
     """The tiles laid out as a Toloka face shows its wheels: each behind a window of its own in a light face, edged by a
     thin dark line, the fractional wheels red and, on half the faces, behind a red glass; a decimal point below the
@@ -174,8 +179,7 @@ def wheels_behind_windows(tiles, rng):
     height, width = tiles[0].shape[:2]
     for i in range(len(tiles)):
         x = pad_x + i * (width + gap)
-        edged = strip[pad_y - line:pad_y + height + line, x - line:x + width + line]
-        edged[:line], edged[-line:], edged[:, :line], edged[:, -line:] = edge, edge, edge, edge
+        outline(strip[pad_y - line:pad_y + height + line, x - line:x + width + line], line, edge)
     if rng.random() < 0.5:
         x = pad_x + TOLOKA_WHOLE_WHEELS * (width + gap) - gap // 2 - 1
         strip[pad_y + height + line:pad_y + height + line + 3, x:x + 2] = black
