@@ -11,11 +11,13 @@ JPEG loss are drawn here from seeded random draws.
 writes DIR/images/NNNNNN.jpg and DIR/labels.csv (`file,reading,quad`, like bdci2020's: the 4 corners of the
 counter window clockwise from the top-left of its digits, whatever way up the photo shows them). Readings are in
 the two layouts the service knows (src/readers/local/spec.json): 5 whole-unit wheels then 3 fractional ones
-(`00037.902`), or 5 wheels (`00141`). DIR defaults to CACHE/rendered, which common.dataset_root gives the
-dataset name `rendered`.
+(`00037.902`), or 5 wheels (`00141`). DIR defaults to METERLENS_RENDERED (CACHE/rendered), which common.dataset_root gives the
+dataset name `rendered`. DIR/drawn-by.txt, written last, names the code, count and seed that drew it: a folder drawn
+so already is kept, and one drawn otherwise, or stopped part way, is drawn again.
 """
 import argparse
 import csv
+import hashlib
 import math
 import os
 import random
@@ -25,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from common import CACHE
+from common import RENDERED
 from synth import CROP_SIZE, ink_map, load_digit_crops, outline, rolled_reading
 
 # Open-licensed fonts: the fonts-* packages of ml/requirements-debian.txt.
@@ -369,16 +371,37 @@ def start_worker():
     WORKER['fonts'] = font_files()
 
 
+STAMP = 'drawn-by.txt'
+
+
+def stamp(count, seed):
+    """What a folder of renders was drawn by: this file's and synth.py's code (which draw every pixel), the count and
+    the seed."""
+    code = hashlib.sha256()
+    for name in ('render_meters.py', 'synth.py'):
+        code.update((Path(__file__).parent / name).read_bytes())
+    return f'{code.hexdigest()} count {count} seed {seed}\n'
+
+
+def drawn_already(output, count, seed):
+    path = output / STAMP
+    return path.exists() and path.read_text() == stamp(count, seed)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--count', type=int, default=10000)
     parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--output', type=Path, default=CACHE / 'rendered')
+    parser.add_argument('--output', type=Path, default=RENDERED)
     parser.add_argument('--workers', type=int, default=os.cpu_count())
     args = parser.parse_args()
     if os.environ.get('METERLENS_DIGITS') != 'clean':
         raise SystemExit('render_meters.py draws the clean weights\' photos: set METERLENS_DIGITS=clean')
+    if drawn_already(args.output, args.count, args.seed):
+        print(f'{args.output} holds these {args.count} renders already ({STAMP})')
+        return
     (args.output / 'images').mkdir(parents=True, exist_ok=True)
+    (args.output / STAMP).unlink(missing_ok=True)
     start_worker()  # once here, so the archive is extracted before the workers read it
     jobs = [(i, args.seed, args.output, args.seed * 7919 + i) for i in range(args.count)]
     with Pool(args.workers, initializer=start_worker) as pool, open(args.output / 'labels.csv', 'w', newline='') as handle:
@@ -388,6 +411,7 @@ def main():
             writer.writerow(row)
             if done % 1000 == 0:
                 print(f'{done} of {args.count} rendered', flush=True)
+    (args.output / STAMP).write_text(stamp(args.count, args.seed))
     print(f'{args.count} photos and labels in {args.output}')
 
 

@@ -1,14 +1,20 @@
 """cd ml && python3 -m unittest test_render: the rendered meter photos and their labels, and the batch stream that
 feeds a GPU from several processes without changing the CPU recipe's draws."""
+import os
 import random
 import re
+import subprocess
+import sys
+import tempfile
 import unittest
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from common import batch_stream
-from render_meters import Style, counter, font_files, render
+from render_meters import STAMP, Style, counter, font_files, render
+from synth import clean_digit_crops_at_hand
 
 
 def crops():
@@ -68,6 +74,26 @@ class CounterLooks(unittest.TestCase):
         row = strip[strip.shape[0] // 2].astype(int)
         self.assertFalse((np.abs(row - style.face).sum(1) <= 3).any(), 'no face colour')
         self.assertFalse((np.abs(row - style.edge).sum(1) <= 3).any(), 'no window edges')
+
+
+@unittest.skipUnless(clean_digit_crops_at_hand(), 'no digits-clean crops (../shared/datasets/digits-clean)')
+class RenderCache(unittest.TestCase):
+    def draw(self, output, count=2):
+        script = Path(__file__).with_name('render_meters.py')
+        return subprocess.run([sys.executable, script, '--count', str(count), '--workers', '1', '--output', output],
+                              env={**os.environ, 'METERLENS_DIGITS': 'clean'}, check=True, capture_output=True,
+                              text=True).stdout
+
+    def test_a_folder_is_drawn_again_only_when_not_drawn_to_the_end_with_this_count(self):
+        with tempfile.TemporaryDirectory() as folder:
+            output = Path(folder)
+            self.assertIn('2 photos and labels', self.draw(output))
+            drawn = (output / 'images' / '000000.jpg').stat().st_mtime_ns
+            self.assertIn('holds these 2 renders already', self.draw(output))
+            self.assertEqual((output / 'images' / '000000.jpg').stat().st_mtime_ns, drawn)
+            (output / STAMP).unlink()  # as a run stopped part way leaves it
+            self.assertIn('2 photos and labels', self.draw(output))
+            self.assertIn('3 photos and labels', self.draw(output, count=3))
 
 
 class BatchStream(unittest.TestCase):
