@@ -19,6 +19,8 @@
 # Like models/, ml/calibrating/ is rewritten by a trial (METERLENS_STEPS_PERCENT) or another dataset: git restores both.
 set -eu
 cd "$(dirname "$0")"
+# The project's own Node.js, which runs TypeScript, as `npm run train` has it: the steps after the readers need it.
+PATH="$PWD/../node_modules/.bin:$PATH"
 MODE="${1:-all}"
 case "$MODE" in
 all | calibration) ;;
