@@ -11,9 +11,9 @@ JPEG loss are drawn here from seeded random draws.
 writes DIR/images/NNNNNN.jpg and DIR/labels.csv (`file,reading,quad`, like bdci2020's: the 4 corners of the
 counter window clockwise from the top-left of its digits, whatever way up the photo shows them). Readings are in
 the two layouts the service knows (src/readers/local/spec.json): 5 whole-unit wheels then 3 fractional ones
-(`00037.902`), or 5 wheels (`00141`). DIR defaults to METERLENS_RENDERED (CACHE/rendered), which common.dataset_root gives the
-dataset name `rendered`. DIR/drawn-by.txt, written last, names the code, count and seed that drew it: a folder drawn
-so already is kept, and one drawn otherwise, or stopped part way, is drawn again.
+(`00037.902`), or 5 wheels (`00141`). DIR defaults to METERLENS_RENDERED (CACHE/rendered), which
+common.dataset_root gives the dataset name `rendered`. DIR/drawn-by.txt, written last, names the code, count and
+seed that drew it: a folder drawn so already is kept, and one drawn otherwise, or stopped part way, is drawn again.
 """
 import argparse
 import csv
