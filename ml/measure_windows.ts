@@ -16,11 +16,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SHARED_DATASETS, VALIDATION_SETS, loadFileList } from '../src/eval/dataset.ts';
+import { percentile } from '../src/eval/metrics.ts';
 import { scaleWindow, type Point, type Window } from '../src/readers/local/geometry.ts';
 import { decodePhoto, loadSessions, localise } from '../src/readers/local/model.ts';
 
 const OFF_AXIS_DEGREES = 8;
-const PERCENTILES = [0.25, 0.5, 0.75, 0.9];
+const PERCENTILES = [25, 50, 75, 90];
 /** The ml/splits lists: `val`, which no network learns; `calibration`, which ml/calibrating's networks do not. */
 const SPLITS = ['calibration', 'val'];
 
@@ -113,6 +114,7 @@ function nearest(label: Label, windows: Window[]): Window | undefined {
 }
 
 function quantiles(values: number[]): string {
+  if (values.length === 0) return '-';
   const sorted = [...values].sort((a, b) => a - b);
-  return PERCENTILES.map((p) => sorted[Math.floor(p * (sorted.length - 1))]?.toFixed(2) ?? '-').join(' / ');
+  return PERCENTILES.map((p) => percentile(sorted, p).toFixed(2)).join(' / ');
 }
