@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from common import configure_threads, read_labels
-from train_reader import MARGIN_X, MARGIN_Y, StripReader, greedy_decode, rectify, to_tensor, usable_windows
+from train_reader import StripReader, greedy_decode, labelled_strips, usable_windows
 
 COMMONEST_MISREADS = 6
 USAGE = 'usage: python3 measure_readers.py SPLIT_LIST... -- gru|conv:CHECKPOINT...'
@@ -36,10 +36,7 @@ def listed_windows(split):
 def readings(model, windows):
     out = []
     with torch.no_grad():
-        for start in range(0, len(windows), 64):
-            chunk = windows[start:start + 64]
-            strips = torch.stack([to_tensor(np.asarray(rectify(image, quad, MARGIN_X, MARGIN_Y), np.float32) / 255)
-                                  for image, quad, *_ in chunk])
+        for _, strips in labelled_strips(windows):
             logits, _ = model(strips)
             out += [greedy_decode(row.softmax(1)) for row in logits]
     return out

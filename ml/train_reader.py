@@ -191,15 +191,21 @@ def make_batch(windows, window_weights, crops, size, rng, regularisation, behind
     return torch.stack(images), torch.tensor(targets, dtype=torch.long), torch.tensor(lengths), torch.tensor(upside_down)
 
 
+def labelled_strips(windows):
+    """(windows, their strips upright as one batch) for each 64 windows, each cut at its labelled quad with the
+    service's margins."""
+    for start in range(0, len(windows), 64):
+        chunk = windows[start:start + 64]
+        yield chunk, torch.stack([to_tensor(np.asarray(rectify(image, quad, MARGIN_X, MARGIN_Y), np.float32) / 255)
+                                  for image, quad, *_ in chunk])
+
+
 def evaluate(model, windows):
     """Exact-read rate and upside-down accuracy on validation windows cut at the labelled quad."""
     model.eval()
     exact = orientation = 0
     with torch.no_grad():
-        for start in range(0, len(windows), 64):
-            chunk = windows[start:start + 64]
-            strips = [rectify(image, quad, MARGIN_X, MARGIN_Y) for image, quad, *_ in chunk]
-            upright = torch.stack([to_tensor(np.asarray(s, np.float32) / 255) for s in strips])
+        for chunk, upright in labelled_strips(windows):
             flipped = torch.flip(upright, (2, 3))
             logits, up_score = model(upright.to(DEVICE))
             _, flip_score = model(flipped.to(DEVICE))
