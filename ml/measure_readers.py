@@ -1,9 +1,11 @@
 """Strip readers judged alone on real counters: each checkpoint (`train_reader.py --checkpoint`, with the
 `--sequence` it trained with) reads the labelled windows of the photos a split list names, upright and cut as
-train_reader.py validates, greedily decoded. Per list: the share read exactly, with the whole units right and as
-many digits as the label, then how often each wheel is right where the reading has as many digits, and the
-commonest wrong digits (label → read). A reader's own gap, apart from the localisers' windows and the chain's
-choices (ml/EXPERIMENTS.md, "which half of the clean chain loses the counters").
+train_reader.py validates, decoded two ways: greedily (the reader's own count of digits) and in the layouts, as the
+service reads a strip (the most probable path whose text fits one of spec.json's layouts). Per list and way: the
+share read exactly, with the whole units right and with as many digits as the label, then how often each wheel is
+right where the reading has as many digits, and the commonest wrong digits (label → read). A reader's own gap,
+apart from the localisers' windows and the chain's choices (ml/EXPERIMENTS.md, "which half of the clean chain loses
+the counters").
 
     METERLENS_DIGITS=clean python3 measure_readers.py splits/toloka-calibration.txt splits/bdci2020-calibration.txt \
         -- gru:/tmp/ml-cache/reader-2.pt conv:/tmp/ml-cache/reader-3.pt
@@ -16,10 +18,14 @@ from collections import Counter
 import numpy as np
 import torch
 
-from common import configure_threads, read_labels
-from train_reader import StripReader, greedy_decode, labelled_strips, usable_windows
+from common import ALPHABET, SPEC, configure_threads, read_labels
+from train_reader import StripReader, collapse, greedy_decode, labelled_strips, usable_windows
 
 COMMONEST_MISREADS = 6
+LAYOUTS = list(SPEC['layouts'].values())
+BLANK = 0
+CLASSES = len(ALPHABET) + 1
+NEVER = -np.inf
 USAGE = 'usage: python3 measure_readers.py SPLIT_LIST... -- gru|conv:CHECKPOINT...'
 
 
@@ -33,13 +39,72 @@ def listed_windows(split):
     return usable_windows([row for row in read_labels(dataset) if row['file'] in files])
 
 
+def decode_in_layout(probabilities, layout):
+    """(text, log probability) of the most probable CTC path whose text fits `layout` (`ddddd.ddd`): a Viterbi
+    over the layout's slots, as src/readers/local/decode.ts's decodeInLayout. At each step a path is either in the
+    blank after `slot` slots, or on slot `slot` showing one class; equal neighbours need a blank between them."""
+    log = np.log(np.maximum(np.asarray(probabilities, np.float64), 1e-30))
+    allowed = np.full((len(layout), CLASSES), NEVER)
+    for slot, kind in enumerate(layout):
+        allowed[slot, [ALPHABET.index(c) + 1 for c in ('.' if kind == '.' else '0123456789')]] = 0
+    slots = len(layout)
+    blank = np.full(slots + 1, NEVER)
+    blank[0] = log[0, BLANK]
+    shown = np.full((slots, CLASSES), NEVER)
+    shown[0] = log[0] + allowed[0]
+    # Where each state came from: a blank from its own blank (-1) or the class shown on the slot before; a shown
+    # class from itself (-2), the blank before its slot (-1) or the class shown on the slot before.
+    blank_from, shown_from = [], []
+    for step in range(1, len(log)):
+        last_shown = shown.argmax(1)
+        from_shown = np.concatenate([[NEVER], shown[np.arange(slots), last_shown]])
+        blank_from.append(np.where(from_shown > blank, np.concatenate([[-1], last_shown]), -1))
+        next_blank = np.maximum(blank, from_shown) + log[step, BLANK]
+        came = np.where(blank[:-1, None] > shown, -1, -2)
+        best = np.maximum(blank[:-1, None], shown)
+        # From the slot before: the best class other than the one shown here.
+        order = np.argsort(-shown[:-1], axis=1)
+        first, second = order[:, :1], order[:, 1:2]
+        other = np.where(np.arange(CLASSES) == first, second, first)
+        from_before = np.take_along_axis(shown[:-1], other, 1)
+        better = from_before > best[1:]
+        best[1:] = np.where(better, from_before, best[1:])
+        came[1:] = np.where(better, other, came[1:])
+        shown_from.append(came)
+        blank, shown = next_blank, best + log[step] + allowed
+    last = int(shown[-1].argmax())
+    state = ('shown', slots - 1, last) if shown[-1, last] > blank[-1] else ('blank', slots, BLANK)
+    log_probability = max(shown[-1, last], blank[-1])
+    path = []
+    for step in range(len(log) - 1, -1, -1):
+        kind, slot, symbol = state
+        path.append(symbol)
+        if step == 0:
+            break
+        if kind == 'blank':
+            came = blank_from[step - 1][slot]
+            state = state if came == -1 else ('shown', slot - 1, int(came))
+        else:
+            came = shown_from[step - 1][slot, symbol]
+            state = state if came == -2 else ('blank', slot, BLANK) if came == -1 else ('shown', slot - 1, int(came))
+    return collapse(path[::-1]), log_probability
+
+
+def read_in_layouts(probabilities):
+    """The service's reading of a strip: its text in whichever of spec.json's layouts the reader finds most probable."""
+    return max((decode_in_layout(probabilities, layout) for layout in LAYOUTS), key=lambda read: read[1])[0]
+
+
 def readings(model, windows):
-    out = []
+    """(greedy readings, readings in the layouts) of the windows."""
+    greedy, laid_out = [], []
     with torch.no_grad():
         for _, strips in labelled_strips(windows):
             logits, _ = model(strips)
-            out += [greedy_decode(row.softmax(1)) for row in logits]
-    return out
+            for row in logits.softmax(2):
+                greedy.append(greedy_decode(row))
+                laid_out.append(read_in_layouts(row.numpy()))
+    return greedy, laid_out
 
 
 def digits(reading):
@@ -81,7 +146,9 @@ def main():
         model.eval()
         for split, listed in windows.items():
             truth = [reading for _, _, reading, _ in listed]
-            print(f'{path} {split} ({len(listed)} windows): {judged(readings(model, listed), truth)}', flush=True)
+            greedy, laid_out = readings(model, listed)
+            print(f'{path} {split} ({len(listed)} windows), greedy: {judged(greedy, truth)}', flush=True)
+            print(f'{path} {split} ({len(listed)} windows), in the layouts: {judged(laid_out, truth)}', flush=True)
 
 
 if __name__ == '__main__':

@@ -157,9 +157,13 @@ def encode(reading):
 
 
 def greedy_decode(probabilities):
-    best = probabilities.argmax(1).tolist()
+    return collapse(probabilities.argmax(1).tolist())
+
+
+def collapse(path):
+    """The text of a CTC path of classes (blank 0): repeated classes run together, blanks separate them."""
     out, previous = [], 0
-    for index in best:
+    for index in path:
         if index != previous and index != 0:
             out.append(ALPHABET[index - 1])
         previous = index
