@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from common import ALPHABET, SPEC, configure_threads, read_labels
-from train_reader import StripReader, collapse, greedy_decode, labelled_strips, usable_windows
+from train_reader import StripReader, collapse, encode, greedy_decode, labelled_strips, usable_windows
 
 COMMONEST_MISREADS = 6
 LAYOUTS = list(SPEC['layouts'].values())
@@ -44,10 +44,10 @@ def decode_in_layout(probabilities, layout):
     over the layout's slots, as src/readers/local/decode.ts's decodeInLayout. At each step a path is either in the
     blank after `slot` slots, or on slot `slot` showing one class; equal neighbours need a blank between them."""
     log = np.log(np.maximum(np.asarray(probabilities, np.float64), 1e-30))
-    allowed = np.full((len(layout), CLASSES), NEVER)
-    for slot, kind in enumerate(layout):
-        allowed[slot, [ALPHABET.index(c) + 1 for c in ('.' if kind == '.' else '0123456789')]] = 0
     slots = len(layout)
+    allowed = np.full((slots, CLASSES), NEVER)
+    for slot, kind in enumerate(layout):
+        allowed[slot, encode('.' if kind == '.' else '0123456789')] = 0
     blank = np.full(slots + 1, NEVER)
     blank[0] = log[0, BLANK]
     shown = np.full((slots, CLASSES), NEVER)
@@ -146,9 +146,8 @@ def main():
         model.eval()
         for split, listed in windows.items():
             truth = [reading for _, _, reading, _ in listed]
-            greedy, laid_out = readings(model, listed)
-            print(f'{path} {split} ({len(listed)} windows), greedy: {judged(greedy, truth)}', flush=True)
-            print(f'{path} {split} ({len(listed)} windows), in the layouts: {judged(laid_out, truth)}', flush=True)
+            for way, read in zip(('greedy', 'in the layouts'), readings(model, listed)):
+                print(f'{path} {split} ({len(listed)} windows), {way}: {judged(read, truth)}', flush=True)
 
 
 if __name__ == '__main__':

@@ -4,9 +4,8 @@ import unittest
 
 import numpy as np
 
-from common import ALPHABET
 from measure_readers import CLASSES, decode_in_layout, read_in_layouts
-from train_reader import greedy_decode
+from train_reader import encode, greedy_decode
 
 
 def strip(*steps):
@@ -15,7 +14,7 @@ def strip(*steps):
     for given in steps:
         row = np.full(CLASSES, (1 - sum(given.values())) / (CLASSES - len(given)))
         for character, probability in given.items():
-            row[ALPHABET.index(character) + 1 if character else 0] = probability
+            row[encode(character)[0] if character else 0] = probability
         rows.append(row)
     return np.array(rows, np.float32)
 
