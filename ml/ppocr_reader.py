@@ -2,9 +2,9 @@
 PyTorch strip reader of our alphabet, fine-tuned on the clean recipe's strips and judged as measure_readers.py
 judges a strip reader (ml/EXPERIMENTS.md, "PP-OCRv4's recogniser as a clean strip reader").
 
-The ONNX graph runs node by node in PyTorch (opset 9, the 25 operators this file uses); its weights become
-parameters, the final classifier cut to blank, 0-9 and '.' (the rows of those characters in ppocr_keys_v1.txt), so
-that before any training it reads as the pretrained network does restricted to our classes. Strips are cut at
+The ONNX graph runs node by node in PyTorch (opset 9: its constants and the operators OPERATORS maps); its weights
+become parameters, the final classifier cut to blank, 0-9 and '.' (the rows of those characters in ppocr_keys_v1.txt),
+so that before any training it reads as the pretrained network does restricted to our classes. Strips are cut at
 240 x 48 (the network's height) and fed as it was trained: BGR in [-1, 1]. Batch norms keep their statistics.
 
     METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1500 \
