@@ -133,7 +133,7 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
         else:
             warmup = min(1.0, step / warmup_steps) if warmup_steps else 1.0
         for group in optimiser.param_groups:
-            group['lr'] = learning_rate * warmup * 0.5 * (1 + math.cos(math.pi * progress))
+            group['lr'] = cosine_rate(learning_rate, warmup, progress)
         loss = batch_loss(model)
         optimiser.zero_grad()
         loss.backward()
@@ -155,6 +155,12 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     torch.save(model.state_dict(), checkpoint)
     export_onnx(model, export, args.output)
     print('exported', args.output)
+
+
+def cosine_rate(peak, warmup, progress):
+    """The learning rate `progress` (0..1) into a run: `peak` times the warm-up's share (0..1), decayed by a cosine
+    to zero at the run's end."""
+    return peak * warmup * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def start_from(model, checkpoint):

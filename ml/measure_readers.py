@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from common import ALPHABET, SPEC, configure_threads, read_labels
-from train_reader import StripReader, collapse, encode, greedy_decode, labelled_strips, usable_windows
+from train_reader import HEIGHT, WIDTH, StripReader, collapse, encode, greedy_decode, labelled_strips, usable_windows
 
 COMMONEST_MISREADS = 6
 LAYOUTS = list(SPEC['layouts'].values())
@@ -95,11 +95,11 @@ def read_in_layouts(probabilities):
     return max((decode_in_layout(probabilities, layout) for layout in LAYOUTS), key=lambda read: read[1])[0]
 
 
-def readings(model, windows):
-    """(greedy readings, readings in the layouts) of the windows."""
+def readings(model, windows, strip_size=(WIDTH, HEIGHT)):
+    """(greedy readings, readings in the layouts) of the windows, cut at the model's strip size."""
     greedy, laid_out = [], []
     with torch.no_grad():
-        for _, strips in labelled_strips(windows):
+        for _, strips in labelled_strips(windows, strip_size):
             logits, _ = model(strips)
             for row in logits.softmax(2):
                 greedy.append(greedy_decode(row))
@@ -125,11 +125,26 @@ def judged(read, truth):
             f'misread {", ".join(f"{t}→{r} {n}" for (t, r), n in misreads.most_common(COMMONEST_MISREADS)) or "-"}')
 
 
+def lists_and_models(args, usage):
+    """(the split lists, what follows them) of a command line `SPLIT_LIST... -- MODEL...`; exits with `usage` if not."""
+    if '--' not in args or args.index('--') in (0, len(args) - 1):
+        sys.exit(usage)
+    at = args.index('--')
+    return args[:at], args[at + 1:]
+
+
+def print_judged(name, model, windows, strip_size=(WIDTH, HEIGHT)):
+    """Prints how `model` reads each list's windows ({list: windows}), both ways."""
+    model.eval()
+    for split, listed in windows.items():
+        truth = [reading for _, _, reading, _ in listed]
+        for way, read in zip(('greedy', 'in the layouts'), readings(model, listed, strip_size)):
+            print(f'{name} {split} ({len(listed)} windows), {way}: {judged(read, truth)}', flush=True)
+
+
 def main():
-    if '--' not in sys.argv or sys.argv.index('--') in (1, len(sys.argv) - 1):
-        sys.exit(USAGE)
-    at = sys.argv.index('--')
-    lists, checkpoints = sys.argv[1:at], [given.partition(':')[::2] for given in sys.argv[at + 1:]]
+    lists, given = lists_and_models(sys.argv[1:], USAGE)
+    checkpoints = [model.partition(':')[::2] for model in given]
     if any(sequence not in ('gru', 'conv') for sequence, _ in checkpoints):
         sys.exit(USAGE)
     for _, path in checkpoints:
@@ -143,11 +158,7 @@ def main():
             model.load_state_dict(torch.load(path, map_location='cpu'))
         except (RuntimeError, pickle.UnpicklingError) as error:
             sys.exit(f'{path}: not the checkpoint of a {sequence} strip reader ({str(error).splitlines()[0]})')
-        model.eval()
-        for split, listed in windows.items():
-            truth = [reading for _, _, reading, _ in listed]
-            for way, read in zip(('greedy', 'in the layouts'), readings(model, listed)):
-                print(f'{path} {split} ({len(listed)} windows), {way}: {judged(read, truth)}', flush=True)
+        print_judged(path, model, windows)
 
 
 if __name__ == '__main__':

@@ -9,11 +9,11 @@ so that before any training it reads as the pretrained network does restricted t
 
     METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1500 \
         --checkpoint /tmp/ml-cache/ppocr-neck.pt [--train-after p2o.Add.199]
-    METERLENS_DIGITS=clean python3 ppocr_reader.py measure splits/toloka-calibration.txt \
-        splits/bdci2020-calibration.txt -- pretrained /tmp/ml-cache/ppocr-neck.pt
+    python3 ppocr_reader.py measure splits/toloka-calibration.txt splits/bdci2020-calibration.txt \
+        -- pretrained /tmp/ml-cache/ppocr-neck.pt
 """
 import argparse
-import math
+import os
 import sys
 import time
 
@@ -24,18 +24,13 @@ import torch.nn.functional as F
 from onnx import helper, numpy_helper
 from torch import nn
 
-import train_reader
-from common import ALPHABET, REPO_ROOT, TRAIN_DATASETS, configure_threads, seed_everything, split_rows
+from common import ALPHABET, REPO_ROOT, TRAIN_DATASETS, configure_threads, cosine_rate, seed_everything, split_rows
+from measure_readers import listed_windows, lists_and_models, print_judged
+from synth import load_digit_crops
+from train_reader import REGULARISATIONS, BatchRandom, make_batch, usable_windows
 
-WIDTH, HEIGHT = 240, 48
-# train_reader's batches and labelled strips are cut at its module's strip size; this reader's is PP-OCR's.
-train_reader.WIDTH, train_reader.HEIGHT = WIDTH, HEIGHT
-train_reader.rectify.__defaults__ = ((WIDTH, HEIGHT),)
-train_reader.UPSIDE_DOWN_SHARE = 0.0  # the network has no orientation output
-
-from measure_readers import judged, listed_windows, read_in_layouts  # noqa: E402 (after the strip size is set)
-from synth import load_digit_crops  # noqa: E402
-from train_reader import REGULARISATIONS, BatchRandom, greedy_decode, labelled_strips, make_batch, usable_windows  # noqa: E402
+STRIP_SIZE = (240, 48)  # width, height: the network's height at the service's strips' aspect
+WARMUP_STEPS = 100
 
 ASSETS = REPO_ROOT / 'node_modules' / '@gutenye' / 'ocr-models' / 'assets'
 ONNX_FILE, KEYS = ASSETS / 'ch_PP-OCRv4_rec_infer.onnx', ASSETS / 'ppocr_keys_v1.txt'
@@ -60,7 +55,7 @@ class PPOCR(nn.Module):
     def __init__(self):
         super().__init__()
         graph = onnx.load(str(ONNX_FILE)).graph
-        self.nodes, self.keys, self.params = [], {}, nn.ParameterDict()
+        self.nodes, self.attribute_of, self.params = [], {}, nn.ParameterDict()
         for node in graph.node:
             if node.op_type != 'Constant':
                 attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -74,14 +69,14 @@ class PPOCR(nn.Module):
                 self.params[key] = nn.Parameter(tensor.float())
             else:
                 self.register_buffer(key, tensor, persistent=False)
-            self.keys[name] = key
+            self.attribute_of[name] = key
         # Each intermediate is dropped after its last use: a batch's every activation at once is gigabytes.
         last_use = {name: i for i, (_, inputs, _, _) in enumerate(self.nodes) for name in inputs}
-        self.done_with = [[name for name in inputs if last_use[name] == i and name not in self.keys]
+        self.done_with = [[name for name in inputs if last_use[name] == i and name not in self.attribute_of]
                           for i, (_, inputs, _, _) in enumerate(self.nodes)]
 
     def weight(self, name):
-        key = self.keys[name]
+        key = self.attribute_of[name]
         return self.params[key] if key in self.params else getattr(self, key)
 
     def params_after(self, output):
@@ -89,23 +84,40 @@ class PPOCR(nn.Module):
         after, names = False, set()
         for _, inputs, computed, _ in self.nodes:
             if after:
-                names |= {self.keys[i] for i in inputs if self.keys.get(i) in self.params}
+                names |= {self.attribute_of[i] for i in inputs if self.attribute_of.get(i) in self.params}
             after = after or computed == output
         if not after:
             sys.exit(f'{output}: no node of the graph computes it')
         return names
 
     def forward(self, strips):
-        """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes)."""
+        """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes) and, where StripReader
+        gives its upside-down logit, None: the network has no orientation output."""
         values = {'x': torch.flip(strips, (1,)) * 2}
         for (op, inputs, output, attributes), done in zip(self.nodes, self.done_with):
             args = [values[name] if name in values else self.weight(name) for name in inputs]
             if output == LOGITS:
-                return args[0]
+                return args[0], None
             for name in done:
                 del values[name]
             values[output] = OPERATORS[op](args, attributes)
         raise AssertionError(f'the graph computes no {LOGITS}')
+
+
+def conv(v, a):
+    assert a['pads'][:2] == a['pads'][2:], a  # F.conv2d pads each side alike
+    return F.conv2d(v[0], v[1], v[2] if len(v) > 2 else None, a['strides'], a['pads'][:2], a['dilations'], a['group'])
+
+
+def average_pool(v, a):
+    assert a['pads'][:2] == a['pads'][2:], a
+    return F.avg_pool2d(v[0], a['kernel_shape'], a['strides'], a['pads'][:2],
+                        count_include_pad=bool(a.get('count_include_pad', 0)))
+
+
+def softmax(v, a):
+    assert a['axis'] in (-1, v[0].dim() - 1), a  # opset 9 flattens the axes from `axis` on; the same only for the last
+    return torch.softmax(v[0], -1)
 
 
 def reshape(args, _):
@@ -123,13 +135,12 @@ def squeezed(args, a):
 def sliced(args, a):
     out = args[0]
     for axis, start, end in zip(a['axes'], a['starts'], a['ends']):
-        out = out.narrow(axis, start, min(end, out.shape[axis]) - start)
+        out = out[(slice(None),) * axis + (slice(start, end),)]
     return out
 
 
 OPERATORS = {
-    'Conv': lambda v, a: F.conv2d(v[0], v[1], v[2] if len(v) > 2 else None, a['strides'], a['pads'][:2],
-                                  a['dilations'], a['group']),
+    'Conv': conv,
     'BatchNormalization': lambda v, a: F.batch_norm(v[0], v[3], v[4], v[1], v[2], False, 0.0, a['epsilon']),
     'Add': lambda v, _: v[0] + v[1],
     'Sub': lambda v, _: v[0] - v[1],
@@ -142,7 +153,7 @@ OPERATORS = {
     'Relu': lambda v, _: F.relu(v[0]),
     'HardSigmoid': lambda v, a: torch.clamp(a['alpha'] * v[0] + a['beta'], 0, 1),
     'MatMul': lambda v, _: torch.matmul(v[0], v[1]),
-    'Softmax': lambda v, a: torch.softmax(v[0], a['axis']),
+    'Softmax': softmax,
     'ReduceMean': lambda v, a: v[0].mean(dim=a['axes'], keepdim=bool(a.get('keepdims', 1))),
     'Transpose': lambda v, a: v[0].permute(*a['perm']),
     'Squeeze': squeezed,
@@ -152,8 +163,7 @@ OPERATORS = {
     'Concat': lambda v, a: torch.cat([t.reshape(-1) for t in v] if v[0].dtype == torch.long else v, a['axis']),
     'Reshape': reshape,
     'GlobalAveragePool': lambda v, _: v[0].mean((2, 3), keepdim=True),
-    'AveragePool': lambda v, a: F.avg_pool2d(v[0], a['kernel_shape'], a['strides'], a['pads'][:2],
-                                             count_include_pad=bool(a.get('count_include_pad', 0))),
+    'AveragePool': average_pool,
 }
 
 
@@ -187,17 +197,19 @@ def train(argv):
     started = time.time()
     for step in range(1, args.steps + 1):
         for group in optimiser.param_groups:
-            group['lr'] = args.learning_rate * min(1, step / 100) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+            group['lr'] = cosine_rate(args.learning_rate, min(1, step / WARMUP_STEPS), (step - 1) / args.steps)
         strips, targets, lengths, _ = make_batch(windows, weights, crops, args.batch, rng, REGULARISATIONS['strong'],
-                                                 behind_windows=True)
-        log_probs = model(strips).log_softmax(2).permute(1, 0, 2)
+                                                 behind_windows=True, strip_size=STRIP_SIZE, upside_down_share=0)
+        logits, _ = model(strips)
+        log_probs = logits.log_softmax(2).permute(1, 0, 2)
         loss = ctc(log_probs, targets, torch.full((len(lengths),), log_probs.shape[0], dtype=torch.long), lengths)
         optimiser.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(params, 5.0)
         optimiser.step()
         if step % 25 == 0:
-            print(f'step {step} loss {loss.item():.3f} {step * args.batch / (time.time() - started):.1f} img/s', flush=True)
+            rate = step * args.batch / (time.time() - started)
+            print(f'step {step} loss {loss.item():.3f} {rate:.1f} img/s', flush=True)
         if step % 250 == 0 or step == args.steps:
             kept = {k: v for k, v in model.state_dict().items() if k.removeprefix('params.') in trained}
             torch.save(kept, f'{args.checkpoint}.{step}')
@@ -205,28 +217,20 @@ def train(argv):
 
 
 def measure(argv):
-    if '--' not in argv:
-        sys.exit('usage: python3 ppocr_reader.py measure SPLIT_LIST... -- pretrained|CHECKPOINT...')
-    at = argv.index('--')
+    usage = 'usage: python3 ppocr_reader.py measure SPLIT_LIST... -- pretrained|CHECKPOINT...'
+    lists, checkpoints = lists_and_models(argv, usage)
+    for checkpoint in checkpoints:
+        if checkpoint != 'pretrained' and not os.path.isfile(checkpoint):
+            sys.exit(f'{checkpoint}: no such checkpoint (ppocr_reader.py train --checkpoint writes one)')
     configure_threads()
-    windows = {split: listed_windows(split) for split in argv[:at]}
-    for checkpoint in argv[at + 1:]:
+    windows = {split: listed_windows(split) for split in lists}
+    for checkpoint in checkpoints:
         model = PPOCR()
         if checkpoint != 'pretrained':
             unexpected = model.load_state_dict(torch.load(checkpoint), strict=False).unexpected_keys
             if unexpected:
                 sys.exit(f'{checkpoint}: not a checkpoint of ppocr_reader.py train ({unexpected[0]}, ...)')
-        model.eval()
-        for split, listed in windows.items():
-            truth = [reading for _, _, reading, _ in listed]
-            greedy, laid_out = [], []
-            with torch.no_grad():
-                for _, strips in labelled_strips(listed):
-                    for row in model(strips).softmax(2):
-                        greedy.append(greedy_decode(row))
-                        laid_out.append(read_in_layouts(row.numpy()))
-            for way, read in (('greedy', greedy), ('in the layouts', laid_out)):
-                print(f'{checkpoint} {split} ({len(listed)} windows), {way}: {judged(read, truth)}', flush=True)
+        print_judged(checkpoint, model, windows, STRIP_SIZE)
 
 
 if __name__ == '__main__':

@@ -5,7 +5,9 @@ import numpy as np
 import torch
 
 from common import ALPHABET
-from ppocr_reader import HEIGHT, KEYS, NECK_STARTS, ONNX_FILE, PPOCR, WIDTH, our_classes
+from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, our_classes
+
+WIDTH, HEIGHT = STRIP_SIZE
 
 # onnxruntime-node's log(p(class) / p(blank)) for blank, 0-9 and '.' at output steps 0, 15 and 29 of the ONNX file
 # fed x[i] = 0.8 sin(0.013 i) (1 x 3 x 48 x 240, BGR in [-1, 1]).
@@ -32,7 +34,9 @@ class PPOCRTest(unittest.TestCase):
         x = torch.from_numpy((0.8 * np.sin(0.013 * np.arange(3 * HEIGHT * WIDTH))).astype(np.float32))
         strips = torch.flip(x.reshape(1, 3, HEIGHT, WIDTH), (1,)) / 2  # our RGB in [-0.5, 0.5]
         with torch.no_grad():
-            logits = self.model(strips)[0]
+            logits, upside_down = self.model(strips)
+        self.assertIsNone(upside_down)
+        logits = logits[0]
         self.assertEqual(tuple(logits.shape), (WIDTH // 8, len(ALPHABET) + 1))
         for step, expected in ONNXRUNTIME.items():
             np.testing.assert_allclose((logits[step] - logits[step, 0]).numpy(), expected, atol=1e-3)

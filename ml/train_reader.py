@@ -170,7 +170,8 @@ def collapse(path):
     return ''.join(out)
 
 
-def make_batch(windows, window_weights, crops, size, rng, regularisation, behind_windows=False):
+def make_batch(windows, window_weights, crops, size, rng, regularisation, behind_windows=False,
+               strip_size=(WIDTH, HEIGHT), upside_down_share=UPSIDE_DOWN_SHARE):
     images, targets, lengths, upside_down = [], [], [], []
     for _ in range(size):
         source = rng.random()
@@ -179,12 +180,12 @@ def make_batch(windows, window_weights, crops, size, rng, regularisation, behind
                 strip, reading = synthetic_strip(crops, rng)
             else:
                 strip, reading = eight_wheel_strip(crops, rng, behind_windows)
-            strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize((WIDTH, HEIGHT), Image.BILINEAR)
+            strip = strip.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR).resize(strip_size, Image.BILINEAR)
         else:
             image, quad, reading, _ = windows[rng.pick(window_weights)]
             strip = rectify(image, jittered_quad(quad, rng, regularisation.max_tilt),
-                            MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2))
-        flipped = rng.random() < UPSIDE_DOWN_SHARE
+                            MARGIN_X + rng.uniform(-0.05, 0.06), MARGIN_Y + rng.uniform(-0.12, 0.2), strip_size)
+        flipped = rng.random() < upside_down_share
         if flipped:
             strip = strip.rotate(180)
         images.append(to_tensor(photometric(strip, rng, regularisation)))
@@ -195,13 +196,13 @@ def make_batch(windows, window_weights, crops, size, rng, regularisation, behind
     return torch.stack(images), torch.tensor(targets, dtype=torch.long), torch.tensor(lengths), torch.tensor(upside_down)
 
 
-def labelled_strips(windows):
+def labelled_strips(windows, strip_size=(WIDTH, HEIGHT)):
     """(windows, their strips upright as one batch) for each 64 windows, each cut at its labelled quad with the
     service's margins."""
     for start in range(0, len(windows), 64):
         chunk = windows[start:start + 64]
-        yield chunk, torch.stack([to_tensor(np.asarray(rectify(image, quad, MARGIN_X, MARGIN_Y), np.float32) / 255)
-                                  for image, quad, *_ in chunk])
+        strips = [rectify(image, quad, MARGIN_X, MARGIN_Y, strip_size) for image, quad, *_ in chunk]
+        yield chunk, torch.stack([to_tensor(np.asarray(strip, np.float32) / 255) for strip in strips])
 
 
 def evaluate(model, windows):
