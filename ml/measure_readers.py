@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from common import ALPHABET, SPEC, configure_threads, read_labels
-from train_reader import HEIGHT, WIDTH, StripReader, collapse, encode, greedy_decode, labelled_strips, usable_windows
+from train_reader import (HEIGHT, WIDTH, StripReader, collapse, encode, greedy_decode, labelled_strips, told_upright,
+                          usable_windows)
 
 COMMONEST_MISREADS = 6
 LAYOUTS = list(SPEC['layouts'].values())
@@ -96,15 +97,17 @@ def read_in_layouts(probabilities):
 
 
 def readings(model, windows, strip_size=(WIDTH, HEIGHT)):
-    """(greedy readings, readings in the layouts) of the windows, cut at the model's strip size."""
-    greedy, laid_out = [], []
+    """(greedy readings, readings in the layouts, the share of windows the upside-down head tells upright) of the
+    windows, cut at the model's strip size."""
+    greedy, laid_out, upright = [], [], 0
     with torch.no_grad():
         for _, strips in labelled_strips(windows, strip_size):
-            logits, _ = model(strips)
+            logits, up_score = model(strips)
+            upright += told_upright(model, strips, up_score)
             for row in logits.softmax(2):
                 greedy.append(greedy_decode(row))
                 laid_out.append(read_in_layouts(row.numpy()))
-    return greedy, laid_out
+    return greedy, laid_out, upright / len(windows)
 
 
 def digits(reading):
@@ -138,8 +141,10 @@ def print_judged(name, model, windows, strip_size=(WIDTH, HEIGHT)):
     model.eval()
     for split, listed in windows.items():
         truth = [reading for _, _, reading, _ in listed]
-        for way, read in zip(('greedy', 'in the layouts'), readings(model, listed, strip_size)):
+        *ways, upright = readings(model, listed, strip_size)
+        for way, read in zip(('greedy', 'in the layouts'), ways):
             print(f'{name} {split} ({len(listed)} windows), {way}: {judged(read, truth)}', flush=True)
+        print(f'{name} {split}: told upright from upside down {100 * upright:.1f}%', flush=True)
 
 
 def main():

@@ -1,13 +1,30 @@
 """Unit tests of ppocr_reader.py: python3 -m unittest test_ppocr_reader (from ml/; needs `npm ci` for the network)."""
+import json
+import subprocess
+import tempfile
 import unittest
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from common import ALPHABET
-from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, our_classes
+from common import ALPHABET, REPO_ROOT
+from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, export, our_classes
 
 WIDTH, HEIGHT = STRIP_SIZE
+NODE = REPO_ROOT / 'node_modules' / '.bin' / 'node'
+# What the service does with a strip reader: two strips in one batch, each x[i] = 0.4 sin(0.013 i + strip).
+READ_AS_THE_SERVICE_DOES = """
+const ort = require('onnxruntime-node');
+const [file, height, width] = [process.argv[1], 48, 240];
+const size = 3 * height * width;
+const strips = Float32Array.from({ length: 2 * size }, (_, i) => 0.4 * Math.sin(0.013 * (i % size) + Math.floor(i / size)));
+ort.InferenceSession.create(file).then(async (session) => {
+  const out = await session.run({ strip: new ort.Tensor('float32', strips, [2, 3, height, width]) });
+  console.log(JSON.stringify({ probabilities: Array.from(out.probabilities.data), dims: out.probabilities.dims,
+                               upsideDown: Array.from(out.upside_down.data) }));
+});
+"""
 
 # onnxruntime-node's log(p(class) / p(blank)) for blank, 0-9 and '.' at output steps 0, 15 and 29 of the ONNX file
 # fed x[i] = 0.8 sin(0.013 i) (1 x 3 x 48 x 240, BGR in [-1, 1]).
@@ -34,8 +51,7 @@ class PPOCRTest(unittest.TestCase):
         x = torch.from_numpy((0.8 * np.sin(0.013 * np.arange(3 * HEIGHT * WIDTH))).astype(np.float32))
         strips = torch.flip(x.reshape(1, 3, HEIGHT, WIDTH), (1,)) / 2  # our RGB in [-0.5, 0.5]
         with torch.no_grad():
-            logits, upside_down = self.model(strips)
-        self.assertIsNone(upside_down)
+            logits, _ = self.model(strips)
         logits = logits[0]
         self.assertEqual(tuple(logits.shape), (WIDTH // 8, len(ALPHABET) + 1))
         for step, expected in ONNXRUNTIME.items():
@@ -46,6 +62,28 @@ class PPOCRTest(unittest.TestCase):
         self.assertIn('linear_85__w_0', neck)
         self.assertNotIn('conv2d_10__w_0', neck)  # the first convolution
         self.assertLess(len(neck), len(self.model.params))
+
+
+    @unittest.skipUnless(NODE.exists(), 'onnxruntime-node reads the export: npm ci installs both')
+    def test_its_export_reads_in_onnxruntime_as_it_reads_here(self):
+        torch.manual_seed(0)
+        model = PPOCR()
+        with torch.no_grad():  # as training leaves them: the backbone's first weights and the heads changed
+            for name in ('conv2d_10__w_0', 'linear_85__w_0', 'linear_85__b_0'):
+                model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
+        i = torch.arange(3 * HEIGHT * WIDTH)
+        strips = torch.stack([0.4 * torch.sin(0.013 * i + strip) for strip in (0, 1)]).reshape(2, 3, HEIGHT, WIDTH)
+        with torch.no_grad():
+            logits, upside_down = model.eval()(strips.float())
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'reader.onnx'
+            export(model, file)
+            read = json.loads(subprocess.run([str(NODE), '-e', READ_AS_THE_SERVICE_DOES, str(file)], cwd=REPO_ROOT,
+                                             check=True, capture_output=True, text=True).stdout)
+        self.assertEqual(read['dims'], [2, WIDTH // 8, len(ALPHABET) + 1])
+        probabilities = np.array(read['probabilities']).reshape(read['dims'])
+        np.testing.assert_allclose(probabilities, logits.softmax(2).numpy(), atol=1e-4)
+        np.testing.assert_allclose(read['upsideDown'], torch.sigmoid(upside_down).numpy(), atol=1e-4)
 
 
 if __name__ == '__main__':

@@ -28,6 +28,7 @@ SYNTHETIC_SHARE = 0.1
 UPSIDE_DOWN_SHARE = 0.2
 # Toloka's 8-wheel counters are the harder read: they are drawn this many times as often as a bdci2020 window.
 TOLOKA_WEIGHT = 2.0
+CTC = nn.CTCLoss(zero_infinity=True)
 
 
 class Regularisation(NamedTuple):
@@ -196,6 +197,18 @@ def make_batch(windows, window_weights, crops, size, rng, regularisation, behind
     return torch.stack(images), torch.tensor(targets, dtype=torch.long), torch.tensor(lengths), torch.tensor(upside_down)
 
 
+def strip_loss(model, batch):
+    """A reader's loss on a batch of make_batch: CTC on the upright strips (an upside-down one has no label) plus half
+    the upside-down head's cross-entropy on all of them."""
+    images, targets, lengths, upside_down = (t.to(DEVICE) for t in batch)
+    logits, up_logit = model(images)
+    log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
+    keep = lengths > 0
+    steps = torch.full((int(keep.sum()),), log_probs.shape[0], dtype=torch.long, device=DEVICE)
+    loss = CTC(log_probs[:, keep], targets, steps, lengths[keep])
+    return loss + 0.5 * F.binary_cross_entropy_with_logits(up_logit, upside_down)
+
+
 def labelled_strips(windows, strip_size=(WIDTH, HEIGHT)):
     """(windows, their strips upright as one batch) for each 64 windows, each cut at its labelled quad with the
     service's margins."""
@@ -211,14 +224,18 @@ def evaluate(model, windows):
     exact = orientation = 0
     with torch.no_grad():
         for chunk, upright in labelled_strips(windows):
-            flipped = torch.flip(upright, (2, 3))
             logits, up_score = model(upright.to(DEVICE))
-            _, flip_score = model(flipped.to(DEVICE))
-            for i, (_, _, reading, _) in enumerate(chunk):
-                exact += greedy_decode(logits[i].softmax(1)) == reading
-                orientation += (up_score[i] < flip_score[i]).item()
+            exact += sum(greedy_decode(logits[i].softmax(1)) == reading for i, (_, _, reading, _) in enumerate(chunk))
+            orientation += told_upright(model, upright.to(DEVICE), up_score)
     model.train()
     return exact / len(windows), orientation / len(windows)
+
+
+def told_upright(model, upright, up_score):
+    """How many of the upright strips (scored `up_score` by the upside-down head) the head finds less upside down
+    than themselves turned round."""
+    _, turned_score = model(torch.flip(upright, (2, 3)))
+    return int((up_score < turned_score).sum())
 
 
 def sideways(row):
@@ -274,16 +291,9 @@ def main():
     batches = batch_stream(lambda source: make_batch(windows, window_weights, crops, args.batch, source, regularisation,
                                                      args.behind_windows),
                            BatchRandom, args.seed, args.workers)
-    ctc = nn.CTCLoss(zero_infinity=True)
 
     def batch_loss(model):
-        images, targets, lengths, upside_down = (t.to(DEVICE) for t in next(batches))
-        logits, up_logit = model(images)
-        log_probs = logits.log_softmax(2).permute(1, 0, 2)  # T x N x C
-        keep = lengths > 0
-        steps = torch.full((int(keep.sum()),), log_probs.shape[0], dtype=torch.long, device=DEVICE)
-        loss = ctc(log_probs[:, keep], targets, steps, lengths[keep])
-        return loss + 0.5 * F.binary_cross_entropy_with_logits(up_logit, upside_down)
+        return strip_loss(model, next(batches))
 
     def validate(model):
         return ', '.join(f'{dataset} exact/orientation {evaluate(model, val)}' for dataset, val in validation.items())
