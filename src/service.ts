@@ -49,7 +49,7 @@ export async function runService(config: Config, roles: { web: boolean; worker: 
   const photos = new PhotoStore(config.photoStore);
   const readers = await createReaderChain(config);
   log(`reader chain: ${readers.readers.map((reader) => reader.name).join(' → ') || '(none configured)'}`);
-  if (readers.readers.some((reader) => reader.name === 'local')) log(await describeWeights(config.localModelDir));
+  if (readers.readers.some((reader) => reader.name === 'local')) log(describeWeights(config.localModelDir));
 
   if (roles.worker) {
     await startWorker({ config, db, photos, boss, readers });

@@ -21,7 +21,7 @@ t.test('the shipped provenance describes every file the reader loads and every d
 
 t.test('the licence line says whether the weights may be used commercially', async (t) => {
   t.match(
-    await describeWeights(shippedDir),
+    describeWeights(shippedDir),
     /^weights local-crnn-v20: NOT for commercial use, learned from Toloka Water Meters \(CC BY-NC-ND 4\.0\); BDCI 2020/,
   );
   const clean: Provenance = {
@@ -44,9 +44,9 @@ t.test('the licence line says whether the weights may be used commercially', asy
 
   const ownDir = await mkdtemp(path.join(tmpdir(), 'meterlens-weights-'));
   t.teardown(() => rm(ownDir, { recursive: true, force: true }));
-  t.equal(await describeWeights(ownDir), `weights in ${ownDir}: no provenance.json, so their licence is unknown`);
+  t.equal(describeWeights(ownDir), `weights in ${ownDir}: no provenance.json, so their licence is unknown`);
   await writeFile(path.join(ownDir, PROVENANCE_FILE), JSON.stringify(clean));
-  t.match(await describeWeights(ownDir), /learned only from data that allows commercial use/);
+  t.match(describeWeights(ownDir), /learned only from data that allows commercial use/);
 });
 
 /** The rows of the model card's tables under `heading` whose first cell starts with a backticked name: name → cells. */

@@ -14,7 +14,8 @@ import {
   type ConfidenceEvidence,
 } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/model.ts';
-import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
+import { PROVENANCE_FILE } from '../../src/readers/local/provenance.ts';
+import { LOCALISER_FILES, MODEL_NAME, READER_FILES, WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/plausibility-policy.ts';
 import { ReaderError, clampConfidence, type MeterReader } from '../../src/readers/reader.ts';
 import { drawMeter } from '../fakes/meter-photo.ts';
@@ -61,6 +62,39 @@ t.test(
       new RegExp(
         `failed to load: ${WHEEL_READER_FILE.replace('.', '\\.')} reads 32 x 160 inputs; spec.json gives it \\d+ x \\d+`,
       ),
+    );
+  },
+);
+
+t.test(
+  "a reading records its weights' set, as their provenance.json names it, as its model",
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const { image } = await drawMeter('00758', '407');
+    const named = await modelDirWith([...MODEL_FILES, WHEEL_READER_FILE]);
+    const read = async () => (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: named })))!.read(image, signal());
+    t.equal((await read()).model, MODEL_NAME, 'without provenance.json, the model the service was built with');
+    await writeFile(
+      path.join(named, PROVENANCE_FILE),
+      JSON.stringify({ set: 'own-2026-11-30', datasets: {}, files: {} }),
+    );
+    t.equal((await read()).model, 'own-2026-11-30');
+    await writeFile(path.join(named, PROVENANCE_FILE), '{"set": ');
+    await t.rejects(read(), /failed to load: .*provenance\.json is not JSON/);
+  },
+);
+
+t.test(
+  "a strip reader of another shape than spec.json's strips stops the model from loading, naming the file",
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const [firstReader, ...otherReaders] = READER_FILES;
+    const mismatched = await modelDirWith([...LOCALISER_FILES, ...otherReaders]);
+    // The wheel reader (48 x 30 inputs: a wheel, not a strip) where a strip reader should be.
+    await symlink(path.join(MODEL_DIR, WHEEL_READER_FILE), path.join(mismatched, firstReader!));
+    await t.rejects(
+      createLocalReader(loadConfig({ LOCAL_MODEL_DIR: mismatched })),
+      new RegExp(`failed to load: ${firstReader!.replace('.', '\\.')} reads 48 x 30 strips; spec.json's are 32 x 160`),
     );
   },
 );

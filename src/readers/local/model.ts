@@ -5,6 +5,7 @@ import sharp from 'sharp';
 import { fitsLayout, type MeterLayout } from '../layout.ts';
 import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../plausibility-policy.ts';
 import { implausible, outsideWindowReason } from '../judge-reading.ts';
+import { setName } from './provenance.ts';
 import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
 import {
   combineReadings,
@@ -85,36 +86,56 @@ export interface MeterModel {
 }
 
 export async function loadMeterModel(modelDir: string, threads: number): Promise<MeterModel> {
-  const load = async (files: string[], height: number, width: number) => {
+  const load = async (files: string[], check: (session: ort.InferenceSession, file: string) => void) => {
     const sessions = await loadSessions(modelDir, files, threads);
-    sessions.forEach((session, index) => checkInputSize(session, files[index]!, height, width));
+    sessions.forEach((session, index) => check(session, files[index]!));
     return sessions;
   };
   // Weights trained on an operator's own photos alone come without a wheel reader (ml/train.sh): the strip readers
   // read alone.
   const wheelReaderFiles = existsSync(path.join(modelDir, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
   const [localisers, [wheelReader], stripReaders] = await Promise.all([
-    load(LOCALISER_FILES, LOCALISER_INPUT, LOCALISER_INPUT),
-    load(wheelReaderFiles, WHEEL_HEIGHT, WHEEL_WIDTH),
-    load(READER_FILES, STRIP_HEIGHT, STRIP_WIDTH),
+    load(LOCALISER_FILES, inputOfSize(LOCALISER_INPUT, LOCALISER_INPUT)),
+    load(wheelReaderFiles, inputOfSize(WHEEL_HEIGHT, WHEEL_WIDTH)),
+    load(READER_FILES, checkStripShape),
   ]);
-  const calibration = loadCalibration(modelDir);
+  const weights = { name: setName(modelDir) ?? MODEL_NAME, calibration: loadCalibration(modelDir) };
   return {
     read: (image, window, layout) =>
-      readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, calibration),
+      readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, weights),
   };
+}
+
+/** The height and width of the images a session reads, as its input names them (a number each where fixed). */
+function inputSize(session: ort.InferenceSession): Array<number | string> {
+  const [input] = session.inputMetadata;
+  return input?.isTensor ? input.shape.slice(-2) : [];
 }
 
 /**
  * Weights trained for other input sizes than spec.json names (an old wheels.onnx beside a newer spec, say) stop the
  * model from loading, naming the file, instead of failing every photo they would read.
  */
-function checkInputSize(session: ort.InferenceSession, file: string, height: number, width: number): void {
-  const [input] = session.inputMetadata;
-  const shape = input?.isTensor ? input.shape.slice(-2) : [];
-  if (shape[0] !== height || shape[1] !== width) {
+function inputOfSize(height: number, width: number) {
+  return (session: ort.InferenceSession, file: string) => {
+    const size = inputSize(session);
+    if (size[0] !== height || size[1] !== width) {
+      throw new Error(
+        `${file} reads ${size.join(' x ') || 'an unknown size'} inputs; spec.json gives it ${height} x ${width}: retrain it, or use the spec.json it was trained with`,
+      );
+    }
+  };
+}
+
+/**
+ * A strip reader reads strips of its own size (a pretrained network at the height it was made for, say), but of
+ * spec.json's shape: the strip's margins and where the readers put the wheels are in the strip's proportions.
+ */
+function checkStripShape(session: ort.InferenceSession, file: string): void {
+  const [height, width] = inputSize(session);
+  if (typeof height !== 'number' || typeof width !== 'number' || height * STRIP_WIDTH !== width * STRIP_HEIGHT) {
     throw new Error(
-      `${file} reads ${shape.join(' x ') || 'an unknown size'} inputs; spec.json gives it ${height} x ${width}: retrain it, or use the spec.json it was trained with`,
+      `${file} reads ${[height, width].join(' x ')} strips; spec.json's are ${STRIP_HEIGHT} x ${STRIP_WIDTH}, and a strip reader reads that shape at some fixed size: retrain it, or use the spec.json it was trained with`,
     );
   }
 }
@@ -157,7 +178,7 @@ async function readMeter(
   { localisers, ...readers }: Sessions,
   image: Buffer,
   { window, layout }: { window?: PlausibilityWindow; layout?: MeterLayout },
-  calibration: Calibration | undefined,
+  { name, calibration }: { name: string; calibration?: Calibration },
 ): Promise<MeterReading> {
   const { photo, toNormalised } = await decodePhoto(image);
   const candidates: Window[] = [];
@@ -194,7 +215,7 @@ async function readMeter(
       reading: chosen.formatted.reading,
       value: chosen.formatted.value,
       confidence: clampConfidence(calibrated),
-      model: MODEL_NAME,
+      model: name,
       raw: { ...chosen.raw, candidates: candidates.length, evidence, ...raw },
       digitConfidences: chosen.formatted.digitConfidences,
       wholeUnitsAgreed: wholeUnitsAgreed(chosen),
@@ -757,21 +778,39 @@ function clamp(value: number, low: number, high: number): number {
   return Math.max(low, Math.min(high, value));
 }
 
-/** Each strip reader's outputs for the strips cut from the photo as listed, one batch a reader. */
+/**
+ * Each strip reader's outputs for the strips cut from the photo as listed, one batch a reader; the readers of one
+ * strip size (checkStripShape) read the same batch.
+ */
 async function readStrips(
   stripReaders: ort.InferenceSession[],
   photo: RgbImage,
   crops: Array<{ window: Window; marginY: number }>,
 ): Promise<ort.InferenceSession.ReturnType[]> {
-  const stripSize = 3 * STRIP_HEIGHT * STRIP_WIDTH;
+  const batches = new Map<string, ort.Tensor>();
+  const outputs: ort.InferenceSession.ReturnType[] = [];
+  for (const reader of stripReaders) {
+    const [height, width] = inputSize(reader) as [number, number];
+    const size = `${height} x ${width}`;
+    if (!batches.has(size)) batches.set(size, cutStrips(photo, crops, height, width));
+    outputs.push(await reader.run({ strip: batches.get(size)! }));
+  }
+  return outputs;
+}
+
+/** The strips cut from the photo as listed, each rectified to `height` x `width`, as one batch. */
+function cutStrips(
+  photo: RgbImage,
+  crops: Array<{ window: Window; marginY: number }>,
+  height: number,
+  width: number,
+): ort.Tensor {
+  const stripSize = 3 * height * width;
   const strips = new Float32Array(crops.length * stripSize);
   crops.forEach(({ window, marginY }, index) =>
-    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, STRIP_WIDTH, STRIP_HEIGHT, strips, index * stripSize),
+    rectifyInto(photo, window, STRIP_MARGIN_X, marginY, width, height, strips, index * stripSize),
   );
-  const input = new ort.Tensor('float32', strips, [crops.length, 3, STRIP_HEIGHT, STRIP_WIDTH]);
-  const outputs: ort.InferenceSession.ReturnType[] = [];
-  for (const reader of stripReaders) outputs.push(await reader.run({ strip: input }));
-  return outputs;
+  return new ort.Tensor('float32', strips, [crops.length, 3, height, width]);
 }
 
 /** A strip reader's per-step class probabilities, one array per strip of the batch. */

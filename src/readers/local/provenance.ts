@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -14,10 +14,25 @@ export interface Provenance {
 export const PROVENANCE_FILE = 'provenance.json';
 
 /** The licence line the service logs once for the weights it loads. */
-export async function describeWeights(modelDir: string): Promise<string> {
-  const text = await readFile(path.join(modelDir, PROVENANCE_FILE), 'utf8').catch(() => undefined);
-  if (text === undefined) return `weights in ${modelDir}: no ${PROVENANCE_FILE}, so their licence is unknown`;
-  return licenceLine(JSON.parse(text) as Provenance);
+export function describeWeights(modelDir: string): string {
+  const provenance = readProvenance(modelDir);
+  if (!provenance) return `weights in ${modelDir}: no ${PROVENANCE_FILE}, so their licence is unknown`;
+  return licenceLine(provenance);
+}
+
+/** The name of the set of weights in `modelDir`, which the readings it makes record as their `model`. */
+export function setName(modelDir: string): string | undefined {
+  return readProvenance(modelDir)?.set;
+}
+
+function readProvenance(modelDir: string): Provenance | undefined {
+  const file = path.join(modelDir, PROVENANCE_FILE);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Provenance;
+  } catch (error) {
+    throw new Error(`${file} is not JSON: ${(error as Error).message}`);
+  }
 }
 
 export function licenceLine(provenance: Provenance): string {

@@ -14,6 +14,10 @@ export const LOCALISER_STRIDE = spec.localiser.stride;
  */
 export const LOOSE_BOX_ASPECT = spec.localiser.looseBoxAspect;
 
+/**
+ * The strips the recipe's own readers read; a strip reader pretrained elsewhere reads its own size of this shape
+ * (PP-OCRv4's recogniser 240 x 48, its height: ml/ppocr_reader.py).
+ */
 export const STRIP_HEIGHT = spec.strip.height;
 export const STRIP_WIDTH = spec.strip.width;
 /** Margins added around the localised window before rectifying, as fractions of its width and height per side. */
