@@ -85,6 +85,24 @@ t.test(
 );
 
 t.test(
+  "issue 49's clean set (ml/clean) reads with strip readers of their own size, alone or beside the shipped ones",
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const cleanDir = path.join(import.meta.dirname, '../../ml/clean');
+    const { image } = await drawMeter('00758', '407');
+    const clean = (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: cleanDir })))!;
+    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v1' });
+    const example = await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg'));
+    t.equal((await clean.read(example, signal())).reading, '02347');
+    // The shipped readers 1 and 2 read 160 x 32 strips, the clean reader 3 240 x 48.
+    const mixed = await modelDirWith([...LOCALISER_FILES, ...READER_FILES.slice(0, 2)]);
+    await symlink(path.join(cleanDir, READER_FILES[2]!), path.join(mixed, READER_FILES[2]!));
+    const mixedReader = (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: mixed })))!;
+    t.match(await mixedReader.read(image, signal()), { reading: '00758.407' });
+  },
+);
+
+t.test(
   "a strip reader of another shape than spec.json's strips stops the model from loading, naming the file",
   { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
   async (t) => {
