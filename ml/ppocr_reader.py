@@ -232,7 +232,7 @@ def train(argv):
                              "trains its last stage too)")
     parser.add_argument('--checkpoint', required=True,
                         help='where the trained parameters go, also saved every 250 steps as <checkpoint>.<step>')
-    parser.add_argument('--output', required=True, help='where the trained reader goes as ONNX (export)')
+    parser.add_argument('--output', help='where the trained reader goes as ONNX (export); without it, checkpoints only')
     args = parser.parse_args(argv)
     configure_threads()
     seed_everything(args.seed)
@@ -265,8 +265,9 @@ def train(argv):
             kept = {k: v for k, v in model.state_dict().items() if k.removeprefix('params.') in trained}
             torch.save(kept, f'{args.checkpoint}.{step}')
             torch.save(kept, args.checkpoint)
-    export(model.cpu(), args.output)
-    print('exported', args.output)
+    if args.output:
+        export(model.cpu(), args.output)
+        print('exported', args.output)
 
 
 def trained(checkpoint):
