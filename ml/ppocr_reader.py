@@ -3,11 +3,10 @@ PyTorch strip reader of our alphabet, fine-tuned on the clean recipe's strips, e
 reader and judged as measure_readers.py judges one (ml/EXPERIMENTS.md, "PP-OCRv4's recogniser as a clean strip
 reader").
 
-The ONNX graph runs node by node in PyTorch (opset 9: its constants and the operators OPERATORS maps); its weights
-become parameters, the final classifier cut to blank, 0-9 and '.' (the rows of those characters in ppocr_keys_v1.txt),
-so that before any training it reads as the pretrained network does restricted to our classes; an upside-down head
-is added. Strips are cut at 240 x 48 (the network's height) and fed as it was trained: BGR in [-1, 1]. Batch norms
-keep their statistics. The export is the same ONNX graph with the trained constants and the head.
+The ONNX graph runs node by node in PyTorch (paddle_graph.py), the final classifier cut to blank, 0-9 and '.' (the
+rows of those characters in ppocr_keys_v1.txt), so that before any training it reads as the pretrained network does
+restricted to our classes; an upside-down head is added. Strips are cut at 240 x 48 (the network's height) and fed
+as it was trained: BGR in [-1, 1]. The export is the same ONNX graph with the trained constants and the head.
 
     METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1000 \
         --train-after p2o.Add.199 --checkpoint /tmp/ml-cache/ppocr.pt --output /tmp/ml-cache/reader-1.onnx
@@ -23,20 +22,18 @@ import time
 import numpy as np
 import onnx
 import torch
-import torch.nn.functional as F
 from onnx import helper, numpy_helper
 from torch import nn
 
-from common import (ALPHABET, DEVICE, REPO_ROOT, TRAIN_DATASETS, configure_threads, cosine_rate, seed_everything,
-                    split_rows)
+from common import ALPHABET, DEVICE, TRAIN_DATASETS, configure_threads, cosine_rate, seed_everything, split_rows
 from measure_readers import listed_windows, lists_and_models, print_judged
+from paddle_graph import ASSETS, PaddleGraph
 from synth import load_digit_crops
 from train_reader import REGULARISATIONS, BatchRandom, make_batch, strip_loss, usable_windows
 
 STRIP_SIZE = (240, 48)  # width, height: the network's height at the service's strips' aspect
 WARMUP_STEPS = 100
 
-ASSETS = REPO_ROOT / 'node_modules' / '@gutenye' / 'ocr-models' / 'assets'
 ONNX_FILE, KEYS = ASSETS / 'ch_PP-OCRv4_rec_infer.onnx', ASSETS / 'ppocr_keys_v1.txt'
 HEAD_WEIGHT, HEAD_BIAS, LOGITS = 'linear_85.w_0', 'linear_85.b_0', 'softmax_11.tmp_0'
 FEATURES = 'transpose_51.tmp_0'  # the classifier's input: N x steps x 120, what the upside-down head pools
@@ -50,53 +47,16 @@ def our_classes():
     return [0] + [index[c] for c in ALPHABET]
 
 
-def learnable(name):
-    """Weights, not Paddle's helper constants nor a batch norm's running statistics."""
-    statistics = name.startswith('batch_norm2d') and name.endswith(('w_1', 'w_2'))
-    return not name.startswith(('p2o.', 'fill_constant')) and not statistics
-
-
-class PPOCR(nn.Module):
+class PPOCR(PaddleGraph):
     def __init__(self):
-        super().__init__()
-        graph = onnx.load(str(ONNX_FILE)).graph
-        self.nodes, self.attribute_of, self.params = [], {}, nn.ParameterDict()
-        for node in graph.node:
-            if node.op_type != 'Constant':
-                attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-                self.nodes.append((node.op_type, list(node.input), node.output[0], attributes))
-                continue
-            name, value = node.output[0], numpy_helper.to_array(node.attribute[0].t)
-            if name in (HEAD_WEIGHT, HEAD_BIAS):
-                value = value[..., our_classes()]
-            tensor, key = torch.from_numpy(np.array(value)), name.replace('.', '__')
-            if tensor.is_floating_point() and tensor.numel() > 1 and learnable(name):
-                self.params[key] = nn.Parameter(tensor.float())
-            else:
-                self.register_buffer(key, tensor, persistent=False)
-            self.attribute_of[name] = key
-        # Each intermediate is dropped after its last use: a batch's every activation at once is gigabytes.
-        last_use = {name: i for i, (_, inputs, _, _) in enumerate(self.nodes) for name in inputs}
-        self.done_with = [[name for name in inputs if last_use[name] == i and name not in self.attribute_of]
-                          for i, (_, inputs, _, _) in enumerate(self.nodes)]
+        def our_rows(name, value):
+            return value[..., our_classes()] if name in (HEAD_WEIGHT, HEAD_BIAS) else value
+
+        super().__init__(ONNX_FILE, our_rows)
+        self.logits_input = next(inputs[0] for _, inputs, output, _ in self.nodes if output == LOGITS)
         # The network has no orientation output: this one reads the classifier's input as StripReader's reads its
         # columns, so that the service can tell which way round a counter reads.
         self.upside_down = nn.Linear(self.weight(HEAD_WEIGHT).shape[0], 1)
-
-    def weight(self, name):
-        key = self.attribute_of[name]
-        return self.params[key] if key in self.params else getattr(self, key)
-
-    def params_after(self, output):
-        """The names of the parameters the nodes after the one that computes `output` use."""
-        after, names = False, set()
-        for _, inputs, computed, _ in self.nodes:
-            if after:
-                names |= {self.attribute_of[i] for i in inputs if self.attribute_of.get(i) in self.params}
-            after = after or computed == output
-        if not after:
-            sys.exit(f'{output}: no node of the graph computes it')
-        return names
 
     def trained_after(self, output):
         """The names of the parameters that learn when the nodes after the one that computes `output` do."""
@@ -105,17 +65,8 @@ class PPOCR(nn.Module):
     def forward(self, strips):
         """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes) and the upside-down logit
         (N), as StripReader's."""
-        values = {'x': torch.flip(strips, (1,)) * 2}
-        for (op, inputs, output, attributes), done in zip(self.nodes, self.done_with):
-            args = [values[name] if name in values else self.weight(name) for name in inputs]
-            if output == LOGITS:
-                return args[0], self.upside_down(features.mean(1)).squeeze(1)
-            for name in done:
-                del values[name]
-            values[output] = OPERATORS[op](args, attributes)
-            if output == FEATURES:
-                features = values[output]
-        raise AssertionError(f'the graph computes no {LOGITS}')
+        logits, features = self.run({'x': torch.flip(strips, (1,)) * 2}, [self.logits_input, FEATURES])
+        return logits, self.upside_down(features.mean(1)).squeeze(1)
 
 
 def export(model, output):
@@ -156,69 +107,6 @@ def export(model, output):
         helper.make_tensor_value_info('upside_down', onnx.TensorProto.FLOAT, ['batch'])])
     onnx.checker.check_model(proto)
     onnx.save(proto, str(output))
-
-
-def conv(v, a):
-    assert a['pads'][:2] == a['pads'][2:], a  # F.conv2d pads each side alike
-    return F.conv2d(v[0], v[1], v[2] if len(v) > 2 else None, a['strides'], a['pads'][:2], a['dilations'], a['group'])
-
-
-def average_pool(v, a):
-    assert a['pads'][:2] == a['pads'][2:], a
-    return F.avg_pool2d(v[0], a['kernel_shape'], a['strides'], a['pads'][:2],
-                        count_include_pad=bool(a.get('count_include_pad', 0)))
-
-
-def softmax(v, a):
-    assert a['axis'] in (-1, v[0].dim() - 1), a  # opset 9 flattens the axes from `axis` on; the same only for the last
-    return torch.softmax(v[0], -1)
-
-
-def reshape(args, _):
-    shape = [int(size) for size in args[1].tolist()]
-    return args[0].reshape([args[0].shape[i] if size == 0 else size for i, size in enumerate(shape)])
-
-
-def squeezed(args, a):
-    out = args[0]
-    for axis in sorted(a['axes'], reverse=True):
-        out = out.squeeze(axis)
-    return out
-
-
-def sliced(args, a):
-    out = args[0]
-    for axis, start, end in zip(a['axes'], a['starts'], a['ends']):
-        out = out[(slice(None),) * axis + (slice(start, end),)]
-    return out
-
-
-OPERATORS = {
-    'Conv': conv,
-    'BatchNormalization': lambda v, a: F.batch_norm(v[0], v[3], v[4], v[1], v[2], False, 0.0, a['epsilon']),
-    'Add': lambda v, _: v[0] + v[1],
-    'Sub': lambda v, _: v[0] - v[1],
-    'Mul': lambda v, _: v[0] * v[1],
-    'Div': lambda v, _: v[0] / v[1],
-    'Pow': lambda v, _: v[0] ** v[1],
-    'Sqrt': lambda v, _: torch.sqrt(v[0]),
-    'Clip': lambda v, a: torch.clamp(v[0], a['min'], a['max']),
-    'Sigmoid': lambda v, _: torch.sigmoid(v[0]),
-    'Relu': lambda v, _: F.relu(v[0]),
-    'HardSigmoid': lambda v, a: torch.clamp(a['alpha'] * v[0] + a['beta'], 0, 1),
-    'MatMul': lambda v, _: torch.matmul(v[0], v[1]),
-    'Softmax': softmax,
-    'ReduceMean': lambda v, a: v[0].mean(dim=a['axes'], keepdim=bool(a.get('keepdims', 1))),
-    'Transpose': lambda v, a: v[0].permute(*a['perm']),
-    'Squeeze': squeezed,
-    'Slice': sliced,
-    'Shape': lambda v, _: torch.tensor(v[0].shape, dtype=torch.long),
-    'Cast': lambda v, a: v[0].long() if a['to'] in (6, 7) else v[0].float(),
-    'Concat': lambda v, a: torch.cat([t.reshape(-1) for t in v] if v[0].dtype == torch.long else v, a['axis']),
-    'Reshape': reshape,
-    'GlobalAveragePool': lambda v, _: v[0].mean((2, 3), keepdim=True),
-    'AveragePool': average_pool,
-}
 
 
 def train(argv):

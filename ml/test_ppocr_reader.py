@@ -1,6 +1,4 @@
 """Unit tests of ppocr_reader.py: python3 -m unittest test_ppocr_reader (from ml/; needs `npm ci` for the network)."""
-import json
-import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -8,24 +6,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common import ALPHABET, REPO_ROOT
+from common import ALPHABET
+from onnxruntime_node import NODE, run_in_onnxruntime
 from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, export, our_classes
 
 WIDTH, HEIGHT = STRIP_SIZE
-NODE = REPO_ROOT / 'node_modules' / '.bin' / 'node'
-# What the service does with a strip reader: two strips in one batch, each x[i] = 0.4 sin(0.013 i + strip).
-READ_AS_THE_SERVICE_DOES = """
-const ort = require('onnxruntime-node');
-const [file, height, width] = [process.argv[1], 48, 240];
-const size = 3 * height * width;
-const strips = Float32Array.from({ length: 2 * size }, (_, i) => 0.4 * Math.sin(0.013 * (i % size) + Math.floor(i / size)));
-ort.InferenceSession.create(file).then(async (session) => {
-  const out = await session.run({ strip: new ort.Tensor('float32', strips, [2, 3, height, width]) });
-  console.log(JSON.stringify({ probabilities: Array.from(out.probabilities.data), dims: out.probabilities.dims,
-                               upsideDown: Array.from(out.upside_down.data) }));
-});
-"""
-
 # onnxruntime-node's log(p(class) / p(blank)) for blank, 0-9 and '.' at output steps 0, 15 and 29 of the ONNX file
 # fed x[i] = 0.8 sin(0.013 i) (1 x 3 x 48 x 240, BGR in [-1, 1]).
 ONNXRUNTIME = {
@@ -78,12 +63,10 @@ class PPOCRTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as folder:
             file = Path(folder) / 'reader.onnx'
             export(model, file)
-            read = json.loads(subprocess.run([str(NODE), '-e', READ_AS_THE_SERVICE_DOES, str(file)], cwd=REPO_ROOT,
-                                             check=True, capture_output=True, text=True).stdout)
-        self.assertEqual(read['dims'], [2, WIDTH // 8, len(ALPHABET) + 1])
-        probabilities = np.array(read['probabilities']).reshape(read['dims'])
-        np.testing.assert_allclose(probabilities, logits.softmax(2).numpy(), atol=1e-4)
-        np.testing.assert_allclose(read['upsideDown'], torch.sigmoid(upside_down).numpy(), atol=1e-4)
+            read = run_in_onnxruntime(file, {'strip': strips.float().numpy()})
+        self.assertEqual(read['probabilities'].shape, (2, WIDTH // 8, len(ALPHABET) + 1))
+        np.testing.assert_allclose(read['probabilities'], logits.softmax(2).numpy(), atol=1e-4)
+        np.testing.assert_allclose(read['upside_down'], torch.sigmoid(upside_down).numpy(), atol=1e-4)
 
 
 if __name__ == '__main__':
