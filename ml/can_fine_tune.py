@@ -5,6 +5,7 @@ import sys
 
 try:
     import numpy  # noqa: F401
+    import onnx  # noqa: F401
     import PIL  # noqa: F401
     import torch  # noqa: F401
 except ImportError as error:

@@ -18,6 +18,7 @@ from PIL import Image, ImageDraw
 
 from common import (CACHE, DEVICE, MODELS, SPEC, TRAIN_DATASETS, Export, dataset_root, split_rows, start_training,
                     train_and_export)
+from paddle_graph import ASSETS, PaddleGraph
 
 INPUT = SPEC['localiser']['input']
 STORE = 320
@@ -26,6 +27,14 @@ STRIDE = SPEC['localiser']['stride']
 # the tilted window fit_tilted_boxes.ts found inside it (--tilted-windows), or not on the photo at all.
 LOOSE_BOX_ASPECT = SPEC['localiser']['looseBoxAspect']
 FITTED_QUADS = CACHE / 'toloka-quads.csv'
+# As the service reads a localiser (src/readers/local/model.ts, localise).
+EXPORT = Export((1, 3, INPUT, INPUT), 'image', ['mask_logits'])
+DETECTOR = ASSETS / 'ch_PP-OCRv4_det_infer.onnx'
+# The detector's text map where it is still at a quarter of the input's resolution (its head's first layer), as a
+# localiser's logits are; and its backbone's last output, after which it learns unless told otherwise.
+DETECTOR_FEATURES, DETECTOR_BACKBONE = 'batch_norm_0.tmp_4', 'p2o.Add.215'
+# PaddleOCR's normalisation of the detector's input, channel by channel of the BGR image it reads.
+DETECTOR_MEAN, DETECTOR_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def conv_bn_relu(cin, cout, stride=1):
@@ -54,6 +63,28 @@ class Localiser(nn.Module):
         d = self.dec3(torch.cat([F.interpolate(d, scale_factor=2.0), e3], 1))
         d = self.dec2(torch.cat([F.interpolate(d, scale_factor=2.0), e2], 1))
         return self.head(d)
+
+
+class DetectorLocaliser(nn.Module):
+    """PP-OCRv4's text detector (a network pretrained on real photos of text, which may ship: ml/EXPERIMENTS.md,
+    "PP-OCRv4's text detector as a pretrained localiser") as a localiser: its text map's features at a quarter of the
+    input's resolution, a 1 x 1 convolution to the counter's logits. Only the nodes after the one that computes
+    `train_after` learn."""
+
+    def __init__(self, train_after):
+        super().__init__()
+        self.graph = PaddleGraph(DETECTOR)
+        trained = self.graph.params_after(train_after)
+        for key, param in self.graph.params.items():
+            param.requires_grad = key in trained
+        self.head = nn.Conv2d(self.graph.weight('conv2d_159.w_0').shape[0], 1, 1)
+        self.register_buffer('mean', torch.tensor(DETECTOR_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(DETECTOR_STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, x):
+        bgr = torch.flip(x + 0.5, (1,))
+        [features] = self.graph.run({'x': (bgr - self.mean) / self.std}, [DETECTOR_FEATURES])
+        return self.head(features)
 
 
 def loose_box(row):
@@ -169,6 +200,9 @@ def main():
     def add_options(parser):
         parser.add_argument('--tilted-windows', action='store_true',
                             help='train on the tilted windows fitted inside loose Toloka boxes instead of leaving those photos out')
+        parser.add_argument('--detector', action='store_true', help="start from PP-OCRv4's text detector")
+        parser.add_argument('--train-after', default=DETECTOR_BACKBONE,
+                            help="with --detector, the output of the last node kept as pretrained (default the backbone's)")
 
     args = start_training(minutes=30, batch=24, output=MODELS / SPEC['files']['localisers'][0], add_options=add_options)
 
@@ -181,7 +215,7 @@ def main():
     val_images, val_masks = to_tensors(*load_all(validation_rows, 'val'))
     print(f'{len(train_rows)} training photos, {len(validation_rows)} validation photos', flush=True)
 
-    model = Localiser()
+    model = DetectorLocaliser(args.train_after) if args.detector else Localiser()
     generator = torch.Generator().manual_seed(args.seed)
 
     def batch_loss(model):
@@ -190,7 +224,7 @@ def main():
         return loss_fn(model(x.to(DEVICE)), target.to(DEVICE))
 
     train_and_export(args, model, batch_loss, lambda model: f'IoU {validation_iou(model, val_images, val_masks):.3f}',
-                     Export((1, 3, INPUT, INPUT), 'image', ['mask_logits']), learning_rate=2e-3, weight_decay=1e-4, validate_every=500)
+                     EXPORT, learning_rate=2e-3, weight_decay=1e-4, validate_every=500)
 
 
 if __name__ == '__main__':
