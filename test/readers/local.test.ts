@@ -91,7 +91,7 @@ t.test(
     const cleanDir = path.join(import.meta.dirname, '../../ml/clean');
     const { image } = await drawMeter('00758', '407');
     const clean = (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: cleanDir })))!;
-    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v1' });
+    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v2' });
     const example = await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg'));
     t.equal((await clean.read(example, signal())).reading, '02347');
     // The shipped readers 1 and 2 read 160 x 32 strips, the clean reader 3 240 x 48.
