@@ -452,7 +452,7 @@ t.test(
 );
 
 t.test(
-  'a counter read in both layouts: the surer reading, or the 5 + 3 one reading the same whole units, its confidence its share',
+  'a counter read in both layouts: the surer reading, or the 5 + 3 one holding the five wheels, its confidence its share',
   async (t) => {
     const read = (reading: string, confidence: number) => ({
       formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
@@ -482,6 +482,16 @@ t.test(
       "the same whole units read barely: a five-wheel counter's face past its end",
     );
     t.ok(faceReadAsWheels.formatted.confidence > 97, 'and it keeps nearly all its confidence');
+    t.equal(
+      weighLayouts(read('08928', 81), read('00108.928', 25)).formatted.reading,
+      '00108.928',
+      'five wheels from further along the counter (a window cut across it), found surely enough: the 5 + 3 counter',
+    );
+    t.equal(
+      weighLayouts(read('00510', 99), read('10051.023', 3)).formatted.reading,
+      '00510',
+      "five wheels held further along a reading barely made: a five-wheel counter's face and frame round it",
+    );
     const otherWholeUnits = weighLayouts(read('01796', 60), read('00179.697', 11));
     t.equal(otherWholeUnits.formatted.reading, '01796', 'other whole units, less sure: the five wheels stand');
     t.ok(Math.abs(otherWholeUnits.formatted.confidence - (60 * 60) / 71) < 1e-9, 'less sure for the rival');

@@ -68,6 +68,21 @@ t.test('a 5 + 3 counter whose window is found around its black wheels only', { s
   t.equal(result.wholeUnitsAgreed, true, 'unsure of its red wheels, every reader read 31 whole units');
 });
 
+t.test('five wheels from inside a 5 + 3 counter, where a window cut across it', { skip: NO_DATASETS }, async (t) => {
+  // The clean set (issue 49) reads this counter (108.928) most surely in a window over its last five wheels; reading
+  // past that window's right end only, it read `08928` at 81.
+  const config = loadConfig({ LOCAL_MODEL_DIR: path.join(REPO_ROOT, 'ml', 'clean') });
+  const clean = (await createLocalReader(config))!;
+  const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_710_value_108_928.jpg'));
+  const { jpeg } = await normaliseImage(photo, {
+    maxPixels: config.maxImagePixels,
+    longSide: config.normalisedLongSide,
+  });
+  const result = await clean.read(jpeg, AbortSignal.timeout(30_000));
+  t.equal(result.reading, '00108.928');
+  t.match(result.raw, { otherLayout: { reading: '08928' } }, 'the five-wheel reading it competed with');
+});
+
 t.test(
   'counters tilted about 45 degrees, which the localisers miss in the photo as it is',
   { skip: NO_DATASETS },

@@ -373,10 +373,20 @@ async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): 
 const FRACTIONAL_WINDOW_WIDTH = 1.7;
 
 /**
- * A reading of five whole-unit wheels may be of a 5 + 3 counter whose window the localisers found only around its
- * black wheels (on the validation split, 31.559 read `00031` at 88: ml/EXPERIMENTS.md, "Reading past five wheels").
- * The window is read again reaching past its right end to where three fractional wheels would be, cut to the wheels
- * the aligned reader finds there: that reading, when it is one of 5 + 3 wheels.
+ * How far past a five-wheel window's ends it is read again (readPastWholeUnits), in its half-widths: as far as a 5 + 3
+ * counter's window reaches past its five whole-unit wheels.
+ */
+const FIVE_WHEELS_REACH = 2 * (FRACTIONAL_WINDOW_WIDTH - 1);
+
+/**
+ * A reading of five wheels may be five of a 5 + 3 counter's eight: its black wheels, where the localisers found the
+ * window only around them (on the validation split, 31.559 read `00031` at 88: ml/EXPERIMENTS.md, "Reading past five
+ * wheels"), or five in a row from further along it, where a window cut across the counter (the clean set read 108.928
+ * as `08928` at 81: "Five wheels from inside a 5 + 3 counter"). The window is read again reaching past its right end
+ * to where three fractional wheels would be, and, where the aligned reader finds a wheel left of it, reaching as far
+ * past both its ends, each cut to the wheels the aligned reader finds there: the more confident of those readings
+ * that are of 5 + 3 wheels. Reaching both ways alone would cost the first: the frame left of its black wheels is read
+ * as one more wheel.
  */
 async function readPastWholeUnits(
   readers: WindowReaders,
@@ -384,39 +394,49 @@ async function readPastWholeUnits(
   chosen: FormattedWindowReading,
 ): Promise<FormattedWindowReading | undefined> {
   if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
-  const reachingOn = spanOfWindow(chosen.window, -1, 2 * FRACTIONAL_WINDOW_WIDTH - 1);
+  const rightwards = spanOfWindow(chosen.window, -1, 1 + FIVE_WHEELS_REACH);
+  const bothWays = spanOfWindow(chosen.window, -1 - FIVE_WHEELS_REACH, 1 + FIVE_WHEELS_REACH);
   const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [
-    { window: reachingOn, marginY: STRIP_MARGIN_Y },
+    { window: rightwards, marginY: STRIP_MARGIN_Y },
+    { window: bothWays, marginY: STRIP_MARGIN_Y },
   ]);
   const { steps, classes, crops } = stripProbabilities(aligned!);
-  const window = windowAroundWheels(reachingOn, wheelCentres(crops[0]!, steps, classes));
-  const reading = await readWindow(readers, photo, { ...chosen.raw, window });
-  return reading.formatted && layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT
-    ? (reading as FormattedWindowReading)
-    : undefined;
+  const cuts = [windowAroundWheels(rightwards, wheelCentres(crops[0]!, steps, classes))];
+  // Most five-wheel counters show no wheel left of their window: that reach would cut what the first one cut.
+  const centresBothWays = wheelCentres(crops[1]!, steps, classes);
+  if ((centresBothWays[0] ?? 0) * (1 + FIVE_WHEELS_REACH) < -1)
+    cuts.push(windowAroundWheels(bothWays, centresBothWays));
+  const readings: WindowReading[] = [];
+  for (const window of cuts) readings.push(await readWindow(readers, photo, { ...chosen.raw, window }));
+  return mostConfident(
+    readings.filter((reading) => reading.formatted && layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT),
+  );
 }
 
 /**
- * Three fractional wheels read past five whole-unit wheels at this confidence or more, reading the same whole units,
- * are the counter's: on the training photos BDCI's five-wheel counters read so at 4 or less, Toloka's at 41 and 78.
+ * Three fractional wheels read past five wheels at this confidence or more, their eight digits holding the five
+ * wheels' reading, are the counter's: on the training photos BDCI's five-wheel counters read so at 4 or less, Toloka's
+ * at 41 and 78.
  */
 const FRACTIONAL_WHEELS_FOUND = 20;
 
 /**
- * A counter read in both layouts: the 5 + 3 reading when it is the more confident or it reads the same whole units
- * at FRACTIONAL_WHEELS_FOUND or more, else the five wheels; its confidence scaled by its share of the two (the other
- * is in `raw.otherLayout`). Chosen on the training photos (ml/EXPERIMENTS.md, "Reading past five wheels"): of 17
- * Toloka counters read as five wheels, four were read right as 5 + 3 and one misread at 60 fell to 51; BDCI's
- * five-wheel counters, read past their end at confidence 4 or less, keep their reading and lose at most a few points.
+ * A counter read in both layouts: the 5 + 3 reading when it is the more confident, or when its eight digits hold the
+ * five wheels' reading and it is read at FRACTIONAL_WHEELS_FOUND or more, else the five wheels; its confidence scaled
+ * by its share of the two (the other is in `raw.otherLayout`). The five wheels' reading is held as the same whole
+ * units, or further along where their window cut across the counter (readPastWholeUnits). Chosen on the training
+ * photos (ml/EXPERIMENTS.md, "Reading past five wheels"): of 17 Toloka counters read as five wheels, four were read
+ * right as 5 + 3 and one misread at 60 fell to 51; BDCI's five-wheel counters, read past their end at confidence 4 or
+ * less, keep their reading and lose at most a few points. Further along: "Five wheels from inside a 5 + 3 counter".
  */
 export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(
   wholeUnits: T,
   fractional: T,
 ): T {
-  const sameWholeUnits = fractional.formatted.reading.split('.')[0] === wholeUnits.formatted.reading;
+  const holdsFiveWheels = fractional.formatted.reading.replace('.', '').includes(wholeUnits.formatted.reading);
   const fractionalWins =
     fractional.formatted.confidence > wholeUnits.formatted.confidence ||
-    (sameWholeUnits && fractional.formatted.confidence >= FRACTIONAL_WHEELS_FOUND);
+    (holdsFiveWheels && fractional.formatted.confidence >= FRACTIONAL_WHEELS_FOUND);
   const [chosen, other] = fractionalWins ? [fractional, wholeUnits] : [wholeUnits, fractional];
   const share = chosen.formatted.confidence / (chosen.formatted.confidence + other.formatted.confidence);
   return {
