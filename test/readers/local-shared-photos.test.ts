@@ -23,6 +23,16 @@ async function shippedReader(): Promise<MeterReader> {
   return reader;
 }
 
+/** A Toloka photo as the service reads an upload of it: normalised as `config` normalises photos. */
+async function uploadedTolokaPhoto(file: string, config = loadConfig({})): Promise<Buffer> {
+  const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', file));
+  const { jpeg } = await normaliseImage(photo, {
+    maxPixels: config.maxImagePixels,
+    longSide: config.normalisedLongSide,
+  });
+  return jpeg;
+}
+
 t.test('reads real validation photos', { skip: NO_DATASETS }, async (t) => {
   const reader = await shippedReader();
   let exact = 0,
@@ -73,11 +83,7 @@ t.test('five wheels from inside a 5 + 3 counter, where a window cut across it', 
   // past that window's right end only, it read `08928` at 81.
   const config = loadConfig({ LOCAL_MODEL_DIR: path.join(REPO_ROOT, 'ml', 'clean') });
   const clean = (await createLocalReader(config))!;
-  const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_710_value_108_928.jpg'));
-  const { jpeg } = await normaliseImage(photo, {
-    maxPixels: config.maxImagePixels,
-    longSide: config.normalisedLongSide,
-  });
+  const jpeg = await uploadedTolokaPhoto('id_710_value_108_928.jpg', config);
   const result = await clean.read(jpeg, AbortSignal.timeout(30_000));
   t.equal(result.reading, '00108.928');
   t.match(result.raw, { otherLayout: { reading: '08928' } }, 'the five-wheel reading it competed with');
@@ -108,12 +114,7 @@ t.test(
   async (t) => {
     const reader = await shippedReader();
     // 580.979, uploaded: v13 read `05809` at 91, where 6 of the photo's 17 readings were in five wheels.
-    const config = loadConfig({});
-    const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
-    const { jpeg } = await normaliseImage(photo, {
-      maxPixels: config.maxImagePixels,
-      longSide: config.normalisedLongSide,
-    });
+    const jpeg = await uploadedTolokaPhoto('id_1053_value_580_979.jpg');
     const result = await reader.read(jpeg, AbortSignal.timeout(30_000));
     if (!LAYOUT.bdci2020!.test(result.reading))
       return void t.match(result.reading, LAYOUT.toloka!, 'read in its own layout');
@@ -129,12 +130,7 @@ t.test(
   async (t) => {
     const reader = await shippedReader();
     // 580.979: read freely as `05809` (its 5 + 3 reading, 00580.970, lost to it), as v13 read it at 91.
-    const config = loadConfig({});
-    const photo = readFileSync(path.join(DATASETS, 'toloka', 'images', 'id_1053_value_580_979.jpg'));
-    const { jpeg } = await normaliseImage(photo, {
-      maxPixels: config.maxImagePixels,
-      longSide: config.normalisedLongSide,
-    });
+    const jpeg = await uploadedTolokaPhoto('id_1053_value_580_979.jpg');
     const free = await reader.read(jpeg, AbortSignal.timeout(30_000));
     t.match(free.reading, LAYOUT.bdci2020!, 'read freely as five wheels');
     const known = await reader.read(jpeg, AbortSignal.timeout(30_000), undefined, {
