@@ -70,9 +70,10 @@ def configure_threads():
     torch.set_num_threads(int(os.environ.get('TORCH_THREADS', '2')))
 
 
-def start_training(minutes, batch, output, add_options=lambda parser: None):
-    """Parses the options both training scripts take (and a script's own), then checks the data, threads and seeds."""
-    parser = argparse.ArgumentParser()
+def start_training(minutes, batch, output, add_options=lambda parser: None, argv=None, prog=None):
+    """Parses the options every training script takes (and a script's own) from `argv` (the command line's by
+    default), then checks the data, threads and seeds."""
+    parser = argparse.ArgumentParser(prog=prog)
     add_options(parser)
     parser.add_argument('--minutes', type=float, default=minutes)
     parser.add_argument('--batch', type=int, default=batch)
@@ -84,11 +85,12 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
     parser.add_argument('--workers', type=int, default=0,
                         help='processes that draw the batches (0: this one, in the order of the shipped runs)')
     parser.add_argument('--init', metavar='CHECKPOINT',
-                        help='start from these weights (the .pt state dict a run saves) instead of random ones: a fine-tune')
+                        help='start from these weights (the .pt state dict a run saves, or the ONNX file it exported where '
+                             'the network is run by paddle_graph.py) instead of random ones: a fine-tune')
     parser.add_argument('--learning-rate', type=float,
                         help=f"the peak learning rate (default: the script's own; {FINE_TUNE_RATE_SHARE} of it with --init)")
     parser.add_argument('--checkpoint', help="where the trained weights go as a PyTorch state dict (default: CACHE/<output's stem>.pt)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     require_datasets()
     configure_threads()
     seed_everything(args.seed)
@@ -96,12 +98,17 @@ def start_training(minutes, batch, output, add_options=lambda parser: None):
 
 
 class Export(NamedTuple):
-    """How a trained model ships: `wrap` turns it into the exported module (probabilities instead of logits, say);
-    the example input's shape (dynamic batch axis first) and the ONNX input and output names."""
+    """How a trained model ships through PyTorch's exporter: `wrap` turns it into the exported module (probabilities
+    instead of logits, say); the example input's shape (dynamic batch axis first) and the ONNX input and output names.
+    Called with the model and a file, it writes it (train_and_export's `export`, which a network run by paddle_graph.py
+    gives as a function of its own)."""
     input_shape: tuple
     input_name: str
     output_names: list
     wrap: Callable[[nn.Module], nn.Module] = lambda model: model
+
+    def __call__(self, model, output):
+        export_onnx(model, self, output)
 
 
 def train_and_export(args, model, batch_loss, validate, export, *, learning_rate, weight_decay, validate_every,
@@ -113,7 +120,7 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     every `validate_every` steps and at the end. With --init the model starts from that checkpoint (validated
     first), at a lower learning rate unless --learning-rate names one, warmed up over the first FINE_TUNE_WARMUP of
     the run instead (a fine-tune bounded in minutes may take fewer steps than `warmup_steps`). The weights go to
-    --checkpoint (CACHE/<output's stem>.pt) and the exported model to --output."""
+    --checkpoint (CACHE/<output's stem>.pt) and the model, written by `export(model, file)`, to --output."""
     if args.init:
         start_from(model, args.init)
         learning_rate *= FINE_TUNE_RATE_SHARE
@@ -153,7 +160,7 @@ def train_and_export(args, model, batch_loss, validate, export, *, learning_rate
     checkpoint = Path(args.checkpoint) if args.checkpoint else CACHE / f'{Path(args.output).stem}.pt'
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), checkpoint)
-    export_onnx(model, export, args.output)
+    export(model, args.output)
     print('exported', args.output)
 
 
@@ -164,8 +171,15 @@ def cosine_rate(peak, warmup, progress):
 
 
 def start_from(model, checkpoint):
-    """The weights of `checkpoint` (a state dict train_and_export saved) in `model`, or a clear stop when they are
-    another network's: a strip reader's --sequence, say, must be the one it was trained with."""
+    """The weights of `checkpoint` (a state dict train_and_export saved, or an ONNX file that a network run by
+    paddle_graph.py exported) in `model`, or a clear stop when they are another network's: a strip reader's
+    --sequence, say, must be the one it was trained with."""
+    if str(checkpoint).endswith('.onnx'):
+        if not hasattr(model, 'read_export'):
+            raise SystemExit(f'--init {checkpoint}: this network cannot start from its ONNX file; give its .pt checkpoint')
+        model.read_export(checkpoint)
+        print(f'started from {checkpoint}', flush=True)
+        return
     try:
         state = torch.load(checkpoint, map_location='cpu')
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:

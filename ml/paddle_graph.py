@@ -1,6 +1,8 @@
 """A Paddle network's ONNX graph (as paddle2onnx writes it: every constant a Constant node) run node by node in
 PyTorch, so that a pretrained network published only as ONNX can be fine-tuned: its weights become parameters, its
-other constants buffers. ppocr_reader.py runs PP-OCRv4's recogniser so, train_localiser.py its text detector."""
+other constants buffers. ppocr_reader.py runs PP-OCRv4's recogniser so, train_localiser.py its text detector. A
+fine-tuned one is exported as the same graph with its constants replaced (`write`), and so its ONNX file is all a
+later fine-tune needs to start from (`read_export`)."""
 import sys
 
 import numpy as np
@@ -63,6 +65,46 @@ class PaddleGraph(nn.Module):
             sys.exit(f'{output}: no node of the graph computes it')
         return names
 
+    def write(self, source, output, inputs, outputs, before=(), after=(), until=None):
+        """`source` (the ONNX file this graph was loaded from) written to `output` with its constants replaced by this
+        graph's parameters: `before` its nodes and `after` them, fed `inputs` and giving `outputs` (value infos); with
+        `until`, only the nodes that computing that name needs."""
+        proto = onnx.load(str(source))
+        graph = proto.graph
+        for node in graph.node:
+            key = self.attribute_of.get(node.output[0]) if node.op_type == 'Constant' else None
+            if key in self.params:
+                node.attribute[0].t.CopyFrom(numpy_helper.from_array(self.params[key].detach().cpu().numpy(), node.output[0]))
+        nodes = needed_for(graph.node, until) if until else list(graph.node)
+        del graph.node[:], graph.input[:], graph.output[:], graph.value_info[:]
+        graph.node.extend([*before, *nodes, *after])
+        graph.input.extend(inputs)
+        graph.output.extend(outputs)
+        onnx.checker.check_model(proto)
+        onnx.save(proto, str(output))
+
+    def read_export(self, exported):
+        """This graph's parameters as `write` wrote them to `exported` (those of nodes it left out keep theirs), and
+        the file's other constants by name (what a network added around the graph: a head, say); a clear stop when
+        the file holds another network."""
+        found, others = 0, {}
+        for node in onnx.load(str(exported)).graph.node:
+            if node.op_type != 'Constant':
+                continue
+            value, key = numpy_helper.to_array(node.attribute[0].t), self.attribute_of.get(node.output[0])
+            if key not in self.params:
+                others[node.output[0]] = value
+                continue
+            if tuple(value.shape) != tuple(self.params[key].shape):
+                sys.exit(f'{exported}: not an export of this network ({node.output[0]} is {value.shape}, here '
+                         f'{tuple(self.params[key].shape)})')
+            with torch.no_grad():
+                self.params[key].copy_(torch.from_numpy(np.array(value)))
+            found += 1
+        if found == 0:
+            sys.exit(f'{exported}: not an export of this network (none of its weights there)')
+        return others
+
     def run(self, values, wanted):
         """The graph fed `values` (its inputs by name), run until it has computed each name in `wanted`: those."""
         found = {}
@@ -76,6 +118,23 @@ class PaddleGraph(nn.Module):
                 if len(found) == len(wanted):
                     return [found[name] for name in wanted]
         raise AssertionError(f'the graph computes none of {set(wanted) - set(found)}')
+
+
+def needed_for(nodes, output):
+    """The nodes, in their order, that computing `output` needs."""
+    producer = {node.output[0]: index for index, node in enumerate(nodes)}
+    needed, names = set(), [output]
+    while names:
+        index = producer.get(names.pop())
+        if index is not None and index not in needed:
+            needed.add(index)
+            names.extend(nodes[index].input)
+    return [node for index, node in enumerate(nodes) if index in needed]
+
+
+def constant(name, value):
+    """An ONNX Constant node giving `value` as `name`."""
+    return helper.make_node('Constant', [], [name], value=numpy_helper.from_array(np.asarray(value), name))
 
 
 def conv(v, a):

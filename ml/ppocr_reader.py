@@ -8,28 +8,29 @@ rows of those characters in ppocr_keys_v1.txt), so that before any training it r
 restricted to our classes; an upside-down head is added. Strips are cut at 240 x 48 (the network's height) and fed
 as it was trained: BGR in [-1, 1]. The export is the same ONNX graph with the trained constants and the head.
 
+It trains as every training script does (common.train_and_export: --steps or --minutes, --init, --checkpoint,
+--output), and may start from a reader it exported (--init reader-N.onnx: PaddleGraph.read_export).
+
     METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1000 \
         --train-after p2o.Add.199 --checkpoint /tmp/ml-cache/ppocr.pt --output /tmp/ml-cache/reader-1.onnx
     python3 ppocr_reader.py measure splits/toloka-calibration.txt splits/bdci2020-calibration.txt \
-        -- pretrained /tmp/ml-cache/ppocr.pt.500
-    python3 ppocr_reader.py export /tmp/ml-cache/ppocr.pt.500 /tmp/ml-cache/reader-1.onnx
+        -- pretrained /tmp/ml-cache/ppocr.pt ../ml/clean/reader-1.onnx
+    python3 ppocr_reader.py export /tmp/ml-cache/ppocr.pt /tmp/ml-cache/reader-1.onnx
 """
 import argparse
-import os
 import sys
-import time
 
 import numpy as np
 import onnx
 import torch
-from onnx import helper, numpy_helper
+from onnx import helper
 from torch import nn
 
-from common import ALPHABET, DEVICE, TRAIN_DATASETS, configure_threads, cosine_rate, seed_everything, split_rows
+from common import ALPHABET, CACHE, batch_stream, configure_threads, start_from, start_training, train_and_export
 from measure_readers import listed_windows, lists_and_models, print_judged
-from paddle_graph import ASSETS, PaddleGraph
+from paddle_graph import ASSETS, PaddleGraph, constant
 from synth import load_digit_crops
-from train_reader import REGULARISATIONS, BatchRandom, make_batch, strip_loss, usable_windows
+from train_reader import REGULARISATIONS, BatchRandom, judged_on, make_batch, strip_loss, windows_to_learn
 
 STRIP_SIZE = (240, 48)  # width, height: the network's height at the service's strips' aspect
 WARMUP_STEPS = 100
@@ -38,6 +39,7 @@ ONNX_FILE, KEYS = ASSETS / 'ch_PP-OCRv4_rec_infer.onnx', ASSETS / 'ppocr_keys_v1
 HEAD_WEIGHT, HEAD_BIAS, LOGITS = 'linear_85.w_0', 'linear_85.b_0', 'softmax_11.tmp_0'
 FEATURES = 'transpose_51.tmp_0'  # the classifier's input: N x steps x 120, what the upside-down head pools
 NECK_STARTS = 'p2o.AveragePool.1'  # the backbone's last output: the nodes after it are the neck and the head
+UP_WEIGHT, UP_BIAS = 'meterlens.up_weight', 'meterlens.up_bias'  # the upside-down head's constants in an export
 
 
 def our_classes():
@@ -62,6 +64,15 @@ class PPOCR(PaddleGraph):
         """The names of the parameters that learn when the nodes after the one that computes `output` do."""
         return self.params_after(output) | {f'upside_down.{name}' for name, _ in self.upside_down.named_parameters()}
 
+    def read_export(self, exported):
+        """The weights of a reader `export` wrote (a set's reader-N.onnx): what a fine-tune may start from."""
+        others = super().read_export(exported)
+        if UP_WEIGHT not in others:
+            sys.exit(f'{exported}: not an export of ppocr_reader.py (no upside-down head)')
+        with torch.no_grad():
+            self.upside_down.weight.copy_(torch.from_numpy(others[UP_WEIGHT].T.copy()))
+            self.upside_down.bias.copy_(torch.from_numpy(others[UP_BIAS].copy()))
+
     def forward(self, strips):
         """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes) and the upside-down logit
         (N), as StripReader's."""
@@ -73,101 +84,61 @@ def export(model, output):
     """`model` as the service loads a strip reader (train_reader.Exported's names and meaning): the ONNX file with its
     constants replaced by the model's, fed `strip` (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) and giving `probabilities`
     (N x 30 x classes) and `upside_down` (N). The graph stays Paddle's, whose batch size is free."""
-    proto = onnx.load(str(ONNX_FILE))
-    graph = proto.graph
-    for node in graph.node:
-        key = model.attribute_of.get(node.output[0]) if node.op_type == 'Constant' else None
-        if key in model.params:
-            node.attribute[0].t.CopyFrom(numpy_helper.from_array(model.params[key].detach().cpu().numpy(), node.output[0]))
-
-    def constant(name, value):
-        return helper.make_node('Constant', [], [name], value=numpy_helper.from_array(np.asarray(value), name))
-
     head = model.upside_down
     to_bgr = [constant('meterlens.bgr', np.array([2, 1, 0], np.int64)), constant('meterlens.two', np.float32(2)),
               helper.make_node('Gather', ['strip', 'meterlens.bgr'], ['meterlens.x'], axis=1),
               helper.make_node('Mul', ['meterlens.x', 'meterlens.two'], ['x'])]
     outputs = [helper.make_node('Identity', [LOGITS], ['probabilities']),
                helper.make_node('ReduceMean', [FEATURES], ['meterlens.pooled'], axes=[1], keepdims=0),
-               constant('meterlens.up_weight', head.weight.detach().numpy().T),
-               constant('meterlens.up_bias', head.bias.detach().numpy()),
+               constant(UP_WEIGHT, head.weight.detach().cpu().numpy().T),
+               constant(UP_BIAS, head.bias.detach().cpu().numpy()),
                constant('meterlens.flat', np.array([-1], np.int64)),
-               helper.make_node('MatMul', ['meterlens.pooled', 'meterlens.up_weight'], ['meterlens.up_mm']),
-               helper.make_node('Add', ['meterlens.up_mm', 'meterlens.up_bias'], ['meterlens.up_logit']),
+               helper.make_node('MatMul', ['meterlens.pooled', UP_WEIGHT], ['meterlens.up_mm']),
+               helper.make_node('Add', ['meterlens.up_mm', UP_BIAS], ['meterlens.up_logit']),
                helper.make_node('Sigmoid', ['meterlens.up_logit'], ['meterlens.up']),
                helper.make_node('Reshape', ['meterlens.up', 'meterlens.flat'], ['upside_down'])]
-    nodes = to_bgr + list(graph.node) + outputs
-    del graph.node[:]
-    graph.node.extend(nodes)
     width, height = STRIP_SIZE
-    del graph.input[:], graph.output[:]
-    graph.input.append(helper.make_tensor_value_info('strip', onnx.TensorProto.FLOAT, ['batch', 3, height, width]))
-    graph.output.extend([
-        helper.make_tensor_value_info('probabilities', onnx.TensorProto.FLOAT, ['batch', width // 8, len(ALPHABET) + 1]),
-        helper.make_tensor_value_info('upside_down', onnx.TensorProto.FLOAT, ['batch'])])
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(output))
+    model.write(ONNX_FILE, output,
+                [helper.make_tensor_value_info('strip', onnx.TensorProto.FLOAT, ['batch', 3, height, width])],
+                [helper.make_tensor_value_info('probabilities', onnx.TensorProto.FLOAT,
+                                               ['batch', width // 8, len(ALPHABET) + 1]),
+                 helper.make_tensor_value_info('upside_down', onnx.TensorProto.FLOAT, ['batch'])],
+                before=to_bgr, after=outputs)
 
 
 def train(argv):
-    parser = argparse.ArgumentParser(prog='ppocr_reader.py train')
-    parser.add_argument('--steps', type=int, default=1500)
-    parser.add_argument('--batch', type=int, default=32)
-    parser.add_argument('--learning-rate', type=float, default=5e-4)
-    parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--train-after', default=NECK_STARTS,
-                        help="the output of the last node kept as pretrained (default the backbone's; p2o.Add.199 "
-                             "trains its last stage too)")
-    parser.add_argument('--checkpoint', required=True,
-                        help='where the trained parameters go, also saved every 250 steps as <checkpoint>.<step>')
-    parser.add_argument('--output', help='where the trained reader goes as ONNX (export); without it, checkpoints only')
-    args = parser.parse_args(argv)
-    configure_threads()
-    seed_everything(args.seed)
-    rows = [row for dataset in TRAIN_DATASETS for row in split_rows(dataset)[0]]
-    windows = usable_windows(rows)
+    def add_options(parser):
+        parser.add_argument('--train-after', default=NECK_STARTS,
+                            help="the output of the last node kept as pretrained (default the backbone's; p2o.Add.199 "
+                                 "trains its last stage too)")
+
+    args = start_training(minutes=40, batch=32, output=CACHE / 'ppocr-reader.onnx', add_options=add_options, argv=argv,
+                          prog='ppocr_reader.py train')
+    windows, validation = windows_to_learn(args.leave_out)
     weights = np.full(len(windows), 1 / len(windows))
     crops = load_digit_crops()
-    model = PPOCR().to(DEVICE)
+    model = PPOCR()
     trained = model.trained_after(args.train_after)
     for name, param in model.named_parameters():
         param.requires_grad = name.removeprefix('params.') in trained
-    params = [param for param in model.parameters() if param.requires_grad]
-    print(f'{len(windows)} windows, {sum(p.numel() for p in params)} trained parameters', flush=True)
-    optimiser = torch.optim.AdamW(params, lr=args.learning_rate, weight_decay=1e-4)
-    rng = BatchRandom(args.seed)
-    started = time.time()
-    for step in range(1, args.steps + 1):
-        for group in optimiser.param_groups:
-            group['lr'] = cosine_rate(args.learning_rate, min(1, step / WARMUP_STEPS), (step - 1) / args.steps)
-        loss = strip_loss(model, make_batch(windows, weights, crops, args.batch, rng, REGULARISATIONS['strong'],
-                                            behind_windows=True, strip_size=STRIP_SIZE))
-        optimiser.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(params, 5.0)
-        optimiser.step()
-        if step % 25 == 0:
-            rate = step * args.batch / (time.time() - started)
-            print(f'step {step} loss {loss.item():.3f} {rate:.1f} img/s', flush=True)
-        if step % 250 == 0 or step == args.steps:
-            kept = {k: v for k, v in model.state_dict().items() if k.removeprefix('params.') in trained}
-            torch.save(kept, f'{args.checkpoint}.{step}')
-            torch.save(kept, args.checkpoint)
-    if args.output:
-        export(model.cpu(), args.output)
-        print('exported', args.output)
+    print(f'{len(windows)} windows, {sum(p.numel() for p in model.parameters() if p.requires_grad)} trained parameters',
+          flush=True)
+    batches = batch_stream(lambda source: make_batch(windows, weights, crops, args.batch, source,
+                                                     REGULARISATIONS['strong'], behind_windows=True,
+                                                     strip_size=STRIP_SIZE),
+                           BatchRandom, args.seed, args.workers)
+
+    train_and_export(args, model, lambda model: strip_loss(model, next(batches)), judged_on(validation, STRIP_SIZE),
+                     export, learning_rate=5e-4, weight_decay=1e-4, warmup_steps=WARMUP_STEPS, max_grad_norm=5.0,
+                     validate_every=500)
 
 
 def trained(checkpoint):
-    """The network with the parameters `checkpoint` holds (the pretrained network for `pretrained`)."""
+    """The network with the weights of `checkpoint` (a .pt train writes, or its export; the pretrained network for
+    `pretrained`)."""
     model = PPOCR()
-    if checkpoint == 'pretrained':
-        return model
-    if not os.path.isfile(checkpoint):
-        sys.exit(f'{checkpoint}: no such checkpoint (ppocr_reader.py train --checkpoint writes one)')
-    unexpected = model.load_state_dict(torch.load(checkpoint, map_location='cpu'), strict=False).unexpected_keys
-    if unexpected:
-        sys.exit(f'{checkpoint}: not a checkpoint of ppocr_reader.py train ({unexpected[0]}, ...)')
+    if checkpoint != 'pretrained':
+        start_from(model, checkpoint)
     return model
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common import ALPHABET
+from common import ALPHABET, Export, export_onnx, start_from
 from onnxruntime_node import NODE, run_in_onnxruntime
 from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, export, our_classes
 
@@ -67,6 +67,29 @@ class PPOCRTest(unittest.TestCase):
         self.assertEqual(read['probabilities'].shape, (2, WIDTH // 8, len(ALPHABET) + 1))
         np.testing.assert_allclose(read['probabilities'], logits.softmax(2).numpy(), atol=1e-4)
         np.testing.assert_allclose(read['upside_down'], torch.sigmoid(upside_down).numpy(), atol=1e-4)
+
+    def test_a_fine_tune_starts_from_its_export_as_it_was(self):
+        torch.manual_seed(0)
+        model = PPOCR()
+        with torch.no_grad():
+            for name in ('conv2d_10__w_0', 'linear_85__w_0'):
+                model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
+            model.upside_down.bias.fill_(0.3)
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'reader.onnx'
+            export(model, file)
+            started = PPOCR()
+            start_from(started, file)
+        for name, param in model.state_dict().items():
+            self.assertTrue(torch.equal(started.state_dict()[name], param), name)
+
+    def test_another_networks_onnx_file_stops_with_a_message(self):
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'linear.onnx'
+            export_onnx(torch.nn.Linear(3, 2), Export((1, 3), 'x', ['y']), file)
+            with self.assertRaises(SystemExit) as stopped:
+                start_from(PPOCR(), file)
+        self.assertIn('not an export of this network', str(stopped.exception.code))
 
 
 if __name__ == '__main__':

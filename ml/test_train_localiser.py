@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common import export_onnx
+from common import start_from
 from onnxruntime_node import NODE, run_in_onnxruntime
 from paddle_graph import PaddleGraph
-from train_localiser import DETECTOR, DETECTOR_BACKBONE, EXPORT, INPUT, STRIDE, DetectorLocaliser
+from train_localiser import DETECTOR, DETECTOR_BACKBONE, INPUT, STRIDE, DetectorLocaliser, export_detector
 
 DETECTOR_MAP = 'sigmoid_0.tmp_0'  # the detector's own output: how likely each pixel is text
 
@@ -37,19 +37,36 @@ class DetectorLocaliserTest(unittest.TestCase):
         self.assertIn('graph.params.conv2d_159__w_0', learning)  # the text map's first layer
         self.assertNotIn('graph.params.conv2d_0__w_0', learning)  # the backbone's first convolution
 
-    def test_its_export_reads_in_onnxruntime_as_it_reads_here(self):
+    def trained(self):
+        """A detector localiser as training leaves one: the text map's first layer and the head changed."""
         torch.manual_seed(0)
         model = DetectorLocaliser(DETECTOR_BACKBONE).eval()
-        with torch.no_grad():  # as training leaves them: the text map's first layer changed
+        with torch.no_grad():
             model.graph.params['conv2d_159__w_0'].mul_(1 + 0.1 * torch.randn_like(model.graph.params['conv2d_159__w_0']))
-            image = torch.from_numpy(waves(1, 3, INPUT, INPUT))
+            model.head.bias.fill_(0.3)
+        return model
+
+    def test_its_export_reads_in_onnxruntime_as_it_reads_here(self):
+        model = self.trained()
+        image = torch.from_numpy(waves(2, 3, INPUT, INPUT))
+        with torch.no_grad():
             logits = model(image)
         with tempfile.TemporaryDirectory() as folder:
             file = Path(folder) / 'localiser.onnx'
-            export_onnx(model, EXPORT, file)
+            export_detector(model, file)
             read = run_in_onnxruntime(file, {'image': image.numpy()})
-        self.assertEqual(read['mask_logits'].shape, (1, 1, INPUT // STRIDE, INPUT // STRIDE))
+        self.assertEqual(read['mask_logits'].shape, (2, 1, INPUT // STRIDE, INPUT // STRIDE))
         np.testing.assert_allclose(read['mask_logits'], logits.numpy(), atol=1e-4)
+
+    def test_a_fine_tune_starts_from_its_export_as_it_was(self):
+        model = self.trained()
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'localiser.onnx'
+            export_detector(model, file)
+            started = DetectorLocaliser(DETECTOR_BACKBONE)
+            start_from(started, file)
+        for name, param in model.state_dict().items():
+            self.assertTrue(torch.equal(started.state_dict()[name], param), name)
 
 
 if __name__ == '__main__':

@@ -11,14 +11,16 @@ import math
 from multiprocessing import Pool
 
 import numpy as np
+import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from onnx import helper
 from PIL import Image, ImageDraw
 
 from common import (CACHE, DEVICE, MODELS, SPEC, TRAIN_DATASETS, Export, dataset_root, split_rows, start_training,
                     train_and_export)
-from paddle_graph import ASSETS, PaddleGraph
+from paddle_graph import ASSETS, PaddleGraph, constant
 
 INPUT = SPEC['localiser']['input']
 STORE = 320
@@ -35,6 +37,8 @@ DETECTOR = ASSETS / 'ch_PP-OCRv4_det_infer.onnx'
 DETECTOR_FEATURES, DETECTOR_BACKBONE = 'batch_norm_0.tmp_4', 'p2o.Add.215'
 # PaddleOCR's normalisation of the detector's input, channel by channel of the BGR image it reads.
 DETECTOR_MEAN, DETECTOR_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+# The head's constants in a detector localiser's export.
+HEAD_WEIGHT, HEAD_BIAS = 'meterlens.head_weight', 'meterlens.head_bias'
 
 
 def conv_bn_relu(cin, cout, stride=1):
@@ -81,10 +85,42 @@ class DetectorLocaliser(nn.Module):
         self.register_buffer('mean', torch.tensor(DETECTOR_MEAN).view(1, 3, 1, 1), persistent=False)
         self.register_buffer('std', torch.tensor(DETECTOR_STD).view(1, 3, 1, 1), persistent=False)
 
+    def read_export(self, exported):
+        """The weights of a localiser export_detector wrote (a set's localiser-N.onnx): what a fine-tune may start
+        from."""
+        others = self.graph.read_export(exported)
+        if HEAD_WEIGHT not in others:
+            raise SystemExit(f'{exported}: not an export of a detector localiser (no head)')
+        with torch.no_grad():
+            self.head.weight.copy_(torch.from_numpy(others[HEAD_WEIGHT].copy()))
+            self.head.bias.copy_(torch.from_numpy(others[HEAD_BIAS].copy()))
+
     def forward(self, x):
         bgr = torch.flip(x + 0.5, (1,))
         [features] = self.graph.run({'x': (bgr - self.mean) / self.std}, [DETECTOR_FEATURES])
         return self.head(features)
+
+
+def export_detector(model, output):
+    """A detector localiser as the service loads a localiser (EXPORT's names and meaning): the detector's own ONNX
+    graph as far as its text map's features, its constants replaced by the model's, after nodes that bring `image`
+    to the detector's normalisation and before its head's convolution, which gives `mask_logits`."""
+    def value(name, shape):
+        return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
+
+    before = [constant('meterlens.half', np.float32(0.5)), constant('meterlens.bgr', np.array([2, 1, 0], np.int64)),
+              constant('meterlens.mean', np.array(DETECTOR_MEAN, np.float32).reshape(1, 3, 1, 1)),
+              constant('meterlens.std', np.array(DETECTOR_STD, np.float32).reshape(1, 3, 1, 1)),
+              helper.make_node('Add', ['image', 'meterlens.half'], ['meterlens.unit']),
+              helper.make_node('Gather', ['meterlens.unit', 'meterlens.bgr'], ['meterlens.unit_bgr'], axis=1),
+              helper.make_node('Sub', ['meterlens.unit_bgr', 'meterlens.mean'], ['meterlens.centred']),
+              helper.make_node('Div', ['meterlens.centred', 'meterlens.std'], ['x'])]
+    after = [constant(HEAD_WEIGHT, model.head.weight.detach().cpu().numpy()),
+             constant(HEAD_BIAS, model.head.bias.detach().cpu().numpy()),
+             helper.make_node('Conv', [DETECTOR_FEATURES, HEAD_WEIGHT, HEAD_BIAS], ['mask_logits'])]
+    model.graph.write(DETECTOR, output, [value('image', ['batch', 3, INPUT, INPUT])],
+                      [value('mask_logits', ['batch', 1, INPUT // STRIDE, INPUT // STRIDE])], before, after,
+                      until=DETECTOR_FEATURES)
 
 
 def loose_box(row):
@@ -224,7 +260,7 @@ def main():
         return loss_fn(model(x.to(DEVICE)), target.to(DEVICE))
 
     train_and_export(args, model, batch_loss, lambda model: f'IoU {validation_iou(model, val_images, val_masks):.3f}',
-                     EXPORT, learning_rate=2e-3, weight_decay=1e-4, validate_every=500)
+                     export_detector if args.detector else EXPORT, learning_rate=2e-3, weight_decay=1e-4, validate_every=500)
 
 
 if __name__ == '__main__':

@@ -218,12 +218,12 @@ def labelled_strips(windows, strip_size=(WIDTH, HEIGHT)):
         yield chunk, torch.stack([to_tensor(np.asarray(strip, np.float32) / 255) for strip in strips])
 
 
-def evaluate(model, windows):
+def evaluate(model, windows, strip_size=(WIDTH, HEIGHT)):
     """Exact-read rate and upside-down accuracy on validation windows cut at the labelled quad."""
     model.eval()
     exact = orientation = 0
     with torch.no_grad():
-        for chunk, upright in labelled_strips(windows):
+        for chunk, upright in labelled_strips(windows, strip_size):
             logits, up_score = model(upright.to(DEVICE))
             exact += sum(greedy_decode(logits[i].softmax(1)) == reading for i, (_, _, reading, _) in enumerate(chunk))
             orientation += told_upright(model, upright.to(DEVICE), up_score)
@@ -255,6 +255,22 @@ def usable_windows(rows):
         return pool.map(usable_window, [row for row in rows if not sideways(row)], chunksize=32)
 
 
+def windows_to_learn(leave_out):
+    """The training datasets' windows to learn from, and by dataset their validation windows to judge by."""
+    train_rows, validation = [], {}
+    for dataset in TRAIN_DATASETS:
+        train, validation_rows = split_rows(dataset, leave_out)
+        train_rows += train
+        validation[dataset] = usable_windows(validation_rows)
+    return usable_windows(train_rows), validation
+
+
+def judged_on(validation, strip_size=(WIDTH, HEIGHT)):
+    """train_and_export's `validate` for a strip reader: each dataset's exact and orientation shares."""
+    return lambda model: ', '.join(f'{dataset} exact/orientation {evaluate(model, windows, strip_size)}'
+                                   for dataset, windows in validation.items())
+
+
 class BatchRandom:
     """numpy's Generator for numbers and weighted picks, plus the stdlib's randrange/randint/choice the helpers use."""
 
@@ -277,12 +293,7 @@ def main():
 
     args = start_training(minutes=40, batch=32, output=MODELS / SPEC['files']['readers'][0], add_options=add_options)
     regularisation = REGULARISATIONS[args.regularisation]
-    train_rows, validation = [], {}
-    for dataset in TRAIN_DATASETS:
-        train, validation_rows = split_rows(dataset, args.leave_out)
-        train_rows += train
-        validation[dataset] = usable_windows(validation_rows)
-    windows = usable_windows(train_rows)
+    windows, validation = windows_to_learn(args.leave_out)
     window_weights = np.array([TOLOKA_WEIGHT if dataset == 'toloka' else 1.0 for *_, dataset in windows])
     window_weights /= window_weights.sum()
     crops = load_digit_crops()
@@ -295,10 +306,7 @@ def main():
     def batch_loss(model):
         return strip_loss(model, next(batches))
 
-    def validate(model):
-        return ', '.join(f'{dataset} exact/orientation {evaluate(model, val)}' for dataset, val in validation.items())
-
-    train_and_export(args, StripReader(args.sequence, regularisation.dropout), batch_loss, validate,
+    train_and_export(args, StripReader(args.sequence, regularisation.dropout), batch_loss, judged_on(validation),
                      Export((1, 3, HEIGHT, WIDTH), 'strip', ['probabilities', 'upside_down'], Exported),
                      learning_rate=1.5e-3, weight_decay=1e-4, warmup_steps=200, max_grad_norm=5.0, validate_every=1000)
 
