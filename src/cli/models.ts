@@ -18,7 +18,7 @@ export const modelCommands: Command[] = [
     name: 'train',
     synopsis: '[--account N] [--since DATE] [--photos DIR] [--minutes M] [--base DIR] [--out DIR] [--python PATH]',
     description:
-      'fine-tune the local reader\'s weights on your own labelled photos on the CPU, within --minutes (default 30), into a candidate set for models promote (ml/README.md, "Your own fleet")',
+      'fine-tune the local reader\'s weights on your own labelled photos on the CPU, training for --minutes (default 30; loading and exporting come on top), into a candidate set for models promote (ml/README.md, "Your own fleet")',
     options: {
       account: { type: 'string' },
       since: { type: 'string' },

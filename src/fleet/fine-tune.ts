@@ -9,10 +9,10 @@ import { SHARED_DATASETS, loadFileList } from '../eval/dataset.ts';
 import { PROVENANCE_FILE } from '../readers/local/provenance.ts';
 import { WHEEL_READER_FILE } from '../readers/local/spec.ts';
 import {
-  FINE_TUNES,
   TRAINING_FILE,
   candidateProvenance,
   checkpointOf,
+  fineTunesOf,
   requireCheckpoints,
   writeJson,
   type Training,
@@ -30,7 +30,7 @@ export interface FineTuneOptions {
   photos: string;
   /** Where the validation list and the candidate set go. */
   work: string;
-  /** The budget of the whole run, shared by the networks. */
+  /** The networks' training time, shared equally by them (loading, judging and exporting each come on top). */
   minutes: number;
   python: string;
 }
@@ -44,8 +44,8 @@ export interface FineTuneResult {
 
 /**
  * Checks the base set's checkpoints and the Python, then has `gather` write the photos' folder (the database's
- * export, say), then fine-tunes every network of the base set (FINE_TUNES) on them, one after another through Python,
- * each for its share of what is left of the budget, its progress lines passed to `log`; writes the candidate set
+ * export, say), then fine-tunes every network of the base set (fineTunesOf) on them, one after another through Python,
+ * each for an equal share of the training time, its progress lines passed to `log`; writes the candidate set
  * (`<work>/candidate`): the networks' ONNX files and checkpoints, the wheel reader copied unchanged when the base
  * has one, provenance.json and training.json. The base's calibration is left behind: it was fitted to the
  * base's networks, so the candidate's confidence is the readers' product.
@@ -55,7 +55,8 @@ export async function fineTune(
   log: (line: string) => void,
   gather: () => Promise<void> = async () => {},
 ): Promise<FineTuneResult> {
-  requireCheckpoints(options.base);
+  const fineTunes = fineTunesOf(options.base);
+  requireCheckpoints(options.base, fineTunes);
   const env = trainingEnvironment(options);
   await checkPython(options.python, env);
   await gather();
@@ -74,20 +75,20 @@ export async function fineTune(
   const candidate = path.join(options.work, 'candidate');
   await mkdir(candidate, { recursive: true });
   const started = Date.now();
-  const deadline = started + options.minutes * 60_000;
-  for (const [index, { file, script, options: recipe }] of FINE_TUNES.entries()) {
-    const minutes = Math.max(0, (deadline - Date.now()) / 60_000 / (FINE_TUNES.length - index));
+  // Each network trains for an equal share; loading its photos, judging and exporting it come on top, so that the
+  // last network's share is not spent by the others' (a PP-OCRv4 network's take about half a minute here).
+  const minutes = options.minutes / fineTunes.length;
+  for (const { file, command, init } of fineTunes) {
     const args = [
-      script,
+      ...command,
       '--init',
-      path.join(options.base, checkpointOf(file)),
+      path.join(options.base, init),
       '--output',
       path.join(candidate, file),
       '--checkpoint',
       path.join(candidate, checkpointOf(file)),
       '--minutes',
       minutes.toFixed(3),
-      ...recipe,
     ];
     log(`${file}: fine-tuning for ${minutes.toFixed(1)} minutes`);
     await runPython(options.python, args, env, (line) => log(`${file}: ${line}`));
@@ -98,13 +99,12 @@ export async function fineTune(
     path.join(candidate, PROVENANCE_FILE),
     await candidateProvenance(options.base, options.photos, copied),
   );
-  const minutes = (Date.now() - started) / 60_000;
   const written: Training = {
     base: options.base,
     photos: options.photos,
     heldBack,
     trainedOn: training.length,
-    minutes: Math.round(minutes * 10) / 10,
+    minutes: Math.round((Date.now() - started) / 6_000) / 10,
     finishedAt: new Date().toISOString(),
   };
   await writeJson(path.join(candidate, TRAINING_FILE), written);

@@ -2,51 +2,72 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError } from '../errors.ts';
-import { PROVENANCE_FILE, type Provenance } from '../readers/local/provenance.ts';
+import { PROVENANCE_FILE, type Provenance, readProvenance } from '../readers/local/provenance.ts';
 import { LOCALISER_FILES, READER_FILES } from '../readers/local/spec.ts';
 
 /**
- * A network `meterlens train` fine-tunes: its ONNX file in a set of weights, the training script, and the options
- * that build and train it as ml/train.sh does without Toloka (localiser 2 as localiser 1 with another seed; the
- * readers' regularisation and sequence layer, which their checkpoints must match).
+ * A network `meterlens train` fine-tunes: its ONNX file in a set of weights, the script of ml/ (with its leading
+ * arguments and options) that trains it as the set's recipe did, and the file of the base set it starts from.
  */
 export interface FineTune {
   file: string;
-  script: string;
-  options: string[];
+  command: string[];
+  /** Its PyTorch checkpoint, or the ONNX file itself where the network is a fine-tune of PP-OCRv4's. */
+  init: string;
 }
 
+/** How a set's provenance.json names the pretrained networks of PP-OCRv4 that ml/clean's networks are built on. */
+const PPOCR_RECOGNISER = 'ppocrv4';
+const PPOCR_DETECTOR = 'ppocrv4-det';
+
+/**
+ * The recipe's readers differ by regularisation and sequence layer, which their checkpoints must match (ml/train.sh
+ * without Toloka); localiser 2 is localiser 1 with another seed.
+ */
 const READER_OPTIONS = [
   ['--regularisation', 'light', '--sequence', 'gru'],
   ['--regularisation', 'strong', '--sequence', 'gru'],
   ['--regularisation', 'strong', '--sequence', 'conv'],
 ];
 
-export const FINE_TUNES: FineTune[] = [
-  ...LOCALISER_FILES.map((file, index) => ({
-    file,
-    script: 'train_localiser.py',
-    options: ['--seed', String(index + 1)],
-  })),
-  ...READER_FILES.map((file, index) => ({
-    file,
-    script: 'train_reader.py',
-    options: ['--seed', '1', ...READER_OPTIONS[index]!],
-  })),
-];
+/**
+ * The networks of the set in `baseDir` and how each is fine-tuned. A network its provenance.json says is built on
+ * PP-OCRv4's detector or recogniser (ml/clean's) is run by ml/paddle_graph.py, which starts from the ONNX file itself
+ * and learns after the node ml/README.md's clean set learned after; the others start from their checkpoints.
+ */
+export function fineTunesOf(baseDir: string): FineTune[] {
+  const learnedFrom = readProvenance(baseDir)?.files ?? {};
+  const builtOn = (file: string, pretrained: string) => learnedFrom[file]?.includes(pretrained) ?? false;
+  return [
+    ...LOCALISER_FILES.map((file, index) => {
+      const seed = ['--seed', String(index + 1)];
+      return builtOn(file, PPOCR_DETECTOR)
+        ? { file, command: ['train_localiser.py', '--detector', '--train-after', 'p2o.Add.147', ...seed], init: file }
+        : { file, command: ['train_localiser.py', ...seed], init: checkpointOf(file) };
+    }),
+    ...READER_FILES.map((file, index) =>
+      builtOn(file, PPOCR_RECOGNISER)
+        ? {
+            file,
+            command: ['ppocr_reader.py', 'train', '--train-after', 'p2o.Add.199', '--seed', String(index + 1)],
+            init: file,
+          }
+        : { file, command: ['train_reader.py', '--seed', '1', ...READER_OPTIONS[index]!], init: checkpointOf(file) },
+    ),
+  ];
+}
 
 /** The PyTorch checkpoint a set may carry beside an ONNX file (`localiser-1.pt`): what a fine-tune starts from. */
 export function checkpointOf(file: string): string {
   return file.replace(/\.onnx$/, '.pt');
 }
 
-/** Stops, in one line, when the set in `dir` lacks a checkpoint a fine-tune starts from. */
-export function requireCheckpoints(dir: string): void {
-  const missing = FINE_TUNES.map((fineTune) => checkpointOf(fineTune.file)).filter(
-    (file) => !existsSync(path.join(dir, file)),
-  );
+/** Stops, in one line, when the set in `dir` lacks a checkpoint a fine-tune of `fineTunes` starts from. */
+export function requireCheckpoints(dir: string, fineTunes: FineTune[]): void {
+  const needed = fineTunes.filter((fineTune) => fineTune.init !== fineTune.file).map((fineTune) => fineTune.init);
+  const missing = needed.filter((file) => !existsSync(path.join(dir, file)));
   if (missing.length === 0) return;
-  const which = missing.length === FINE_TUNES.length ? 'no PyTorch checkpoints' : `no ${missing.join(', ')}`;
+  const which = missing.length === needed.length ? 'no PyTorch checkpoints' : `no ${missing.join(', ')}`;
   throw new DomainError(
     'refused',
     'base',
@@ -116,8 +137,8 @@ export async function candidateProvenance(baseDir: string, photos: string, copie
       };
   const learnedFrom = (file: string) => base.files[file] ?? (text ? [] : [UNKNOWN_BASE]);
   const files: Provenance['files'] = {};
-  for (const { file, script } of FINE_TUNES) {
-    const extra = script === 'train_reader.py' ? [DIGITS_CLEAN, OWN_PHOTOS] : [OWN_PHOTOS];
+  for (const file of [...LOCALISER_FILES, ...READER_FILES]) {
+    const extra = READER_FILES.includes(file) ? [DIGITS_CLEAN, OWN_PHOTOS] : [OWN_PHOTOS];
     files[file] = [...new Set([...learnedFrom(file), ...extra])];
   }
   for (const file of copied) files[file] = learnedFrom(file);

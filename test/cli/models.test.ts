@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
-import { checkpointOf, FINE_TUNES, TRAINING_FILE } from '../../src/fleet/weights.ts';
+import { TRAINING_FILE } from '../../src/fleet/weights.ts';
 import { startCli } from '../helpers/cli.ts';
-import { cannotFineTune, linkShippedSet, writeDrawnPhotos } from '../helpers/fleet.ts';
+import { cannotFineTune, linkShippedSet, writeDrawnPhotos, writePlaceholderCheckpoints } from '../helpers/fleet.ts';
 
 t.test('meterlens train: bad arguments, and a base set without checkpoints, stop before any work', async (t) => {
   const cli = await startCli(t);
@@ -48,7 +48,7 @@ t.test(
     const { id } = await cli.json(['accounts', 'create', '--name', 'Waterworks']);
     const base = path.join(cli.scratch, 'base');
     await mkdir(base);
-    for (const { file } of FINE_TUNES) await writeFile(path.join(base, checkpointOf(file)), '');
+    await writePlaceholderCheckpoints(base);
     const run = await cli.meterlens([
       'train',
       '--account',

@@ -6,21 +6,38 @@ import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_PYTHON, fineTune } from '../../src/fleet/fine-tune.ts';
-import { checkpointOf, FINE_TUNES, OWN_PHOTOS, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
+import { checkpointOf, fineTunesOf, OWN_PHOTOS, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
 import { licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
-import { cannotFineTune, heldBackByName, writeDrawnPhotos } from '../helpers/fleet.ts';
+import { cannotFineTune, heldBackByName, writeDrawnPhotos, writePlaceholderCheckpoints } from '../helpers/fleet.ts';
+import { LOCALISER_FILES, READER_FILES } from '../../src/readers/local/spec.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 const scratch = await mkdtemp(path.join(tmpdir(), 'meterlens-fine-tune-'));
 t.teardown(() => rm(scratch, { recursive: true, force: true }));
 const config = loadConfig({});
+const CLEAN_SET = path.join(REPO_ROOT, 'ml', 'clean');
 
 /** A base set that carries checkpoints: empty files, enough for the checks that run before Python. */
 async function placeholderBase(): Promise<string> {
   const base = await mkdtemp(path.join(scratch, 'base-'));
-  for (const { file } of FINE_TUNES) await writeFile(path.join(base, checkpointOf(file)), '');
+  await writePlaceholderCheckpoints(base);
   return base;
+}
+
+/** Four drawn meters as an operator's labelled photos: three to learn from and one held back, by their names' hash. */
+async function drawnFleet(folder: string): Promise<{ photos: string; chosen: string[] }> {
+  const names = Array.from({ length: 40 }, (_, index) => `meter-${index}.jpg`);
+  const chosen = [
+    ...names.filter(heldBackByName).slice(0, 1),
+    ...names.filter((name) => !heldBackByName(name)).slice(0, 3),
+  ];
+  const photos = path.join(scratch, folder);
+  await writeDrawnPhotos(
+    photos,
+    chosen.map((file, index) => ({ file, reading: `0${index}758.407` })),
+  );
+  return { photos, chosen };
 }
 
 const run = (python: string, base: string, photos = path.join(scratch, 'none')) =>
@@ -73,31 +90,20 @@ for n, sequence in ((1, 'gru'), (2, 'gru'), (3, 'conv')): torch.save(StripReader
     const provenance: Provenance = {
       set: 'clean-test',
       datasets: { rendered: { name: 'rendered', licence: 'Apache-2.0', commercialUse: true } },
-      files: Object.fromEntries(FINE_TUNES.map(({ file }) => [file, ['rendered']])),
+      files: Object.fromEntries([...LOCALISER_FILES, ...READER_FILES].map((file) => [file, ['rendered']])),
     };
     await writeFile(path.join(base, PROVENANCE_FILE), JSON.stringify(provenance));
 
-    // Three photos to learn from and one held back, by the hash of their names.
-    const names = Array.from({ length: 40 }, (_, index) => `meter-${index}.jpg`);
-    const chosen = [
-      ...names.filter(heldBackByName).slice(0, 1),
-      ...names.filter((name) => !heldBackByName(name)).slice(0, 3),
-    ];
-    const photos = path.join(scratch, 'fleet');
-    await writeDrawnPhotos(
-      photos,
-      chosen.map((file, index) => ({ file, reading: `0${index}758.407` })),
-    );
-
+    const { photos, chosen } = await drawnFleet('fleet');
     const lines: string[] = [];
     const work = path.join(scratch, 'work');
     const result = await fineTune({ base, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) =>
       lines.push(line),
     );
     t.match(result, { candidate: path.join(work, 'candidate'), trainedOn: 3, heldBack: 1 });
-    for (const { file } of FINE_TUNES) {
+    for (const { file, init } of fineTunesOf(base)) {
       t.ok(
-        lines.some((line) => line === `${file}: started from ${path.join(base, checkpointOf(file))}`),
+        lines.some((line) => line === `${file}: started from ${path.join(base, init)}`),
         `${file} started from its checkpoint`,
       );
       t.ok(
@@ -124,6 +130,38 @@ for n, sequence in ((1, 'gru'), (2, 'gru'), (3, 'conv')): torch.save(StripReader
       licenceLine(written),
       /^weights clean-test\+own-\d{4}-\d\d-\d\d: learned only from data that allows commercial use$/,
     );
+    t.ok(await createLocalReader({ ...config, localModelDir: result.candidate }), 'the service loads the candidate');
+  },
+);
+
+t.test(
+  "ml/clean's set, built on PP-OCRv4's networks, fine-tunes from its own ONNX files, without checkpoints",
+  { skip: cannotFineTune() },
+  async (t) => {
+    const { photos } = await drawnFleet('fleet-clean');
+    const lines: string[] = [];
+    const work = path.join(scratch, 'work-clean');
+    const result = await fineTune({ base: CLEAN_SET, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) =>
+      lines.push(line),
+    );
+    const networks = [...LOCALISER_FILES, ...READER_FILES];
+    for (const file of networks)
+      t.ok(
+        lines.some((line) => line === `${file}: started from ${path.join(CLEAN_SET, file)}`),
+        `${file} started from its ONNX file`,
+      );
+    t.ok(
+      lines.some((line) => /^reader-1\.onnx: final validation after \d+ steps: fleet-clean exact/.test(line)),
+      'judged on the held-back photos',
+    );
+    t.same(
+      fineTunesOf(result.candidate).map(({ init }) => init),
+      networks,
+      'the candidate is fine-tuned from its own ONNX files next time',
+    );
+    const written = JSON.parse(await readFile(path.join(result.candidate, PROVENANCE_FILE), 'utf8')) as Provenance;
+    t.same(written.files['reader-1.onnx'], ['ppocrv4', 'rendered', 'digits-clean', OWN_PHOTOS]);
+    t.same(written.files['localiser-1.onnx'], ['ppocrv4-det', 'rendered', 'digits-clean', OWN_PHOTOS]);
     t.ok(await createLocalReader({ ...config, localModelDir: result.candidate }), 'the service loads the candidate');
   },
 );

@@ -25,7 +25,8 @@ export function setName(modelDir: string): string | undefined {
   return readProvenance(modelDir)?.set;
 }
 
-function readProvenance(modelDir: string): Provenance | undefined {
+/** The provenance.json in `modelDir`, if it has one. */
+export function readProvenance(modelDir: string): Provenance | undefined {
   const file = path.join(modelDir, PROVENANCE_FILE);
   if (!existsSync(file)) return undefined;
   try {

@@ -1,0 +1,30 @@
+import path from 'node:path';
+import t from 'tap';
+import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
+import { fineTunesOf, requireCheckpoints } from '../../src/fleet/weights.ts';
+
+const CLEAN_SET = path.join(import.meta.dirname, '..', '..', 'ml', 'clean');
+
+t.test("a set built on PP-OCRv4's networks is fine-tuned from its ONNX files, as its recipe trained it", async (t) => {
+  const fineTunes = fineTunesOf(CLEAN_SET);
+  t.same(
+    fineTunes.map(({ init }) => init),
+    ['localiser-1.onnx', 'localiser-2.onnx', 'reader-1.onnx', 'reader-2.onnx', 'reader-3.onnx'],
+  );
+  t.same(fineTunes[1]!.command, ['train_localiser.py', '--detector', '--train-after', 'p2o.Add.147', '--seed', '2']);
+  t.same(fineTunes[4]!.command, ['ppocr_reader.py', 'train', '--train-after', 'p2o.Add.199', '--seed', '3']);
+  t.doesNotThrow(() => requireCheckpoints(CLEAN_SET, fineTunes), 'it needs no checkpoints');
+});
+
+t.test("the recipe's own networks start from their checkpoints, which the shipped set does not carry", async (t) => {
+  const fineTunes = fineTunesOf(SHIPPED_MODEL_DIR);
+  t.same(
+    fineTunes.map(({ init }) => init),
+    ['localiser-1.pt', 'localiser-2.pt', 'reader-1.pt', 'reader-2.pt', 'reader-3.pt'],
+  );
+  t.same(fineTunes[4]!.command, ['train_reader.py', '--seed', '1', '--regularisation', 'strong', '--sequence', 'conv']);
+  t.throws(() => requireCheckpoints(SHIPPED_MODEL_DIR, fineTunes), {
+    kind: 'refused',
+    message: /carry no PyTorch checkpoints beside their ONNX files/,
+  });
+});
