@@ -76,7 +76,7 @@ export async function fineTune(
   await mkdir(candidate, { recursive: true });
   const started = Date.now();
   // Each network trains for an equal share; loading its photos, judging and exporting it come on top, so that the
-  // last network's share is not spent by the others' (a PP-OCRv4 network's take about half a minute here).
+  // last network's share is not spent by the others' (about 45 s for a PP-OCRv4 network and 400 photos here).
   const minutes = options.minutes / fineTunes.length;
   for (const { file, command, init } of fineTunes) {
     const args = [
