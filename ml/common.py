@@ -84,7 +84,7 @@ def start_training(minutes, batch, output, add_options=lambda parser: None, argv
     parser.add_argument('--output', default=str(output))
     parser.add_argument('--workers', type=int, default=0,
                         help='processes that draw the batches (0: this one, in the order of the shipped runs)')
-    parser.add_argument('--init', metavar='CHECKPOINT',
+    parser.add_argument('--init', metavar='FILE',
                         help='start from these weights (the .pt state dict a run saves, or the ONNX file it exported where '
                              'the network is run by paddle_graph.py) instead of random ones: a fine-tune')
     parser.add_argument('--learning-rate', type=float,

@@ -2,7 +2,7 @@
 PyTorch, so that a pretrained network published only as ONNX can be fine-tuned: its weights become parameters, its
 other constants buffers. ppocr_reader.py runs PP-OCRv4's recogniser so, train_localiser.py its text detector. A
 fine-tuned one is exported as the same graph with its constants replaced (`write`), and so its ONNX file is all a
-later fine-tune needs to start from (`read_export`)."""
+later fine-tune needs to start from (`read_constants`)."""
 import sys
 
 import numpy as np
@@ -83,27 +83,34 @@ class PaddleGraph(nn.Module):
         onnx.checker.check_model(proto)
         onnx.save(proto, str(output))
 
-    def read_export(self, exported):
+    def read_constants(self, exported, added):
         """This graph's parameters as `write` wrote them to `exported` (those of nodes it left out keep theirs), and
-        the file's other constants by name (what a network added around the graph: a head, say); a clear stop when
-        the file holds another network."""
-        found, others = 0, {}
-        for node in onnx.load(str(exported)).graph.node:
-            if node.op_type != 'Constant':
-                continue
-            value, key = numpy_helper.to_array(node.attribute[0].t), self.attribute_of.get(node.output[0])
+        the constants named `added` that a network put around the graph (a head, say), in that order; a clear stop
+        when the file holds another network or lacks any of them."""
+        try:
+            nodes = onnx.load(str(exported)).graph.node
+        except Exception as error:  # a missing file, or bytes that are no ONNX model (protobuf's DecodeError)
+            sys.exit(f'{exported}: no ONNX file this script can read ({error})')
+        constants = {node.output[0]: numpy_helper.to_array(node.attribute[0].t) for node in nodes
+                     if node.op_type == 'Constant'}
+        computed = {node.output[0] for node in nodes if node.op_type != 'Constant'}
+        used = {self.attribute_of[name] for _, inputs, output, _ in self.nodes if output in computed
+                for name in inputs if self.attribute_of.get(name) in self.params}
+        missing = [key for key in used if not any(self.attribute_of.get(name) == key for name in constants)]
+        missing += [name for name in added if name not in constants]
+        if not used or missing:
+            sys.exit(f'{exported}: not an export of this network ({sorted(missing)[0] if missing else "none of its nodes"} '
+                     'not there)')
+        for name, value in constants.items():
+            key = self.attribute_of.get(name)
             if key not in self.params:
-                others[node.output[0]] = value
                 continue
             if tuple(value.shape) != tuple(self.params[key].shape):
-                sys.exit(f'{exported}: not an export of this network ({node.output[0]} is {value.shape}, here '
+                sys.exit(f'{exported}: not an export of this network ({name} is {value.shape}, here '
                          f'{tuple(self.params[key].shape)})')
             with torch.no_grad():
                 self.params[key].copy_(torch.from_numpy(np.array(value)))
-            found += 1
-        if found == 0:
-            sys.exit(f'{exported}: not an export of this network (none of its weights there)')
-        return others
+        return [constants[name] for name in added]
 
     def run(self, values, wanted):
         """The graph fed `values` (its inputs by name), run until it has computed each name in `wanted`: those."""

@@ -9,12 +9,12 @@ restricted to our classes; an upside-down head is added. Strips are cut at 240 x
 as it was trained: BGR in [-1, 1]. The export is the same ONNX graph with the trained constants and the head.
 
 It trains as every training script does (common.train_and_export: --steps or --minutes, --init, --checkpoint,
---output), and may start from a reader it exported (--init reader-N.onnx: PaddleGraph.read_export).
+--output), and may start from a reader it exported (--init reader-N.onnx: PPOCR.read_export).
 
     METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1000 \
         --train-after p2o.Add.199 --checkpoint /tmp/ml-cache/ppocr.pt --output /tmp/ml-cache/reader-1.onnx
     python3 ppocr_reader.py measure splits/toloka-calibration.txt splits/bdci2020-calibration.txt \
-        -- pretrained /tmp/ml-cache/ppocr.pt ../ml/clean/reader-1.onnx
+        -- pretrained /tmp/ml-cache/ppocr.pt clean/reader-1.onnx
     python3 ppocr_reader.py export /tmp/ml-cache/ppocr.pt /tmp/ml-cache/reader-1.onnx
 """
 import argparse
@@ -66,12 +66,10 @@ class PPOCR(PaddleGraph):
 
     def read_export(self, exported):
         """The weights of a reader `export` wrote (a set's reader-N.onnx): what a fine-tune may start from."""
-        others = super().read_export(exported)
-        if UP_WEIGHT not in others:
-            sys.exit(f'{exported}: not an export of ppocr_reader.py (no upside-down head)')
+        weight, bias = self.read_constants(exported, [UP_WEIGHT, UP_BIAS])
         with torch.no_grad():
-            self.upside_down.weight.copy_(torch.from_numpy(others[UP_WEIGHT].T.copy()))
-            self.upside_down.bias.copy_(torch.from_numpy(others[UP_BIAS].copy()))
+            self.upside_down.weight.copy_(torch.from_numpy(weight.T.copy()))
+            self.upside_down.bias.copy_(torch.from_numpy(bias.copy()))
 
     def forward(self, strips):
         """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes) and the upside-down logit
@@ -143,7 +141,7 @@ def trained(checkpoint):
 
 
 def measure(argv):
-    usage = 'usage: python3 ppocr_reader.py measure SPLIT_LIST... -- pretrained|CHECKPOINT...'
+    usage = 'usage: python3 ppocr_reader.py measure SPLIT_LIST... -- pretrained|CHECKPOINT|reader-N.onnx...'
     lists, checkpoints = lists_and_models(argv, usage)
     models = {checkpoint: trained(checkpoint) for checkpoint in checkpoints}
     configure_threads()

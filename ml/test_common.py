@@ -59,6 +59,11 @@ class StartFromTest(unittest.TestCase):
             common.start_from(nn.Linear(3, 2), self.checkpoint_of(nn.Linear(4, 2)))
         self.assertIn('the weights of another network', str(stopped.exception.code))
 
+    def test_an_onnx_file_stops_with_a_message_where_the_network_cannot_start_from_one(self):
+        with self.assertRaises(SystemExit) as stopped:
+            common.start_from(nn.Linear(3, 2), Path(tempfile.mkdtemp()) / 'model.onnx')
+        self.assertIn('cannot start from its ONNX file', str(stopped.exception.code))
+
     def test_a_file_that_is_no_checkpoint_stops_with_a_message(self):
         path = Path(tempfile.mkdtemp()) / 'model.pt'
         path.write_text('not a checkpoint')

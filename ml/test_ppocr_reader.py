@@ -4,6 +4,7 @@ import unittest
 from pathlib import Path
 
 import numpy as np
+import onnx
 import torch
 
 from common import ALPHABET, Export, export_onnx, start_from
@@ -90,6 +91,27 @@ class PPOCRTest(unittest.TestCase):
             with self.assertRaises(SystemExit) as stopped:
                 start_from(PPOCR(), file)
         self.assertIn('not an export of this network', str(stopped.exception.code))
+
+    def test_an_export_lacking_weights_its_nodes_use_stops_with_a_message(self):
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'reader.onnx'
+            export(PPOCR(), file)
+            proto = onnx.load(str(file))
+            kept = [node for node in proto.graph.node if node.output[0] != 'linear_85.w_0']
+            del proto.graph.node[:]
+            proto.graph.node.extend(kept)
+            onnx.save(proto, str(file))
+            with self.assertRaises(SystemExit) as stopped:
+                start_from(PPOCR(), file)
+        self.assertIn('not an export of this network (linear_85__w_0 not there)', str(stopped.exception.code))
+
+    def test_a_file_that_is_no_onnx_model_stops_with_a_message(self):
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'reader.onnx'
+            file.write_text('not a model')
+            with self.assertRaises(SystemExit) as stopped:
+                start_from(PPOCR(), file)
+        self.assertIn('no ONNX file this script can read', str(stopped.exception.code))
 
 
 if __name__ == '__main__':

@@ -88,12 +88,10 @@ class DetectorLocaliser(nn.Module):
     def read_export(self, exported):
         """The weights of a localiser export_detector wrote (a set's localiser-N.onnx): what a fine-tune may start
         from."""
-        others = self.graph.read_export(exported)
-        if HEAD_WEIGHT not in others:
-            raise SystemExit(f'{exported}: not an export of a detector localiser (no head)')
+        weight, bias = self.graph.read_constants(exported, [HEAD_WEIGHT, HEAD_BIAS])
         with torch.no_grad():
-            self.head.weight.copy_(torch.from_numpy(others[HEAD_WEIGHT].copy()))
-            self.head.bias.copy_(torch.from_numpy(others[HEAD_BIAS].copy()))
+            self.head.weight.copy_(torch.from_numpy(weight.copy()))
+            self.head.bias.copy_(torch.from_numpy(bias.copy()))
 
     def forward(self, x):
         bgr = torch.flip(x + 0.5, (1,))

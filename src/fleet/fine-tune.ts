@@ -14,6 +14,7 @@ import {
   checkpointOf,
   fineTunesOf,
   requireCheckpoints,
+  startsFromCheckpoint,
   writeJson,
   type Training,
 } from './weights.ts';
@@ -46,7 +47,7 @@ export interface FineTuneResult {
  * Checks the base set's checkpoints and the Python, then has `gather` write the photos' folder (the database's
  * export, say), then fine-tunes every network of the base set (fineTunesOf) on them, one after another through Python,
  * each for an equal share of the training time, its progress lines passed to `log`; writes the candidate set
- * (`<work>/candidate`): the networks' ONNX files and checkpoints, the wheel reader copied unchanged when the base
+ * (`<work>/candidate`): the networks' ONNX files and the checkpoints a next fine-tune starts from, the wheel reader copied unchanged when the base
  * has one, provenance.json and training.json. The base's calibration is left behind: it was fitted to the
  * base's networks, so the candidate's confidence is the readers' product.
  */
@@ -78,7 +79,10 @@ export async function fineTune(
   // Each network trains for an equal share; loading its photos, judging and exporting it come on top, so that the
   // last network's share is not spent by the others' (about 45 s for a PP-OCRv4 network and 400 photos here).
   const minutes = options.minutes / fineTunes.length;
-  for (const { file, command, init } of fineTunes) {
+  for (const fineTune of fineTunes) {
+    const { file, command, init } = fineTune;
+    // A checkpoint goes beside the ONNX file only where the next fine-tune starts from it.
+    const checkpointDir = startsFromCheckpoint(fineTune) ? candidate : options.work;
     const args = [
       ...command,
       '--init',
@@ -86,7 +90,7 @@ export async function fineTune(
       '--output',
       path.join(candidate, file),
       '--checkpoint',
-      path.join(candidate, checkpointOf(file)),
+      path.join(checkpointDir, checkpointOf(file)),
       '--minutes',
       minutes.toFixed(3),
     ];
@@ -99,12 +103,13 @@ export async function fineTune(
     path.join(candidate, PROVENANCE_FILE),
     await candidateProvenance(options.base, options.photos, copied),
   );
+  const elapsedMinutes = (Date.now() - started) / 60_000;
   const written: Training = {
     base: options.base,
     photos: options.photos,
     heldBack,
     trainedOn: training.length,
-    minutes: Math.round((Date.now() - started) / 6_000) / 10,
+    minutes: Math.round(elapsedMinutes * 10) / 10,
     finishedAt: new Date().toISOString(),
   };
   await writeJson(path.join(candidate, TRAINING_FILE), written);

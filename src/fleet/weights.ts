@@ -20,10 +20,7 @@ export interface FineTune {
 const PPOCR_RECOGNISER = 'ppocrv4';
 const PPOCR_DETECTOR = 'ppocrv4-det';
 
-/**
- * The recipe's readers differ by regularisation and sequence layer, which their checkpoints must match (ml/train.sh
- * without Toloka); localiser 2 is localiser 1 with another seed.
- */
+/** The recipe's readers differ by regularisation and sequence layer, which their checkpoints must match (ml/train.sh). */
 const READER_OPTIONS = [
   ['--regularisation', 'light', '--sequence', 'gru'],
   ['--regularisation', 'strong', '--sequence', 'gru'],
@@ -33,7 +30,8 @@ const READER_OPTIONS = [
 /**
  * The networks of the set in `baseDir` and how each is fine-tuned. A network its provenance.json says is built on
  * PP-OCRv4's detector or recogniser (ml/clean's) is run by ml/paddle_graph.py, which starts from the ONNX file itself
- * and learns after the node ml/README.md's clean set learned after; the others start from their checkpoints.
+ * and learns after the node ml/README.md's clean set learned after; the others start from their checkpoints, as
+ * ml/train.sh trains them (localiser 2 as localiser 1 with another seed).
  */
 export function fineTunesOf(baseDir: string): FineTune[] {
   const learnedFrom = readProvenance(baseDir)?.files ?? {};
@@ -62,16 +60,24 @@ export function checkpointOf(file: string): string {
   return file.replace(/\.onnx$/, '.pt');
 }
 
-/** Stops, in one line, when the set in `dir` lacks a checkpoint a fine-tune of `fineTunes` starts from. */
+/** Whether the fine-tune starts from a PyTorch checkpoint beside the ONNX file (not from the ONNX file itself). */
+export function startsFromCheckpoint(fineTune: FineTune): boolean {
+  return fineTune.init !== fineTune.file;
+}
+
+/** Stops, in one line, when the set in `dir` lacks a file a fine-tune of `fineTunes` starts from. */
 export function requireCheckpoints(dir: string, fineTunes: FineTune[]): void {
-  const needed = fineTunes.filter((fineTune) => fineTune.init !== fineTune.file).map((fineTune) => fineTune.init);
-  const missing = needed.filter((file) => !existsSync(path.join(dir, file)));
+  const missing = fineTunes.filter((fineTune) => !existsSync(path.join(dir, fineTune.init)));
   if (missing.length === 0) return;
-  const which = missing.length === needed.length ? 'no PyTorch checkpoints' : `no ${missing.join(', ')}`;
+  const checkpoints = fineTunes.filter(startsFromCheckpoint);
+  const which =
+    missing.length === checkpoints.length && missing.every(startsFromCheckpoint)
+      ? 'no PyTorch checkpoints beside their ONNX files'
+      : `no ${missing.map((fineTune) => fineTune.init).join(', ')}`;
   throw new DomainError(
     'refused',
     'base',
-    `the weights in ${dir} carry ${which} beside their ONNX files, and a fine-tune starts from them: ` +
+    `the weights in ${dir} carry ${which}, and a fine-tune starts from them: ` +
       'give --base a set that has them (ml/train.sh trains one; ml/README.md, "Your own fleet")',
   );
 }

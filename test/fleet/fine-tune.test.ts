@@ -159,6 +159,7 @@ t.test(
       networks,
       'the candidate is fine-tuned from its own ONNX files next time',
     );
+    t.notOk(existsSync(path.join(result.candidate, 'reader-1.pt')), 'so no checkpoint weighs it down');
     const written = JSON.parse(await readFile(path.join(result.candidate, PROVENANCE_FILE), 'utf8')) as Provenance;
     t.same(written.files['reader-1.onnx'], ['ppocrv4', 'rendered', 'digits-clean', OWN_PHOTOS]);
     t.same(written.files['localiser-1.onnx'], ['ppocrv4-det', 'rendered', 'digits-clean', OWN_PHOTOS]);

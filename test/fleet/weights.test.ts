@@ -1,7 +1,10 @@
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
 import { fineTunesOf, requireCheckpoints } from '../../src/fleet/weights.ts';
+import { PROVENANCE_FILE } from '../../src/readers/local/provenance.ts';
 
 const CLEAN_SET = path.join(import.meta.dirname, '..', '..', 'ml', 'clean');
 
@@ -26,5 +29,17 @@ t.test("the recipe's own networks start from their checkpoints, which the shippe
   t.throws(() => requireCheckpoints(SHIPPED_MODEL_DIR, fineTunes), {
     kind: 'refused',
     message: /carry no PyTorch checkpoints beside their ONNX files/,
+  });
+});
+
+t.test('a set built on PP-OCRv4 without one of its ONNX files stops before any work, naming it', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'meterlens-weights-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await copyFile(path.join(CLEAN_SET, PROVENANCE_FILE), path.join(dir, PROVENANCE_FILE));
+  for (const file of ['localiser-1.onnx', 'localiser-2.onnx', 'reader-1.onnx', 'reader-2.onnx'])
+    await writeFile(path.join(dir, file), '');
+  t.throws(() => requireCheckpoints(dir, fineTunesOf(dir)), {
+    kind: 'refused',
+    message: /the weights in \S+ carry no reader-3\.onnx, and a fine-tune starts from them/,
   });
 });

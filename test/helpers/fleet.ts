@@ -5,7 +5,7 @@ import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
 import { DEFAULT_PYTHON } from '../../src/fleet/fine-tune.ts';
-import { fineTunesOf, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
+import { fineTunesOf, startsFromCheckpoint, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { drawMeter } from '../fakes/meter-photo.ts';
 
 /**
@@ -35,7 +35,8 @@ export async function writeDrawnPhotos(
 
 /** Empty files where a fine-tune of the set in `dir` starts from its checkpoints: enough for the checks before Python. */
 export async function writePlaceholderCheckpoints(dir: string): Promise<void> {
-  for (const { init } of fineTunesOf(dir)) await writeFile(path.join(dir, init), '');
+  for (const fineTune of fineTunesOf(dir).filter(startsFromCheckpoint))
+    await writeFile(path.join(dir, fineTune.init), '');
 }
 
 /** ml/common.py's in_validation: whether a fine-tune holds the photo back, by a hash of its file name. */
