@@ -96,7 +96,8 @@ class PaddleGraph(nn.Module):
         computed = {node.output[0] for node in nodes if node.op_type != 'Constant'}
         used = {self.attribute_of[name] for _, inputs, output, _ in self.nodes if output in computed
                 for name in inputs if self.attribute_of.get(name) in self.params}
-        missing = [key for key in used if not any(self.attribute_of.get(name) == key for name in constants)]
+        present = {self.attribute_of.get(name) for name in constants}
+        missing = [key for key in used if key not in present]
         missing += [name for name in added if name not in constants]
         if not used or missing:
             sys.exit(f'{exported}: not an export of this network ({sorted(missing)[0] if missing else "none of its nodes"} '
