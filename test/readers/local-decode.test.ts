@@ -432,9 +432,13 @@ t.test(
       wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238.245', '00238.245'], '00236245')),
       'the wheel reader reads 236',
     );
-    t.ok(
+    t.notOk(
       wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238.245', '00238.245'], '0023824')),
-      'a wheel reader that read other wheels has no say',
+      'without the wheel reader reading every wheel the strip readers alone do not agree it',
+    );
+    t.notOk(
+      wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238.245', '00238.245'], '')),
+      'nor without a wheel reader (the default set has none)',
     );
     t.ok(
       wholeUnitsAgreed(windowRead('00238.245', ['00238.245', '00238', '00238.245'], '00238245')),

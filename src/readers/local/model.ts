@@ -474,14 +474,16 @@ export function rivalsInsideWindow(
 }
 
 /**
- * Whether the counter has fractional wheels and every reader of the chosen window (windowReadersTexts) read the
- * chosen reading's whole units: then what it is unsure of is litres, and a reading less confident than the review
- * threshold can still be billed in m³ (src/meters/review.ts). On a counter of whole units only its last wheel is
- * a whole unit, and the readers agree on a wrong one there (ml/EXPERIMENTS.md, "whole units agreed").
+ * Whether the counter has fractional wheels and every reader of the chosen window (windowReadersTexts), the wheel
+ * reader among them, read the chosen reading's whole units: then what it is unsure of is litres, and a reading less
+ * confident than the review threshold can still be billed in m³ (src/meters/review.ts). On a counter of whole units
+ * only its last wheel is a whole unit, and the readers agree on a wrong one there (ml/EXPERIMENTS.md, "whole units
+ * agreed"). Strip readers alone do not make it: the default set's three, one recipe's seeds, agree on wrong whole units
+ * (ml/EXPERIMENTS.md, "the default set").
  */
 export function wholeUnitsAgreed(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>): boolean {
   const { reading, value } = chosen.formatted;
-  if (!reading.includes('.')) return false;
+  if (!reading.includes('.') || !wheelReaderReadsEveryWheel(chosen)) return false;
   return windowReadersTexts(chosen).every((text) => {
     const read = parseReading(text);
     return read !== undefined && Math.trunc(read.value) === Math.trunc(value);
@@ -490,10 +492,14 @@ export function wholeUnitsAgreed(chosen: Pick<FormattedWindowReading, 'formatted
 
 /** The chosen window's own readings: each strip reader's, and the wheel reader's where it reads every wheel. */
 function windowReadersTexts(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>): string[] {
-  const { reading } = chosen.formatted;
   const { readerTexts, wheelReaderText } = chosen.raw;
-  const wheelReaderReads = wheelReaderText.length === reading.replace('.', '').length;
-  return wheelReaderReads ? [...readerTexts, inLayout(reading, wheelReaderText)] : readerTexts;
+  return wheelReaderReadsEveryWheel(chosen)
+    ? [...readerTexts, inLayout(chosen.formatted.reading, wheelReaderText)]
+    : readerTexts;
+}
+
+function wheelReaderReadsEveryWheel(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>): boolean {
+  return chosen.raw.wheelReaderText.length === chosen.formatted.reading.replace('.', '').length;
 }
 
 function rivalsReason(reading: string, rivals: string[]): string {
