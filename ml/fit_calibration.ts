@@ -2,15 +2,19 @@
  * Fits the local reader's calibration (src/readers/local/confidence.ts) and judges it (models/MODEL_CARD.md,
  * "Calibration"):
  *
- *   node ml/fit_calibration.ts [--models DIR] [--output FILE] [--cache DIR] [--judge-with FILE]
+ *   node ml/fit_calibration.ts [--set DIR] [--models DIR] [--output FILE] [--cache DIR] [--judge-with FILE]
  *
- * The calibration photos (ml/splits/<dataset>-calibration.txt: every fourth training photo of each labels.csv, in
- * its order) are read with the weights in --models (default ml/calibrating): localisers, strip readers and wheel
- * reader trained as the shipped ones but without those photos (`sh ml/train.sh calibration` trains them so, with
- * `--leave-out`). A logistic regression of "the reading is exact" on the logits of the confidence product and of the
- * weakest digit's probability (`calibrationFeatures`), with an intercept for each layout read, is fitted on the
- * photos read and written to --output (default models/calibration.json). Then the calibration photos, and the
- * validation split read with the shipped weights (models/), are judged with the product and with the calibration:
+ * The calibration of the set of weights in --set (default models/noncommercial). The calibration photos
+ * (ml/splits/<dataset>-calibration.txt: every fourth training photo of each labels.csv, in its order) are read with
+ * the weights in --models, networks like the set's that have not learned those photos: by default ml/calibrating,
+ * the set's networks trained again without them (`sh ml/train.sh calibration` trains them so, with `--leave-out`);
+ * for a set none of whose networks learned Toloka or BDCI 2020, the set itself. A calibration fitted so has learned
+ * from those photos, whose licences forbid commercial use: the default set (models/) ships none, and this measures
+ * what one would say of it (`--set models --models models --output FILE`). A logistic regression
+ * of "the reading is exact" on the logits of the confidence product and of the weakest digit's probability
+ * (`calibrationFeatures`), with an intercept for each layout read, is fitted on the photos read and written to
+ * --output (default the set's calibration.json). Then the calibration photos, and the validation split read with the
+ * set, are judged with the product and with the calibration:
  * Brier score, selective accuracy, the reliability table and the ESCALATE_BELOW the calibration photos support (judged
  * on the photos fitted, and cross-validated). Beside them, not written: `--judge-with FILE`'s
  * calibration (the one shipped before, say) on the same readings, and a calibration fitted alike that also weighs
@@ -21,6 +25,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { NONCOMMERCIAL_MODEL_DIR } from '../src/config.ts';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact, selectiveAccuracy, type ScoredCase, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import {
@@ -34,16 +39,7 @@ import {
 import { MODEL_FILES } from '../src/readers/local/model.ts';
 import { WHEEL_READER_FILE } from '../src/readers/local/spec.ts';
 import { fitLogisticNonNegative, outOfFoldProbabilities, predictLogistic } from './logistic.ts';
-import {
-  CALIBRATING_MODELS,
-  DATASETS,
-  SHIPPED_MODELS,
-  confidenceReport,
-  percent,
-  readSplit,
-  withConfidence,
-  type EvidenceCase,
-} from './read_splits.ts';
+import { DATASETS, confidenceReport, percent, readSplit, withConfidence, type EvidenceCase } from './read_splits.ts';
 
 /** The share of the readings kept local (at or above ESCALATE_BELOW) that should be exact (issue #15). */
 const KEPT_EXACT = 0.99;
@@ -63,6 +59,7 @@ const CROSS_VALIDATION_SEEDS = [1, 2, 3, 4, 5];
 
 const { values } = parseArgs({
   options: {
+    set: { type: 'string' },
     models: { type: 'string' },
     output: { type: 'string' },
     cache: { type: 'string' },
@@ -74,12 +71,15 @@ if (!existsSync(SHARED_DATASETS)) {
   process.exit(0);
 }
 
-const models = path.resolve(values.models ?? CALIBRATING_MODELS);
-// Without its wheel reader the local reader still reads (the strip readers alone): a fit on that would be wrong.
-const missing = [...MODEL_FILES, WHEEL_READER_FILE].filter((file) => !existsSync(path.join(models, file)));
+const set = path.resolve(values.set ?? NONCOMMERCIAL_MODEL_DIR);
+const models = path.resolve(values.models ?? path.join(import.meta.dirname, 'calibrating'));
+// Without the set's wheel reader the local reader still reads (the strip readers alone): a fit on that would be wrong.
+const missing = [...MODEL_FILES, WHEEL_READER_FILE].filter(
+  (file) => existsSync(path.join(set, file)) && !existsSync(path.join(models, file)),
+);
 if (missing.length > 0) {
   console.error(
-    `no calibration fitted: ${models} lacks ${missing.join(', ')} (sh ml/train.sh calibration trains what is missing)`,
+    `no calibration fitted: ${models} lacks ${missing.join(', ')}, which ${set} has (sh ml/train.sh calibration trains what ml/calibrating lacks)`,
   );
   process.exit(1);
 }
@@ -128,13 +128,13 @@ const calibration: Calibration = {
   layoutIntercepts,
   fittedOn:
     `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${exact} exactly) by ` +
-    'localisers, strip readers and a wheel reader that had not learned them',
+    `${existsSync(path.join(models, WHEEL_READER_FILE)) ? 'localisers, strip readers and a wheel reader' : 'localisers and strip readers'} that had not learned them`,
 };
 const withAgreement = fitWithLayouts(
   fitted.map((c) => agreementFeatures(c.evidence!)),
   outcomes,
 );
-const output = values.output ?? path.join(SHIPPED_MODELS, CALIBRATION_FILE);
+const output = values.output ?? path.join(set, CALIBRATION_FILE);
 await writeFile(output, `${JSON.stringify(calibration, null, 2)}\n`);
 console.log(
   `wrote ${output}: slope ${calibration.slope.toFixed(3)}, weakestDigitSlope ${calibration.weakestDigitSlope.toFixed(3)}, ` +
@@ -177,8 +177,8 @@ for (const { name, confidence } of judged) {
   );
 }
 console.log(crossValidatedRules());
-// ... and how the validation split, read by the shipped weights, bears it out.
-const validation = await readSplit('val', SHIPPED_MODELS, values.cache);
+// ... and how the validation split, read by the set, bears it out.
+const validation = await readSplit('val', set, values.cache);
 for (const dataset of DATASETS)
   judge(
     `${dataset} validation`,

@@ -1,5 +1,6 @@
 /**
- * Measures a confidence lowered by disagreement (ml/EXPERIMENTS.md, "Confidence on the training photos (v6)"):
+ * Measures a confidence lowered by disagreement (ml/EXPERIMENTS.md, "Confidence on the training photos (v6)"), with
+ * models/noncommercial, which learned the training photos:
  *
  *   node ml/fit_confidence.ts [--cache DIR]
  *
@@ -14,11 +15,12 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { NONCOMMERCIAL_MODEL_DIR } from '../src/config.ts';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact } from '../src/eval/metrics.ts';
 import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
 import { fitLogistic } from './logistic.ts';
-import { DATASETS, SHIPPED_MODELS, confidenceReport, readSplit } from './read_splits.ts';
+import { DATASETS, confidenceReport, readSplit } from './read_splits.ts';
 
 /**
  * The agreements weighed (readersAgreeing is reported but left out: the wheel reader outvotes the strip readers on the
@@ -35,8 +37,8 @@ if (!existsSync(SHARED_DATASETS)) {
   console.log(`skipped: no datasets at ${SHARED_DATASETS}`);
   process.exit(0);
 }
-const training = await readSplit('training', SHIPPED_MODELS, values.cache);
-const validation = await readSplit('val', SHIPPED_MODELS, values.cache);
+const training = await readSplit('training', NONCOMMERCIAL_MODEL_DIR, values.cache);
+const validation = await readSplit('val', NONCOMMERCIAL_MODEL_DIR, values.cache);
 
 const read = training.filter((c) => c.evidence);
 const { weights } = fitLogistic(

@@ -14,7 +14,7 @@ It trains as every training script does (common.train_and_export: --steps or --m
     METERLENS_DIGITS=clean METERLENS_TRAIN_DATASETS=rendered python3 ppocr_reader.py train --steps 1000 \
         --train-after p2o.Add.199 --checkpoint /tmp/ml-cache/ppocr.pt --output /tmp/ml-cache/reader-1.onnx
     python3 ppocr_reader.py measure splits/toloka-calibration.txt splits/bdci2020-calibration.txt \
-        -- pretrained /tmp/ml-cache/ppocr.pt clean/reader-1.onnx
+        -- pretrained /tmp/ml-cache/ppocr.pt ../models/reader-1.onnx
     python3 ppocr_reader.py export /tmp/ml-cache/ppocr.pt /tmp/ml-cache/reader-1.onnx
 """
 import argparse

@@ -10,9 +10,6 @@ import type { ConfidenceEvidence } from '../src/readers/local/confidence.ts';
 import { createLocalReader } from '../src/readers/local.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..');
-export const SHIPPED_MODELS = path.join(REPO_ROOT, 'models');
-/** The networks trained as the shipped ones without the calibration photos (ml/train.sh calibration). */
-export const CALIBRATING_MODELS = path.join(REPO_ROOT, 'ml', 'calibrating');
 /** The shipped datasets, each with its ml/splits lists. */
 export const DATASETS = VALIDATION_SETS;
 

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Reproduces models/localiser-{1,2}.onnx, models/reader-{1,2,3}.onnx, models/wheels.onnx and models/calibration.json
-# from ../shared/datasets (see ml/README.md), then scores them on the validation split beside the shipped ones (git's
-# HEAD copy of models/).
+# Reproduces the non-commercial set, models/noncommercial/: localiser-{1,2}.onnx, reader-{1,2,3}.onnx, wheels.onnx and
+# calibration.json from ../shared/datasets (see ml/README.md), then scores them on the validation split beside git's
+# HEAD copy of that folder. (The default set in models/ is built on PP-OCRv4: ml/README.md, "The clean recipe".)
 # Needs Debian's torch at the versions ml/requirements-debian.txt pins: apt-get install -y $(cat ml/requirements-debian.txt)
 #
 # METERLENS_TRAIN_DATASETS (default toloka,bdci2020): the folders under METERLENS_DATASETS whose photos the
@@ -11,12 +11,15 @@
 # METERLENS_STEPS_PERCENT (default 100): a share of every run's steps, for a quick trial of the whole recipe.
 # METERLENS_TRAIN_DATASETS=rendered: the clean recipe, on the photos render_meters.py draws (with digits-clean's
 # crops, METERLENS_DIGITS=clean) and nothing else; scored on Toloka's and BDCI 2020's validation photos.
+# METERLENS_MODELS: the folder, from the repository's root, the weights are written to, and scored beside git's HEAD
+# copy of (or of models/ where git holds none). By default models/noncommercial where they learn Toloka, else models/
+# (the default set, open to commercial use: ml/README.md, "The clean recipe").
 # METERLENS_TRAIN_DEVICE=cuda and METERLENS_TRAIN_WORKERS=N: on a GPU, the strip readers' batches drawn by N processes.
 #
 #   sh ml/train.sh              everything, about nine hours here
-#   sh ml/train.sh calibration  only models/calibration.json: trains the networks of ml/calibrating/ that are not there
+#   sh ml/train.sh calibration  only the calibration.json: trains the networks of ml/calibrating/ that are not there
 #                               yet (a run stopped part way keeps those it finished), then fits
-# Like models/, ml/calibrating/ is rewritten by a trial (METERLENS_STEPS_PERCENT) or another dataset: git restores both.
+# Like models/noncommercial/, ml/calibrating/ is rewritten by a trial (METERLENS_STEPS_PERCENT) or another dataset: git restores both.
 set -eu
 cd "$(dirname "$0")"
 # The project's own Node.js, which runs TypeScript, as `npm run train` has it: the steps after the readers need it.
@@ -30,8 +33,8 @@ all | calibration) ;;
   ;;
 esac
 # The networks the calibration is fitted with, trained as the shipped ones without the calibration photos: kept in
-# git, since they take longer to train than everything else (src/readers/local/confidence.ts; models/MODEL_CARD.md,
-# "Calibration").
+# git, since they take longer to train than everything else (src/readers/local/confidence.ts;
+# models/noncommercial/MODEL_CARD.md, "Calibration").
 CALIBRATING=calibrating
 kept() { # true for a network of ml/calibrating that a `calibration` run finds already trained
   [ "$MODE" = calibration ] && [ -e "$1" ] && echo "kept ml/$1"
@@ -41,7 +44,7 @@ DATASETS="${METERLENS_DATASETS:-../../shared/datasets}"
 with_toloka() { case ",$TRAIN_DATASETS," in *,toloka,*) return 0 ;; *) return 1 ;; esac; }
 with_rendered() { case ",$TRAIN_DATASETS," in *,rendered,*) return 0 ;; *) return 1 ;; esac; }
 if [ "$MODE" = calibration ] && ! with_toloka; then
-  echo 'no calibration without Toloka: the confidence is the product (models/MODEL_CARD.md: "Calibration")' >&2
+  echo 'no calibration without Toloka: the confidence is the product (models/noncommercial/MODEL_CARD.md: "Calibration")' >&2
   exit 2
 fi
 steps() { # the shipped step count, scaled by METERLENS_STEPS_PERCENT (at least 1)
@@ -50,9 +53,14 @@ steps() { # the shipped step count, scaled by METERLENS_STEPS_PERCENT (at least 
 }
 # The datasets as ml/datasets.sha256 has them and the pinned packages, or a clear stop (another version: a warning).
 if [ "$TRAIN_DATASETS" = toloka,bdci2020 ]; then sh pins.sh check; else sh pins.sh check-packages; fi
+if with_toloka; then SET_PATH="${METERLENS_MODELS:-models/noncommercial}"; else SET_PATH="${METERLENS_MODELS:-models}"; fi
+SET="../$SET_PATH"
+mkdir -p "$SET"
+BASELINE_PATH=$SET_PATH
+git -C .. cat-file -e "HEAD:$SET_PATH" 2> /dev/null || BASELINE_PATH=models
 SHIPPED=$(mktemp -d)
 trap 'rm -rf "$SHIPPED"' EXIT
-git -C .. archive HEAD models | tar -x -C "$SHIPPED"
+git -C .. archive HEAD "$BASELINE_PATH" | tar -x -C "$SHIPPED"
 export OPENBLAS_NUM_THREADS=1
 PYTHON=/usr/bin/python3
 LOGS="${TMPDIR:-/tmp}"
@@ -139,26 +147,26 @@ train_wheel_readers() { # ensemble file, folder of the seeds' own files, run nam
 if [ "$MODE" = all ]; then
   # The localisers (src/readers/local/spec.ts LOCALISER_FILES) and readers, as shipped: localiser 1 on both cores
   # (about 15 minutes), then the readers.
-  train_localiser ../models/localiser-1.onnx localiser-1
-  train_readers ../models reader "$COUNTER_LOOK"
+  train_localiser "$SET/localiser-1.onnx" localiser-1
+  train_readers "$SET" reader "$COUNTER_LOOK"
   # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
   # boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
   if with_toloka; then
     node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
-    train_localiser ../models/localiser-2.onnx localiser-2 --tilted-windows
+    train_localiser "$SET/localiser-2.onnx" localiser-2 --tilted-windows
     node find_windows.ts > "$CACHE/toloka-windows.csv"
-    train_wheel_readers ../models/wheels.onnx "$CACHE" wheels
+    train_wheel_readers "$SET/wheels.onnx" "$CACHE" wheels
   else
-    train_localiser ../models/localiser-2.onnx localiser-2 --seed 2
+    train_localiser "$SET/localiser-2.onnx" localiser-2 --seed 2
     # provenance.json describes the shipped weights' data; without it the service logs these weights' licence as unknown.
-    rm -f ../models/wheels.onnx ../models/calibration.json ../models/provenance.json
+    rm -f "$SET/wheels.onnx" "$SET/calibration.json" "$SET/provenance.json"
     if with_rendered && [ "$TRAIN_DATASETS" = rendered ]; then
       # The clean wheel reader learns digits-clean's crops, half framed alone and half in synthetic counters; it is
       # validated on the Toloka windows the new networks find, which it does not learn.
       node find_windows.ts > "$CACHE/toloka-windows.csv"
-      train_wheel_readers ../models/wheels.onnx "$CACHE" wheels --digits-share 0.5 --counters-share 0.5
+      train_wheel_readers "$SET/wheels.onnx" "$CACHE" wheels --digits-share 0.5 --counters-share 0.5
       # Rendered photos and digits-clean's crops alone: weights anyone may use (the service logs this at start-up).
-      cat > ../models/provenance.json << 'JSON'
+      cat > "$SET/provenance.json" << 'JSON'
 {
   "set": "local-clean",
   "datasets": {
@@ -189,7 +197,7 @@ fi
 # (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel
 # readers again, trained the same way without them into ml/calibrating (about 30 + 135 + 3 x 30 minutes), then
 # fit_calibration.ts (about 2 minutes). Without Toloka there is no calibration, and the confidence stays the
-# product (models/MODEL_CARD.md: "Calibration").
+# product (models/noncommercial/MODEL_CARD.md: "Calibration").
 if with_toloka; then
   mkdir -p "$CALIBRATING"
   LEAVE_OUT="--leave-out splits/toloka-calibration.txt splits/bdci2020-calibration.txt"
@@ -198,9 +206,9 @@ if with_toloka; then
   train_readers "$CALIBRATING" calibration-reader "$COUNTER_LOOK" $LEAVE_OUT
   train_wheel_readers "$CALIBRATING/wheels.onnx" "$CALIBRATING" wheels-calibration $LEAVE_OUT
   rm -f "$CALIBRATING"/wheels-seed?.onnx # joined into wheels.onnx
-  rm -f ../models/calibration.json
-  if ! node fit_calibration.ts --models "$CALIBRATING" --output ../models/calibration.json > "$LOGS/meterlens-calibration.log" 2>&1; then
-    echo "no models/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
+  rm -f "$SET/calibration.json"
+  if ! node fit_calibration.ts --set "$SET" --models "$CALIBRATING" > "$LOGS/meterlens-calibration.log" 2>&1; then
+    echo "no $SET_PATH/calibration.json: the new weights report the confidence product (see $LOGS/meterlens-calibration.log)"
   fi
   head -n 1 "$LOGS/meterlens-calibration.log"
   grep '^ESCALATE_BELOW:' "$LOGS/meterlens-calibration.log" || true # the default the new calibration supports (src/config.ts)
@@ -212,6 +220,6 @@ score() { # dataset, then eval's own options
   node ../src/cli/eval.ts --dataset "$DATASETS/$dataset" --files "splits/$dataset-val.txt" "$@"
 }
 for dataset in $(echo "$TRAIN_DATASETS" | sed 's/rendered/toloka,bdci2020/' | tr , ' '); do
-  LOCAL_MODEL_DIR="$SHIPPED/models" score "$dataset" --json > "$LOGS/meterlens-eval-shipped-$dataset.json"
-  LOCAL_MODEL_DIR="$PWD/../models" score "$dataset" --baseline "$LOGS/meterlens-eval-shipped-$dataset.json"
+  LOCAL_MODEL_DIR="$SHIPPED/$BASELINE_PATH" score "$dataset" --json > "$LOGS/meterlens-eval-shipped-$dataset.json"
+  LOCAL_MODEL_DIR="$PWD/$SET" score "$dataset" --baseline "$LOGS/meterlens-eval-shipped-$dataset.json"
 done

@@ -109,8 +109,10 @@ const unsetString = (description: string, documentedDefault = 'unset') =>
 /** `database`, or an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens) with an optional key prefix. */
 const PHOTO_STORE_PATTERN = '^(database|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$';
 
-/** The weights that ship with Meterlens, where LOCAL_MODEL_DIR points by default. */
-export const SHIPPED_MODEL_DIR = path.resolve(import.meta.dirname, '..', 'models');
+/** The weights the service reads with by default (LOCAL_MODEL_DIR unset): learned only from data open to commercial use. */
+export const DEFAULT_MODEL_DIR = path.resolve(import.meta.dirname, '..', 'models');
+/** The more accurate weights that also ship, learned from Toloka and BDCI 2020: not for commercial use. */
+export const NONCOMMERCIAL_MODEL_DIR = path.join(DEFAULT_MODEL_DIR, 'noncommercial');
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -167,7 +169,7 @@ export const ENVIRONMENT = Type.Object({
     minimum: 0,
     maximum: 100,
     description:
-      "A reading with confidence (0–100) below this goes on to the next reader. The `local` reader's confidence is its estimated chance (in %) of being exact; the default is at or above the lowest from which up at least 99% of the readings kept local were exact on photos that none of its networks had learned (ten-fold cross-validated on the draw the v20 calibration is fitted on: 90–92 on Toloka's, 91–93 on Toloka's and bdci2020's together): on the validation photos it keeps 70% of Toloka's (99.1% of them exact) and 93% of bdci2020's (all exact); 99 keeps 62% of Toloka's, 99.0% exact, and 89% of bdci2020's, 100% exact (`models/MODEL_CARD.md`). It applies to the `local` reader; hosted readers have their own threshold, below.",
+      "A reading with confidence (0–100) below this goes on to the next reader. It applies to the `local` reader; hosted readers have their own threshold, below. With `models/noncommercial` (calibrated) the `local` reader's confidence is its estimated chance (in %) of being exact, and the default is at or above the lowest from which up at least 99% of the readings kept local were exact on photos that none of its networks had learned: on the validation photos it keeps 70% of Toloka's (99.1% of them exact) and 93% of bdci2020's (all exact); 99 keeps 62% of Toloka's, 99.0% exact, and 89% of bdci2020's, 100% exact (`models/noncommercial/MODEL_CARD.md`). The default `models/` carries no calibration (its confidence is the readers' product) and keeps 0.6% of Toloka's and 14% of bdci2020's at 97, all exact (`models/MODEL_CARD.md`).",
   }),
   HOSTED_ESCALATE_BELOW: integer(95, {
     minimum: 0,
@@ -177,7 +179,10 @@ export const ENVIRONMENT = Type.Object({
   }),
   READER_TIMEOUT_MS: integer(30_000, { minimum: 1, description: 'Timeout of one request to a hosted model.' }),
   READER_RETRIES: integer(1, { minimum: 0, description: 'Retries of a hosted model request (timeouts, 429, 5xx).' }),
-  LOCAL_MODEL_DIR: unsetString("Where the `local` reader's ONNX weights are.", '`./models`'),
+  LOCAL_MODEL_DIR: unsetString(
+    "Where the `local` reader's ONNX weights are. `./models` learned only from data open to commercial use; `./models/noncommercial` reads more exactly but learned from datasets that forbid commercial use (`models/MODEL_CARD.md`). The service logs the licence of the set it loads.",
+    '`./models`',
+  ),
   LOCAL_READER_THREADS: Type.Optional(
     Type.Integer({
       minimum: 1,
@@ -382,7 +387,7 @@ export function loadConfig(env: Env = process.env): Config {
     readerTimeoutMs: environment.READER_TIMEOUT_MS,
     readerRetries: environment.READER_RETRIES,
     // The shipped weights are found from any working directory; a given path is the operator's own.
-    localModelDir: path.resolve(environment.LOCAL_MODEL_DIR ?? SHIPPED_MODEL_DIR),
+    localModelDir: path.resolve(environment.LOCAL_MODEL_DIR ?? DEFAULT_MODEL_DIR),
     localReaderThreads: environment.LOCAL_READER_THREADS ?? Math.min(2, availableParallelism()),
     openai: {
       apiKey: environment.OPENAI_API_KEY,

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { cp, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { SHIPPED_MODEL_DIR, type Config } from '../config.ts';
+import { DEFAULT_MODEL_DIR, type Config } from '../config.ts';
 import { DomainError } from '../errors.ts';
 import { loadLabelledPhotos } from '../eval/dataset.ts';
 import { isExact, isWholeUnitExact } from '../eval/metrics.ts';
@@ -103,13 +103,18 @@ export async function rollBack(config: Config): Promise<void> {
   if (hadCurrent) await rename(swapping, previous);
 }
 
-/** The shipped folder is part of the installed code (git, npm, the image): weights of one's own live elsewhere. */
+/**
+ * The shipped sets (models/ and the folder in it) are part of the installed code (git, npm, the image): weights of
+ * one's own live elsewhere.
+ */
 export function refuseShippedFolder(config: Pick<Config, 'localModelDir'>): void {
-  if (path.resolve(config.localModelDir) !== SHIPPED_MODEL_DIR) return;
+  const dir = path.resolve(config.localModelDir);
+  const inShipped = path.relative(DEFAULT_MODEL_DIR, dir);
+  if (inShipped.startsWith('..') || path.isAbsolute(inShipped)) return;
   throw new DomainError(
     'refused',
     'LOCAL_MODEL_DIR',
-    `LOCAL_MODEL_DIR is ${SHIPPED_MODEL_DIR}, the folder that ships with Meterlens: copy it to a folder of your own ` +
-      '(cp -r models /srv/meterlens-models), set LOCAL_MODEL_DIR to that folder, and promote there',
+    `LOCAL_MODEL_DIR is ${dir}, a folder that ships with Meterlens: copy its weights to a folder of your own ` +
+      `(mkdir -p /srv/meterlens-models && cp ${path.relative(process.cwd(), dir) || '.'}/*.* /srv/meterlens-models), set LOCAL_MODEL_DIR to that folder, and promote there`,
   );
 }

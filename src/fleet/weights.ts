@@ -16,7 +16,7 @@ export interface FineTune {
   init: string;
 }
 
-/** How a set's provenance.json names the pretrained networks of PP-OCRv4 that ml/clean's networks are built on. */
+/** How a set's provenance.json names the pretrained networks of PP-OCRv4 that the default set's networks are built on. */
 const PPOCR_RECOGNISER = 'ppocrv4';
 const PPOCR_DETECTOR = 'ppocrv4-det';
 
@@ -29,7 +29,7 @@ const READER_OPTIONS = [
 
 /**
  * The networks of the set in `baseDir` and how each is fine-tuned. A network its provenance.json says is built on
- * PP-OCRv4's detector or recogniser (ml/clean's) is run by ml/paddle_graph.py, which starts from the ONNX file itself
+ * PP-OCRv4's detector or recogniser (the default set's) is run by ml/paddle_graph.py, which starts from the ONNX file itself
  * and learns after the node ml/README.md's clean set learned after; the others start from their checkpoints, as
  * ml/train.sh trains them (localiser 2 as localiser 1 with another seed).
  */

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
-import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
+import { DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR } from '../../src/config.ts';
 import { TRAINING_FILE } from '../../src/fleet/weights.ts';
 import { startCli } from '../helpers/cli.ts';
 import { cannotFineTune, linkShippedSet, writeDrawnPhotos, writePlaceholderCheckpoints } from '../helpers/fleet.ts';
@@ -27,7 +27,7 @@ t.test('meterlens train: bad arguments, and a base set without checkpoints, stop
     '--photos',
     photos,
     '--base',
-    SHIPPED_MODEL_DIR,
+    NONCOMMERCIAL_MODEL_DIR,
     '--out',
     path.join(cli.scratch, 'run'),
   ]);
@@ -84,9 +84,9 @@ t.test('meterlens models promote and rollback, as an operator runs them', async 
     code: 1,
     stderr: /no finished candidate set: it has no training.json/,
   });
-  t.match(await cli.meterlens(['models', 'promote', candidate], { LOCAL_MODEL_DIR: SHIPPED_MODEL_DIR }), {
+  t.match(await cli.meterlens(['models', 'promote', candidate], { LOCAL_MODEL_DIR: DEFAULT_MODEL_DIR }), {
     code: 1,
-    stderr: /the folder that ships with Meterlens: copy it to a folder of your own/,
+    stderr: /a folder that ships with Meterlens: copy its weights to a folder of your own/,
   });
   t.match(await cli.meterlens(['models', 'rollback'], env), { code: 1, stderr: /nothing to roll back to/ });
 

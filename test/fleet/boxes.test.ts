@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { loadConfig, SHIPPED_MODEL_DIR } from '../../src/config.ts';
+import { loadConfig, DEFAULT_MODEL_DIR } from '../../src/config.ts';
 import { fillCounterBoxes } from '../../src/fleet/boxes.ts';
 import { drawMeter } from '../fakes/meter-photo.ts';
 import { writeDrawnPhotos } from '../helpers/fleet.ts';
@@ -17,7 +17,7 @@ t.test("photos without a counter box (a hosted reader's) get the one the weights
   ]);
   const before = (await readFile(path.join(photos, 'labels.csv'), 'utf8')).split('\n');
 
-  t.same(await fillCounterBoxes(loadConfig({}), SHIPPED_MODEL_DIR, photos), { found: 1, without: 1 });
+  t.same(await fillCounterBoxes(loadConfig({}), DEFAULT_MODEL_DIR, photos), { found: 1, without: 1 });
   const rows = (await readFile(path.join(photos, 'labels.csv'), 'utf8')).split('\n');
   t.equal(rows[1], before[1], 'a box given stays');
   t.equal(rows[3], 'mislabelled.jpg,99999.999,', 'a photo whose label the weights cannot read there stays without');

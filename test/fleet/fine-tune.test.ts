@@ -4,7 +4,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { loadConfig } from '../../src/config.ts';
+import { DEFAULT_MODEL_DIR, loadConfig } from '../../src/config.ts';
 import { DEFAULT_PYTHON, fineTune } from '../../src/fleet/fine-tune.ts';
 import { checkpointOf, fineTunesOf, OWN_PHOTOS, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
@@ -16,7 +16,6 @@ const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 const scratch = await mkdtemp(path.join(tmpdir(), 'meterlens-fine-tune-'));
 t.teardown(() => rm(scratch, { recursive: true, force: true }));
 const config = loadConfig({});
-const CLEAN_SET = path.join(REPO_ROOT, 'ml', 'clean');
 
 /** A base set that carries checkpoints: empty files, enough for the checks that run before Python. */
 async function placeholderBase(): Promise<string> {
@@ -135,19 +134,20 @@ for n, sequence in ((1, 'gru'), (2, 'gru'), (3, 'conv')): torch.save(StripReader
 );
 
 t.test(
-  "ml/clean's set, built on PP-OCRv4's networks, fine-tunes from its own ONNX files, without checkpoints",
+  "the default set, built on PP-OCRv4's networks, fine-tunes from its own ONNX files, without checkpoints",
   { skip: cannotFineTune() },
   async (t) => {
     const { photos } = await drawnFleet('fleet-clean');
     const lines: string[] = [];
     const work = path.join(scratch, 'work-clean');
-    const result = await fineTune({ base: CLEAN_SET, photos, work, minutes: 0.05, python: DEFAULT_PYTHON }, (line) =>
-      lines.push(line),
+    const result = await fineTune(
+      { base: DEFAULT_MODEL_DIR, photos, work, minutes: 0.05, python: DEFAULT_PYTHON },
+      (line) => lines.push(line),
     );
     const networks = [...LOCALISER_FILES, ...READER_FILES];
     for (const file of networks)
       t.ok(
-        lines.some((line) => line === `${file}: started from ${path.join(CLEAN_SET, file)}`),
+        lines.some((line) => line === `${file}: started from ${path.join(DEFAULT_MODEL_DIR, file)}`),
         `${file} started from its ONNX file`,
       );
     t.ok(

@@ -3,7 +3,7 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { loadConfig, SHIPPED_MODEL_DIR } from '../../src/config.ts';
+import { loadConfig, DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR } from '../../src/config.ts';
 import {
   compareWithCurrent,
   installCandidate,
@@ -29,7 +29,7 @@ const BROKEN = { 'reader-3.onnx': 'reader-1.onnx' };
 const config = (localModelDir: string) => ({ ...loadConfig({}), localModelDir });
 /** Which shipped file a set's file links to. */
 const shipped = async (dir: string, file: string) =>
-  path.relative(SHIPPED_MODEL_DIR, await realpath(path.join(dir, file)));
+  path.relative(NONCOMMERCIAL_MODEL_DIR, await realpath(path.join(dir, file)));
 
 t.test('a candidate that reads the held-back photos worse is refused', async (t) => {
   const current = await linkShippedSet(path.join(scratch, 'good'));
@@ -69,16 +69,21 @@ t.test('a better candidate goes in, the set it replaces is kept, and rollback sw
   t.equal(await shipped(current, 'reader-3.onnx'), 'reader-3.onnx', 'a second rollback undoes the first');
 });
 
-t.test('weights of the shipped folder are never replaced; no earlier weights: nothing to roll back', async (t) => {
-  t.throws(() => refuseShippedFolder(config(SHIPPED_MODEL_DIR)), {
-    kind: 'refused',
-    message: /the folder that ships with Meterlens/,
-  });
+t.test('weights of the shipped folders are never replaced; no earlier weights: nothing to roll back', async (t) => {
+  for (const shippedDir of [DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR, `${DEFAULT_MODEL_DIR}/`])
+    t.throws(() => refuseShippedFolder(config(shippedDir)), {
+      kind: 'refused',
+      message: /a folder that ships with Meterlens/,
+    });
+  t.doesNotThrow(
+    () => refuseShippedFolder(config(`${DEFAULT_MODEL_DIR}-mine`)),
+    'a sibling named alike is not shipped',
+  );
   await t.rejects(rollBack(config(path.join(scratch, 'never-promoted'))), {
     kind: 'not_found',
     message: /nothing to roll back to/,
   });
-  await t.rejects(compareWithCurrent(config(SHIPPED_MODEL_DIR), photos), {
+  await t.rejects(compareWithCurrent(config(DEFAULT_MODEL_DIR), photos), {
     kind: 'not_found',
     message: /no finished candidate set/,
   });

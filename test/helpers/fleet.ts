@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SHIPPED_MODEL_DIR } from '../../src/config.ts';
+import { NONCOMMERCIAL_MODEL_DIR } from '../../src/config.ts';
 import { DEFAULT_PYTHON } from '../../src/fleet/fine-tune.ts';
 import { fineTunesOf, startsFromCheckpoint, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { drawMeter } from '../fakes/meter-photo.ts';
@@ -45,7 +45,7 @@ export function heldBackByName(file: string): boolean {
 }
 
 /**
- * A set of weights in `dir`: links to the shipped files, with `swaps` (file → shipped file it links to instead;
+ * A set of weights in `dir`: links to the non-commercial set's files, with `swaps` (file → shipped file it links to instead;
  * `reader-3.onnx: 'reader-1.onnx'` reads far worse), and, given `training`, a candidate's training.json.
  */
 export async function linkShippedSet(
@@ -54,11 +54,11 @@ export async function linkShippedSet(
   training?: Pick<Training, 'photos' | 'heldBack'>,
 ): Promise<string> {
   await mkdir(dir, { recursive: true });
-  for (const file of await readdir(SHIPPED_MODEL_DIR))
-    await symlink(path.join(SHIPPED_MODEL_DIR, swaps[file] ?? file), path.join(dir, file));
+  for (const file of await readdir(NONCOMMERCIAL_MODEL_DIR))
+    await symlink(path.join(NONCOMMERCIAL_MODEL_DIR, swaps[file] ?? file), path.join(dir, file));
   if (training) {
     const written: Training = {
-      base: SHIPPED_MODEL_DIR,
+      base: NONCOMMERCIAL_MODEL_DIR,
       trainedOn: 0,
       minutes: 0,
       finishedAt: new Date().toISOString(),

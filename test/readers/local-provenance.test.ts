@@ -2,18 +2,18 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR } from '../../src/config.ts';
 import { CALIBRATION_FILE } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { describeWeights, licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 
-const shippedDir = path.join(import.meta.dirname, '..', '..', 'models');
-/** Issue 49's clean set as far as it stands: not yet for the service (ml/README.md). */
-const cleanDir = path.join(import.meta.dirname, '..', '..', 'ml', 'clean');
+const shippedDir = NONCOMMERCIAL_MODEL_DIR;
+const cleanDir = DEFAULT_MODEL_DIR;
 const provenanceOf = async (dir: string) =>
   (await import(path.join(dir, PROVENANCE_FILE), { with: { type: 'json' } })).default as Provenance;
 const shipped = await provenanceOf(shippedDir);
-/** The sets of weights in the repository, and the files each holds: the clean set has no wheel reader nor calibration. */
+/** The sets of weights in the repository, and the files each holds: the default set has no wheel reader nor calibration. */
 const SETS = [
   { dir: shippedDir, files: [...MODEL_FILES, WHEEL_READER_FILE, CALIBRATION_FILE] },
   { dir: cleanDir, files: MODEL_FILES },
@@ -80,17 +80,20 @@ function cardRows(card: string, heading: string): Map<string, string[]> {
   return rows;
 }
 
-t.test("the model card's table of weight files is provenance.json's", async (t) => {
-  const card = await readFile(path.join(shippedDir, 'MODEL_CARD.md'), 'utf8');
-  const rows = cardRows(card, 'Weights and the data they learned from');
-  const learnedFrom = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]);
-  const files = [...rows].filter(([name]) => /\.\w+$/.test(name)); // a file's name has an extension, a dataset's not
-  t.same(Object.fromEntries(files.map(([name, cells]) => [name, learnedFrom(cells.at(-1)!)])), shipped.files);
-  for (const [id, dataset] of Object.entries(shipped.datasets)) {
-    t.same(
-      rows.get(id)?.slice(1),
-      [dataset.licence, dataset.commercialUse ? 'yes' : 'no'],
-      `${id}: its licence as provenance.json states it`,
-    );
+t.test("each set's model card's table of weight files is its provenance.json's", async (t) => {
+  for (const { dir } of SETS) {
+    const provenance = await provenanceOf(dir);
+    const card = await readFile(path.join(dir, 'MODEL_CARD.md'), 'utf8');
+    const rows = cardRows(card, 'Weights and the data they learned from');
+    const learnedFrom = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]);
+    const files = [...rows].filter(([name]) => /\.\w+$/.test(name)); // a file's name has an extension, a dataset's not
+    t.same(Object.fromEntries(files.map(([name, cells]) => [name, learnedFrom(cells.at(-1)!)])), provenance.files, dir);
+    for (const [id, dataset] of Object.entries(provenance.datasets)) {
+      t.same(
+        rows.get(id)?.slice(1),
+        [dataset.licence, dataset.commercialUse ? 'yes' : 'no'],
+        `${dir}, ${id}: its licence as provenance.json states it`,
+      );
+    }
   }
 });

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { loadConfig } from '../../src/config.ts';
+import { NONCOMMERCIAL_MODEL_DIR, loadConfig } from '../../src/config.ts';
 import { loadFileList, loadLabelledPhotos } from '../../src/eval/dataset.ts';
 import { isExact } from '../../src/eval/metrics.ts';
 import { normaliseImage } from '../../src/images.ts';
@@ -17,9 +17,10 @@ const LAYOUT: Record<string, RegExp> = { toloka: /^\d{5}\.\d{3}$/, bdci2020: /^\
 
 const NO_DATASETS = !existsSync(DATASETS) && `no datasets at ${DATASETS}`;
 
-async function shippedReader(): Promise<MeterReader> {
-  const reader = await createLocalReader(loadConfig({}));
-  if (!reader) throw new Error('no local model weights in models/ (they ship with the repository)');
+/** The non-commercial set, whose readings of these photos the tests below pin (the default set's: its last test). */
+async function noncommercialReader(): Promise<MeterReader> {
+  const reader = await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: NONCOMMERCIAL_MODEL_DIR }));
+  if (!reader) throw new Error(`no local model weights in ${NONCOMMERCIAL_MODEL_DIR} (they ship with the repository)`);
   return reader;
 }
 
@@ -34,7 +35,7 @@ async function uploadedTolokaPhoto(file: string, config = loadConfig({})): Promi
 }
 
 t.test('reads real validation photos', { skip: NO_DATASETS }, async (t) => {
-  const reader = await shippedReader();
+  const reader = await noncommercialReader();
   let exact = 0,
     read = 0;
   for (const dataset of Object.keys(LAYOUT)) {
@@ -66,7 +67,7 @@ t.test('reads real validation photos', { skip: NO_DATASETS }, async (t) => {
 });
 
 t.test('a 5 + 3 counter whose window is found around its black wheels only', { skip: NO_DATASETS }, async (t) => {
-  const reader = await shippedReader();
+  const reader = await noncommercialReader();
   // Both localisers find only the five black wheels of this counter (31.559); without reading past them it read `00031`
   // at 88.
   const result = await reader.read(
@@ -79,9 +80,9 @@ t.test('a 5 + 3 counter whose window is found around its black wheels only', { s
 });
 
 t.test('five wheels from inside a 5 + 3 counter, where a window cut across it', { skip: NO_DATASETS }, async (t) => {
-  // The clean set (issue 49) reads this counter (108.928) most surely in a window over its last five wheels; reading
-  // past that window's right end only, it read `08928` at 81.
-  const config = loadConfig({ LOCAL_MODEL_DIR: path.join(REPO_ROOT, 'ml', 'clean') });
+  // The default set reads this counter (108.928) most surely in a window over its last five wheels; reading past that
+  // window's right end only, it read `08928` at 81.
+  const config = loadConfig({});
   const clean = (await createLocalReader(config))!;
   const jpeg = await uploadedTolokaPhoto('id_710_value_108_928.jpg', config);
   const result = await clean.read(jpeg, AbortSignal.timeout(30_000));
@@ -93,7 +94,7 @@ t.test(
   'counters tilted about 45 degrees, which the localisers miss in the photo as it is',
   { skip: NO_DATASETS },
   async (t) => {
-    const reader = await shippedReader();
+    const reader = await noncommercialReader();
     // Before the turned look (lookTurned) these read `00212` at 17 and `26831` at 20.
     for (const [file, reading] of [
       ['id_1210_value_212_913.jpg', '00212.913'],
@@ -112,7 +113,7 @@ t.test(
   'a 5 + 3 counter read as five wheels where most of its readings see 5 + 3 is no surer than their share',
   { skip: NO_DATASETS },
   async (t) => {
-    const reader = await shippedReader();
+    const reader = await noncommercialReader();
     // 580.979, uploaded: v13 read `05809` at 91, where 6 of the photo's 17 readings were in five wheels.
     const jpeg = await uploadedTolokaPhoto('id_1053_value_580_979.jpg');
     const result = await reader.read(jpeg, AbortSignal.timeout(30_000));
@@ -128,7 +129,7 @@ t.test(
   "layout memory: a 5 + 3 meter's photo read as five wheels is read as 5 + 3 within the meter's layout",
   { skip: NO_DATASETS },
   async (t) => {
-    const reader = await shippedReader();
+    const reader = await noncommercialReader();
     // 580.979: read freely as `05809` (its 5 + 3 reading, 00580.970, lost to it), as v13 read it at 91.
     const jpeg = await uploadedTolokaPhoto('id_1053_value_580_979.jpg');
     const free = await reader.read(jpeg, AbortSignal.timeout(30_000));
