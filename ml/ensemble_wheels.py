@@ -1,5 +1,5 @@
 """Joins wheel readers trained apart (train_wheels.py with other seeds) into one ONNX model that averages their
-probabilities, so the service runs them as the one wheel reader it knows (models/wheels.onnx, once
+probabilities, so the service runs them as the one wheel reader it knows (models/noncommercial/wheels.onnx, once
 quantise_wheels.py has quantised it):
 
     /usr/bin/python3 ensemble_wheels.py --output JOINED.onnx MEMBER.onnx MEMBER.onnx ...

@@ -6,11 +6,12 @@
  *
  * The calibration of the set of weights in --set (default models/noncommercial). The calibration photos
  * (ml/splits/<dataset>-calibration.txt: every fourth training photo of each labels.csv, in its order) are read with
- * the weights in --models, networks like the set's that have not learned those photos: by default ml/calibrating,
- * the set's networks trained again without them (`sh ml/train.sh calibration` trains them so, with `--leave-out`);
- * for a set none of whose networks learned Toloka or BDCI 2020, the set itself. A calibration fitted so has learned
- * from those photos, whose licences forbid commercial use: the default set (models/) ships none, and this measures
- * what one would say of it (`--set models --models models --output FILE`). A logistic regression
+ * the weights in --models, networks like the set's (the same files) that have not learned those photos: for
+ * models/noncommercial by default ml/calibrating, its networks trained again without them (`sh ml/train.sh
+ * calibration` trains them so, with `--leave-out`); for any other set by default the set itself, right where none of
+ * its networks learned Toloka or BDCI 2020. A calibration fitted so has learned from those photos, whose licences
+ * forbid commercial use: the default set (models/) ships none, so it is written there only to another --output
+ * (`--set models --output /tmp/calibration.json` measures what one would say of it). A logistic regression
  * of "the reading is exact" on the logits of the confidence product and of the weakest digit's probability
  * (`calibrationFeatures`), with an intercept for each layout read, is fitted on the photos read and written to
  * --output (default the set's calibration.json). Then the calibration photos, and the validation split read with the
@@ -25,7 +26,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { NONCOMMERCIAL_MODEL_DIR } from '../src/config.ts';
+import { DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR } from '../src/config.ts';
 import { SHARED_DATASETS } from '../src/eval/dataset.ts';
 import { isExact, selectiveAccuracy, type ScoredCase, type SelectiveAccuracy } from '../src/eval/metrics.ts';
 import {
@@ -72,14 +73,23 @@ if (!existsSync(SHARED_DATASETS)) {
 }
 
 const set = path.resolve(values.set ?? NONCOMMERCIAL_MODEL_DIR);
-const models = path.resolve(values.models ?? path.join(import.meta.dirname, 'calibrating'));
-// Without the set's wheel reader the local reader still reads (the strip readers alone): a fit on that would be wrong.
-const missing = [...MODEL_FILES, WHEEL_READER_FILE].filter(
-  (file) => existsSync(path.join(set, file)) && !existsSync(path.join(models, file)),
+const models = path.resolve(
+  values.models ?? (set === NONCOMMERCIAL_MODEL_DIR ? path.join(import.meta.dirname, 'calibrating') : set),
 );
-if (missing.length > 0) {
+const output = path.resolve(values.output ?? path.join(set, CALIBRATION_FILE));
+if (path.dirname(output) === DEFAULT_MODEL_DIR) {
   console.error(
-    `no calibration fitted: ${models} lacks ${missing.join(', ')}, which ${set} has (sh ml/train.sh calibration trains what ml/calibrating lacks)`,
+    `no calibration fitted: ${DEFAULT_MODEL_DIR} ships none (one fitted on these photos learns from them); give --output another file`,
+  );
+  process.exit(1);
+}
+// A wheel reader (or network) the set has and --models lacks, or the other way round, reads otherwise than the set: a
+// fit on that would be wrong.
+const filesOf = (dir: string) => [...MODEL_FILES, WHEEL_READER_FILE].filter((file) => existsSync(path.join(dir, file)));
+const [setFiles, modelFiles] = [filesOf(set), filesOf(models)];
+if (setFiles.length === 0 || setFiles.join() !== modelFiles.join()) {
+  console.error(
+    `no calibration fitted: ${set} and ${models} must hold the same weights (they hold ${setFiles.join(', ') || 'none'}; ${modelFiles.join(', ') || 'none'}). sh ml/train.sh calibration trains what ml/calibrating lacks`,
   );
   process.exit(1);
 }
@@ -134,7 +144,6 @@ const withAgreement = fitWithLayouts(
   fitted.map((c) => agreementFeatures(c.evidence!)),
   outcomes,
 );
-const output = values.output ?? path.join(set, CALIBRATION_FILE);
 await writeFile(output, `${JSON.stringify(calibration, null, 2)}\n`);
 console.log(
   `wrote ${output}: slope ${calibration.slope.toFixed(3)}, weakestDigitSlope ${calibration.weakestDigitSlope.toFixed(3)}, ` +

@@ -5,7 +5,10 @@
  * their long side at every FIT_ANGLE_STEP degrees, the one read right with the highest confidence. A box with
  * no such rectangle stays unfitted.
  *
- *   node ml/fit_tilted_boxes.ts > "$METERLENS_CACHE/toloka-quads.csv"
+ *   node ml/fit_tilted_boxes.ts [--models DIR] > "$METERLENS_CACHE/toloka-quads.csv"
+ *
+ * DIR: the set whose strip readers read the windows (default models/noncommercial, the set the Toloka recipe trains;
+ * ml/train.sh passes the folder it writes).
  *
  * CSV: file, then the window's corners clockwise from its top-left as the counter reads (x y, 8 numbers), in the
  * photo's pixels.
@@ -13,6 +16,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { NONCOMMERCIAL_MODEL_DIR } from '../src/config.ts';
 import { windowCorners, windowsInscribedIn, type Window } from '../src/readers/local/geometry.ts';
 import { decodePhoto, loadSessions, orientWindow, readWindow } from '../src/readers/local/model.ts';
 import { LOOSE_BOX_ASPECT, READER_FILES } from '../src/readers/local/spec.ts';
@@ -21,7 +26,8 @@ const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 const TOLOKA = path.join(process.env.METERLENS_DATASETS ?? path.join(REPO_ROOT, '..', 'shared', 'datasets'), 'toloka');
 const FIT_ANGLE_STEP = 3;
 
-const stripReaders = await loadSessions(path.join(REPO_ROOT, 'models'), READER_FILES, 1);
+const { values } = parseArgs({ options: { models: { type: 'string', default: NONCOMMERCIAL_MODEL_DIR } } });
+const stripReaders = await loadSessions(values.models, READER_FILES, 1);
 const validation = new Set(
   (await readFile(path.join(REPO_ROOT, 'ml', 'splits', 'toloka-val.txt'), 'utf8')).split('\n'),
 );

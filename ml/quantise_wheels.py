@@ -2,7 +2,7 @@
 2.5 times faster, and on the Toloka calibration and validation photos every reading stays the same (ml/EXPERIMENTS.md,
 "The wheel reader in 8 bits"):
 
-    /usr/bin/python3 quantise_wheels.py --output ../models/wheels.onnx JOINED.onnx [--leave-out LIST ...]
+    /usr/bin/python3 quantise_wheels.py --output ../models/noncommercial/wheels.onnx JOINED.onnx [--leave-out LIST ...]
         [--digits-share S --counters-share S: train_wheels.py's, for a reader that learned no Toloka wheel]
 
 Each convolution reads and writes 8-bit activations, as the QuantizeLinear / DequantizeLinear pairs (QDQ) around it

@@ -1,4 +1,5 @@
 /** The shipped datasets' photos of one split, read by the local reader: for the ml/ scripts that fit how sure it is. */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -26,7 +27,10 @@ export type Split = 'training' | 'val' | 'calibration';
 
 /** The split's photos of every dataset read with the weights in `modelDir`; with `cacheDir`, kept there and reused. */
 export async function readSplit(split: Split, modelDir: string, cacheDir?: string): Promise<EvidenceCase[]> {
-  const cacheFile = cacheDir && path.join(cacheDir, `${split}.json`);
+  // Named by the weights too, so that one cache serves several sets.
+  const cacheFile =
+    cacheDir &&
+    path.join(cacheDir, `${split}-${createHash('sha1').update(path.resolve(modelDir)).digest('hex').slice(0, 8)}.json`);
   if (cacheFile && existsSync(cacheFile)) return JSON.parse(await readFile(cacheFile, 'utf8')) as EvidenceCase[];
   const config = { ...loadConfig(), localModelDir: modelDir };
   const reader = await createLocalReader(config);

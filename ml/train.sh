@@ -12,8 +12,8 @@
 # METERLENS_TRAIN_DATASETS=rendered: the clean recipe, on the photos render_meters.py draws (with digits-clean's
 # crops, METERLENS_DIGITS=clean) and nothing else; scored on Toloka's and BDCI 2020's validation photos.
 # METERLENS_MODELS: the folder, from the repository's root, the weights are written to, and scored beside git's HEAD
-# copy of (or of models/ where git holds none). By default models/noncommercial where they learn Toloka, else models/
-# (the default set, open to commercial use: ml/README.md, "The clean recipe").
+# copy of (or of models/ where git holds none). By default models/noncommercial where they learn Toloka; a run that
+# learns no Toloka must name it (METERLENS_MODELS=models replaces the default set).
 # METERLENS_TRAIN_DEVICE=cuda and METERLENS_TRAIN_WORKERS=N: on a GPU, the strip readers' batches drawn by N processes.
 #
 #   sh ml/train.sh              everything, about nine hours here
@@ -53,7 +53,14 @@ steps() { # the shipped step count, scaled by METERLENS_STEPS_PERCENT (at least 
 }
 # The datasets as ml/datasets.sha256 has them and the pinned packages, or a clear stop (another version: a warning).
 if [ "$TRAIN_DATASETS" = toloka,bdci2020 ]; then sh pins.sh check; else sh pins.sh check-packages; fi
-if with_toloka; then SET_PATH="${METERLENS_MODELS:-models/noncommercial}"; else SET_PATH="${METERLENS_MODELS:-models}"; fi
+if with_toloka; then
+  SET_PATH="${METERLENS_MODELS:-models/noncommercial}"
+elif [ -z "${METERLENS_MODELS:-}" ]; then
+  echo 'a run without Toloka makes another set than models/noncommercial: name its folder in METERLENS_MODELS' >&2
+  exit 2
+else
+  SET_PATH=$METERLENS_MODELS
+fi
 SET="../$SET_PATH"
 mkdir -p "$SET"
 BASELINE_PATH=$SET_PATH
@@ -152,9 +159,9 @@ if [ "$MODE" = all ]; then
   # Localiser 2 also learns tilted Toloka counters, from the windows the new readers read right inside their loose
   # boxes (about a minute, then 15 on both cores); without Toloka it is trained as localiser 1 with another seed.
   if with_toloka; then
-    node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
+    node fit_tilted_boxes.ts --models "$SET" > "$CACHE/toloka-quads.csv"
     train_localiser "$SET/localiser-2.onnx" localiser-2 --tilted-windows
-    node find_windows.ts > "$CACHE/toloka-windows.csv"
+    node find_windows.ts --models "$SET" > "$CACHE/toloka-windows.csv"
     train_wheel_readers "$SET/wheels.onnx" "$CACHE" wheels
   else
     train_localiser "$SET/localiser-2.onnx" localiser-2 --seed 2
@@ -163,7 +170,7 @@ if [ "$MODE" = all ]; then
     if with_rendered && [ "$TRAIN_DATASETS" = rendered ]; then
       # The clean wheel reader learns digits-clean's crops, half framed alone and half in synthetic counters; it is
       # validated on the Toloka windows the new networks find, which it does not learn.
-      node find_windows.ts > "$CACHE/toloka-windows.csv"
+      node find_windows.ts --models "$SET" > "$CACHE/toloka-windows.csv"
       train_wheel_readers "$SET/wheels.onnx" "$CACHE" wheels --digits-share 0.5 --counters-share 0.5
       # Rendered photos and digits-clean's crops alone: weights anyone may use (the service logs this at start-up).
       cat > "$SET/provenance.json" << 'JSON'
@@ -190,8 +197,8 @@ JSON
   rm -rf "$CALIBRATING"
 else
   # The windows the shipped networks find, as a full run has them when it reaches the calibration (3 minutes).
-  node fit_tilted_boxes.ts > "$CACHE/toloka-quads.csv"
-  node find_windows.ts > "$CACHE/toloka-windows.csv"
+  node fit_tilted_boxes.ts --models "$SET" > "$CACHE/toloka-quads.csv"
+  node find_windows.ts --models "$SET" > "$CACHE/toloka-windows.csv"
 fi
 # The confidence's calibration (src/readers/local/confidence.ts) is fitted on the calibration photos
 # (splits/*-calibration.txt) read by networks that have not learned them: the localisers, readers and wheel

@@ -1,5 +1,5 @@
 """Trains the wheel reader: one wheel of a Toloka counter (5 black + 3 red wheels side by side) classified as a
-digit, and exports it as ONNX (models/wheels.onnx).
+digit, and exports it as ONNX (models/noncommercial/wheels.onnx).
 
 The strip readers read the whole counter at once and learn their few hundred training counters by heart; the
 wheel reader sees one wheel at a time, eight times as many examples that each say less about the counter

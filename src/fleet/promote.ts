@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { cp, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_MODEL_DIR, type Config } from '../config.ts';
@@ -108,9 +108,11 @@ export async function rollBack(config: Config): Promise<void> {
  * one's own live elsewhere.
  */
 export function refuseShippedFolder(config: Pick<Config, 'localModelDir'>): void {
-  const dir = path.resolve(config.localModelDir);
-  const inShipped = path.relative(DEFAULT_MODEL_DIR, dir);
-  if (inShipped.startsWith('..') || path.isAbsolute(inShipped)) return;
+  // Through links too: a folder that links to a shipped one is that folder.
+  const real = (dir: string) => (existsSync(dir) ? realpathSync(dir) : path.resolve(dir));
+  const dir = real(config.localModelDir);
+  const inShipped = path.relative(real(DEFAULT_MODEL_DIR), dir);
+  if (inShipped === '..' || inShipped.startsWith(`..${path.sep}`) || path.isAbsolute(inShipped)) return;
   throw new DomainError(
     'refused',
     'LOCAL_MODEL_DIR',

@@ -62,8 +62,8 @@ export class ReadFailure extends Error {
  * Each reader in turn until one is confident. A reader that fails, times out, answers
  * nonsense or is below its threshold passes the photo on; if every reader answered but none
  * was confident, the most confident answer stands, with its honest confidence.
- * The thresholds differ because the confidences mean different things: the local reader's is calibrated
- * (`escalateBelow`), a hosted model's is its own say-so (`hostedEscalateBelow`).
+ * The thresholds differ because the confidences mean different things: the local reader's is calibrated where its
+ * weights carry a calibration (`escalateBelow`), a hosted model's is its own say-so (`hostedEscalateBelow`).
  * With a plausibility window or the meter's layout every reading is judged against them (the local reader reads
  * within them); an implausible one passes the photo on, and stands only when no reader's answer is plausible.
  */

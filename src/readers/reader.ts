@@ -66,7 +66,8 @@ export interface MeterReader {
   readonly name: string;
   /**
    * A hosted vision model, whose confidence is its own say-so: the chain holds it to HOSTED_ESCALATE_BELOW. Any
-   * other reader (the local one, whose confidence is its calibrated chance of being exact) is held to ESCALATE_BELOW.
+   * other reader (the local one, whose confidence is its calibrated chance of being exact where its weights carry a
+   * calibration) is held to ESCALATE_BELOW.
    */
   readonly hosted?: boolean;
   /** `window` and `layout`: what the service knows of the meter's next reading; the local reader reads within them. */

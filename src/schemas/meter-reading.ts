@@ -114,7 +114,7 @@ export const ReadingFields = {
     minimum: 0,
     maximum: 100,
     description:
-      "The local reader's estimated chance in % that the reading is exact (calibrated); a hosted reader's model's own estimate",
+      "The local reader's estimated chance in % that the reading is exact where its weights carry a calibration (models/noncommercial), else its readers' product (the default weights); a hosted reader's model's own estimate",
   }),
   escalated: Type.Boolean({ description: 'A later reader in the chain produced the result' }),
   model: Type.String(),

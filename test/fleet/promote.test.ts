@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -78,6 +78,17 @@ t.test('weights of the shipped folders are never replaced; no earlier weights: n
   t.doesNotThrow(
     () => refuseShippedFolder(config(`${DEFAULT_MODEL_DIR}-mine`)),
     'a sibling named alike is not shipped',
+  );
+  t.throws(
+    () => refuseShippedFolder(config(path.join(DEFAULT_MODEL_DIR, '..x'))),
+    'a folder in it named like its parent is',
+  );
+  const link = path.join(scratch, 'linked-models');
+  await symlink(DEFAULT_MODEL_DIR, link);
+  t.throws(
+    () => refuseShippedFolder(config(link)),
+    { kind: 'refused', message: /a folder that ships/ },
+    'a link to a shipped folder is that folder',
   );
   await t.rejects(rollBack(config(path.join(scratch, 'never-promoted'))), {
     kind: 'not_found',
