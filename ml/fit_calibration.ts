@@ -138,7 +138,7 @@ const calibration: Calibration = {
   layoutIntercepts,
   fittedOn:
     `${fitted.length} calibration photos read (ml/splits/*-calibration.txt, ${exact} exactly) by ` +
-    `${existsSync(path.join(models, WHEEL_READER_FILE)) ? 'localisers, strip readers and a wheel reader' : 'localisers and strip readers'} that had not learned them`,
+    `${modelFiles.includes(WHEEL_READER_FILE) ? 'localisers, strip readers and a wheel reader' : 'localisers and strip readers'} that had not learned them`,
 };
 const withAgreement = fitWithLayouts(
   fitted.map((c) => agreementFeatures(c.evidence!)),
