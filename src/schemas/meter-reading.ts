@@ -162,17 +162,20 @@ export const AcceptedSubmission = Type.Object(
   },
 );
 
-/** A reading's fields without the optional ones: the example every representation of a reading starts from. */
+/**
+ * A reading's fields without the optional ones: the example every representation of a reading starts from, as the default
+ * set (`models/`) reads.
+ */
 export const READING_EXAMPLE = {
   reading: '02390.276',
   value: 2390.276,
   confidence: 97,
   escalated: false,
-  model: 'local-crnn-v20',
+  model: 'local-clean-ppocr-v2',
   reading_id: 42,
   meter_id: 'SN-4711',
   needs_review: false,
-  whole_units_agreed: true,
+  whole_units_agreed: false,
 };
 
 /** READING_EXAMPLE as the local reader gives it, with where it saw the counter and each wheel's confidence. */

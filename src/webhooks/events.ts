@@ -1,4 +1,3 @@
-import { MODEL_NAME } from '../readers/local/spec.ts';
 import { READING_EXAMPLE } from '../schemas/meter-reading.ts';
 
 /**
@@ -44,7 +43,7 @@ const exampleSubscription = { account_id: 1, ...exampleTerms };
 /** What each event's `data` looks like; the test button sends these, marked `"test": true`. */
 export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> = {
   'webhook.test': {},
-  'reading.completed': { reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', ...READING_EXAMPLE, model: MODEL_NAME },
+  'reading.completed': { reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11', ...READING_EXAMPLE },
   'reading.failed': {
     reference_id: '7c0e4a4e-4b1f-4a52-9a3f-2d1f0e6c9b11',
     error: { code: 'unreadable', message: 'No reader found a reading in the photo' },
@@ -58,7 +57,6 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     ...READING_EXAMPLE,
     confidence: 41,
     escalated: true,
-    model: MODEL_NAME,
     correction: {
       reading: '02390.716',
       value: 2390.716,

@@ -7,6 +7,7 @@ import { CALIBRATION_FILE } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { describeWeights, licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
+import { READING_EXAMPLE } from '../../src/schemas/meter-reading.ts';
 
 const shippedDir = NONCOMMERCIAL_MODEL_DIR;
 const cleanDir = DEFAULT_MODEL_DIR;
@@ -40,6 +41,7 @@ t.test('the licence line says whether the weights may be used commercially', asy
     /^weights local-crnn-v20: NOT for commercial use, learned from Toloka Water Meters \(CC BY-NC-ND 4\.0\); BDCI 2020/,
   );
   t.equal(describeWeights(cleanDir), 'weights local-clean-ppocr-v2: learned only from data that allows commercial use');
+  t.equal(READING_EXAMPLE.model, (await provenanceOf(cleanDir)).set, "the examples' model is the default set's");
   const clean: Provenance = {
     set: 'clean-1',
     datasets: {

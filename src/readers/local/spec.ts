@@ -84,7 +84,10 @@ export const WHEEL_READER_FILE = spec.files.wheelReader;
  * (ml/EXPERIMENTS.md, "The wheel reader on whole units (v19)").
  */
 export const WHEEL_READER_WEIGHT = { wholeUnits: 3, fractional: 6 };
-/** The set a reading names as its `model` when its weights' provenance.json names none (provenance.ts, setName). */
+/**
+ * The set a reading names as its `model` when its weights' provenance.json names none (provenance.ts, setName): weights
+ * from before sets carried one are this set or its forerunners.
+ */
 export const MODEL_NAME = 'local-crnn-v20';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
