@@ -91,7 +91,10 @@ export const WHEEL_READER_WEIGHT = { wholeUnits: 3, fractional: 6 };
 export const MODEL_NAME = 'local-crnn-v20';
 /**
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
- * counter that is not there: a blank photo reads as 00000.000 at 0. On the validation split only misreads fell below
- * it (products 0–2; no bdci2020 photo), and the least confident right reading was at 6.
+ * counter that is not there: a blank photo reads as 00000.000 at 0. With the non-commercial set, on the validation split
+ * only misreads fell below
+ * it (products 0–2; no bdci2020 photo), and the least confident right reading was at 6. With the default set, on the
+ * calibration photos it never learned, the 5 guesses below it were wrong in their whole units and a third of the
+ * readings at 3–9 exact (models/MODEL_CARD.md, "Confidence").
  */
 export const MIN_LOCAL_CONFIDENCE = 3;
