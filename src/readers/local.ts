@@ -3,7 +3,6 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { MODEL_FILES } from './local/model.ts';
-import { MODEL_NAME } from './local/spec.ts';
 import type { ReadRequest, WorkerMessage } from './local/inference-thread.ts';
 import type { MeterLayout } from './layout.ts';
 import { ReaderError, type MeterReader, type MeterReading, type PlausibilityWindow } from './reader.ts';
@@ -49,8 +48,8 @@ class LocalReader implements MeterReader {
   constructor(worker: Worker) {
     this.#worker = worker;
     worker.on('message', (message: WorkerMessage) => this.#settle(message));
-    worker.on('error', (error) => this.#failAll(`${MODEL_NAME} worker crashed: ${error.message}`));
-    worker.on('exit', (code) => this.#failAll(`${MODEL_NAME} worker exited (${code})`));
+    worker.on('error', (error) => this.#failAll(`local reader worker crashed: ${error.message}`));
+    worker.on('exit', (code) => this.#failAll(`local reader worker exited (${code})`));
     // An idle worker must not keep a CLI process alive.
     worker.unref();
   }

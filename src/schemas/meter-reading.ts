@@ -163,8 +163,8 @@ export const AcceptedSubmission = Type.Object(
 );
 
 /**
- * A reading's fields without the optional ones: the example every representation of a reading starts from, as the default
- * set (`models/`) reads.
+ * A reading's fields without the optional ones: the example every representation of a reading starts from, as the
+ * default set (`models/`) reads.
  */
 export const READING_EXAMPLE = {
   reading: '02390.276',
@@ -191,7 +191,7 @@ const LOCAL_READING_EXAMPLE = {
     image_width: 1600,
     image_height: 1200,
   },
-  digits: [0, 2, 3, 9, 0, 2, 7, 6].map((digit) => ({ digit, confidence: 97 })),
+  digits: [0, 2, 3, 9, 0, 2, 7, 6].map((digit, wheel) => ({ digit, confidence: wheel < 5 ? 100 : 99 })),
 };
 
 export const CompletedReading = Type.Object(

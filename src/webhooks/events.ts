@@ -57,6 +57,7 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     ...READING_EXAMPLE,
     confidence: 41,
     escalated: true,
+    model: 'gpt-5.4-mini',
     correction: {
       reading: '02390.716',
       value: 2390.716,
