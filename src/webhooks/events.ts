@@ -1,3 +1,4 @@
+import { ENVIRONMENT } from '../config.ts';
 import { READING_EXAMPLE } from '../schemas/meter-reading.ts';
 
 /**
@@ -57,7 +58,7 @@ export const EXAMPLE_EVENT_DATA: Record<DeliveryEvent, Record<string, unknown>> 
     ...READING_EXAMPLE,
     confidence: 41,
     escalated: true,
-    model: 'gpt-5.4-mini',
+    model: ENVIRONMENT.properties.OPENAI_MODEL.default,
     correction: {
       reading: '02390.716',
       value: 2390.716,
