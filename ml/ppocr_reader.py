@@ -26,7 +26,7 @@ import torch
 from onnx import helper
 from torch import nn
 
-from common import ALPHABET, CACHE, batch_stream, configure_threads, start_from, start_training, train_and_export
+from common import ALPHABET, CACHE, SPEC, batch_stream, configure_threads, start_from, start_training, train_and_export
 from measure_readers import listed_windows, lists_and_models, print_judged
 from paddle_graph import ASSETS, PaddleGraph, constant
 from synth import load_digit_crops
@@ -40,6 +40,8 @@ HEAD_WEIGHT, HEAD_BIAS, LOGITS = 'linear_85.w_0', 'linear_85.b_0', 'softmax_11.t
 FEATURES = 'transpose_51.tmp_0'  # the classifier's input: N x steps x 120, what the upside-down head pools
 NECK_STARTS = 'p2o.AveragePool.1'  # the backbone's last output: the nodes after it are the neck and the head
 UP_WEIGHT, UP_BIAS = 'meterlens.up_weight', 'meterlens.up_bias'  # the upside-down head's constants in an export
+DIGIT_CLASSES = slice(1 + ALPHABET.index('0'), 1 + ALPHABET.index('9') + 1)  # our classes of 0-9, after blank
+WHEEL_SIZE = (SPEC['wheels']['width'], SPEC['wheels']['height'])  # as the service cuts a wheel
 
 
 def our_classes():
@@ -60,9 +62,11 @@ class PPOCR(PaddleGraph):
         # columns, so that the service can tell which way round a counter reads.
         self.upside_down = nn.Linear(self.weight(HEAD_WEIGHT).shape[0], 1)
 
-    def trained_after(self, output):
-        """The names of the parameters that learn when the nodes after the one that computes `output` do."""
-        return self.params_after(output) | {f'upside_down.{name}' for name, _ in self.upside_down.named_parameters()}
+    def learn_only_after(self, output):
+        """Only the nodes after the one that computes `output`, and the upside-down head, learn."""
+        trained = self.params_after(output) | {f'upside_down.{name}' for name, _ in self.upside_down.named_parameters()}
+        for name, param in self.named_parameters():
+            param.requires_grad = name.removeprefix('params.') in trained
 
     def read_export(self, exported):
         """The weights of a reader `export` wrote (a set's reader-N.onnx): what a fine-tune may start from."""
@@ -78,14 +82,46 @@ class PPOCR(PaddleGraph):
         return logits, self.upside_down(features.mean(1)).squeeze(1)
 
 
+class PPOCRWheels(PPOCR):
+    """PP-OCRv4's recogniser as a wheel reader (train_wheels.py --ppocr). A wheel as the service cuts it (48 x 30, the
+    network's height) is four of the recogniser's steps; a digit's logit is the log-sum-exp of its logits over them,
+    so that before any training it reads the digit the pretrained network sees wherever on the wheel it sees it."""
+
+    def forward(self, wheels):
+        """Wheels (N x 3 x 48 x 30, RGB in [-0.5, 0.5]) to logits of the digits 0-9 (N x 10)."""
+        logits, = self.run({'x': torch.flip(wheels, (1,)) * 2}, [self.logits_input])
+        return torch.logsumexp(logits[..., DIGIT_CLASSES], 1)
+
+
+def to_bgr(name):
+    """Nodes that feed the network our input `name` (RGB in [-0.5, 0.5]) as it was trained: BGR in [-1, 1]."""
+    return [constant('meterlens.bgr', np.array([2, 1, 0], np.int64)), constant('meterlens.two', np.float32(2)),
+            helper.make_node('Gather', [name, 'meterlens.bgr'], ['meterlens.x'], axis=1),
+            helper.make_node('Mul', ['meterlens.x', 'meterlens.two'], ['x'])]
+
+
+def export_wheels(model, output):
+    """`model` (PPOCRWheels) as the service loads a wheel reader (train_wheels.EXPORT's names and meaning): fed
+    `wheels` (N x 3 x 48 x 30) and giving `probabilities` of 0-9 (N x 10)."""
+    first, last = DIGIT_CLASSES.start, DIGIT_CLASSES.stop
+    width, height = WHEEL_SIZE
+    # The graph's opset (9) takes a Slice's bounds as attributes.
+    outputs = [helper.make_node('Slice', [model.logits_input], ['meterlens.digit_logits'], starts=[first], ends=[last],
+                                axes=[2]),
+               helper.make_node('ReduceLogSumExp', ['meterlens.digit_logits'], ['meterlens.logits'], axes=[1],
+                                keepdims=0),
+               helper.make_node('Softmax', ['meterlens.logits'], ['probabilities'], axis=1)]
+    model.write(ONNX_FILE, output,
+                [helper.make_tensor_value_info('wheels', onnx.TensorProto.FLOAT, ['batch', 3, height, width])],
+                [helper.make_tensor_value_info('probabilities', onnx.TensorProto.FLOAT, ['batch', last - first])],
+                before=to_bgr('wheels'), after=outputs, until=model.logits_input)
+
+
 def export(model, output):
     """`model` as the service loads a strip reader (train_reader.Exported's names and meaning): the ONNX file with its
     constants replaced by the model's, fed `strip` (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) and giving `probabilities`
     (N x 30 x classes) and `upside_down` (N). The graph stays Paddle's, whose batch size is free."""
     head = model.upside_down
-    to_bgr = [constant('meterlens.bgr', np.array([2, 1, 0], np.int64)), constant('meterlens.two', np.float32(2)),
-              helper.make_node('Gather', ['strip', 'meterlens.bgr'], ['meterlens.x'], axis=1),
-              helper.make_node('Mul', ['meterlens.x', 'meterlens.two'], ['x'])]
     outputs = [helper.make_node('Identity', [LOGITS], ['probabilities']),
                helper.make_node('ReduceMean', [FEATURES], ['meterlens.pooled'], axes=[1], keepdims=0),
                constant(UP_WEIGHT, head.weight.detach().cpu().numpy().T),
@@ -101,7 +137,7 @@ def export(model, output):
                 [helper.make_tensor_value_info('probabilities', onnx.TensorProto.FLOAT,
                                                ['batch', width // 8, len(ALPHABET) + 1]),
                  helper.make_tensor_value_info('upside_down', onnx.TensorProto.FLOAT, ['batch'])],
-                before=to_bgr, after=outputs)
+                before=to_bgr('strip'), after=outputs)
 
 
 def train(argv):
@@ -116,9 +152,7 @@ def train(argv):
     weights = np.full(len(windows), 1 / len(windows))
     crops = load_digit_crops()
     model = PPOCR()
-    trained = model.trained_after(args.train_after)
-    for name, param in model.named_parameters():
-        param.requires_grad = name.removeprefix('params.') in trained
+    model.learn_only_after(args.train_after)
     print(f'{len(windows)} windows, {sum(p.numel() for p in model.parameters() if p.requires_grad)} trained parameters',
           flush=True)
     batches = batch_stream(lambda source: make_batch(windows, weights, crops, args.batch, source,

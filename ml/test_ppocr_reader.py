@@ -9,7 +9,8 @@ import torch
 
 from common import ALPHABET, Export, export_onnx, start_from
 from onnxruntime_node import NODE, run_in_onnxruntime
-from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, export, our_classes
+from ppocr_reader import (KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, WHEEL_SIZE, PPOCRWheels, export, export_wheels,
+                          our_classes)
 
 WIDTH, HEIGHT = STRIP_SIZE
 # onnxruntime-node's log(p(class) / p(blank)) for blank, 0-9 and '.' at output steps 0, 15 and 29 of the ONNX file
@@ -68,6 +69,25 @@ class PPOCRTest(unittest.TestCase):
         self.assertEqual(read['probabilities'].shape, (2, WIDTH // 8, len(ALPHABET) + 1))
         np.testing.assert_allclose(read['probabilities'], logits.softmax(2).numpy(), atol=1e-4)
         np.testing.assert_allclose(read['upside_down'], torch.sigmoid(upside_down).numpy(), atol=1e-4)
+
+    @unittest.skipUnless(NODE.exists(), 'onnxruntime-node reads the export: npm ci installs both')
+    def test_a_wheel_readers_export_reads_in_onnxruntime_as_it_reads_here(self):
+        torch.manual_seed(0)
+        model = PPOCRWheels()
+        with torch.no_grad():
+            for name in ('conv2d_10__w_0', 'linear_85__w_0', 'linear_85__b_0'):
+                model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
+        width, height = WHEEL_SIZE
+        i = torch.arange(3 * height * width)
+        wheels = torch.stack([0.4 * torch.sin(0.05 * i + wheel) for wheel in (0, 1, 2)]).reshape(3, 3, height, width)
+        with torch.no_grad():
+            logits = model.eval()(wheels.float())
+        with tempfile.TemporaryDirectory() as folder:
+            file = Path(folder) / 'wheels.onnx'
+            export_wheels(model, file)
+            read = run_in_onnxruntime(file, {'wheels': wheels.float().numpy()})
+        self.assertEqual(read['probabilities'].shape, (3, 10))
+        np.testing.assert_allclose(read['probabilities'], logits.softmax(1).numpy(), atol=1e-4)
 
     def test_a_fine_tune_starts_from_its_export_as_it_was(self):
         torch.manual_seed(0)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from common import CACHE, DEVICE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
+from ppocr_reader import NECK_STARTS, PPOCRWheels, export_wheels
 from synth import eight_wheel_counter, load_digit_crops, recolour, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
@@ -214,6 +215,10 @@ def main():
         add_share_options(parser)
         parser.add_argument('--end-jitter', type=float, default=END_JITTER,
                             help='move each end of a training window along it by up to this many wheels either way (0: cut where found)')
+        parser.add_argument('--ppocr', action='store_true',
+                            help="start from PP-OCRv4's text recogniser (ppocr_reader.PPOCRWheels) instead of from nothing")
+        parser.add_argument('--train-after', default=NECK_STARTS,
+                            help="with --ppocr, the output of the last node kept as pretrained (default the backbone's)")
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
 
@@ -232,9 +237,14 @@ def main():
         images, labels = make_batch(windows, crops, shares, args.end_jitter, args.batch, rng, digit_rng)
         return F.cross_entropy(model(images.to(DEVICE)), labels.to(DEVICE), label_smoothing=0.05)
 
-    train_and_export(args, WheelReader(), batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
-                     EXPORT,
-                     learning_rate=2e-3, weight_decay=1e-3, warmup_steps=200, validate_every=1000, unit='wheels')
+    if args.ppocr:
+        model, export, learning_rate = PPOCRWheels(), export_wheels, 5e-4
+        model.learn_only_after(args.train_after)
+    else:
+        model, export, learning_rate = WheelReader(), EXPORT, 2e-3
+    train_and_export(args, model, batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
+                     export, learning_rate=learning_rate, weight_decay=1e-3, warmup_steps=200, validate_every=1000,
+                     unit='wheels')
 
 
 if __name__ == '__main__':
