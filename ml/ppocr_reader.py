@@ -41,7 +41,6 @@ FEATURES = 'transpose_51.tmp_0'  # the classifier's input: N x steps x 120, what
 NECK_STARTS = 'p2o.AveragePool.1'  # the backbone's last output: the nodes after it are the neck and the head
 UP_WEIGHT, UP_BIAS = 'meterlens.up_weight', 'meterlens.up_bias'  # the upside-down head's constants in an export
 DIGIT_CLASSES = slice(1 + ALPHABET.index('0'), 1 + ALPHABET.index('9') + 1)  # our classes of 0-9, after blank
-WHEEL_SIZE = (SPEC['wheels']['width'], SPEC['wheels']['height'])  # as the service cuts a wheel
 
 
 def our_classes():
@@ -51,22 +50,42 @@ def our_classes():
     return [0] + [index[c] for c in ALPHABET]
 
 
-class PPOCR(PaddleGraph):
+class Recogniser(PaddleGraph):
+    """PP-OCRv4's recogniser, its classifier cut to blank, 0-9 and '.': what the strip and wheel readers are built on.
+    A head this project adds around the graph (an nn.Module attribute, not one of its `params`) always learns."""
+
     def __init__(self):
         def our_rows(name, value):
             return value[..., our_classes()] if name in (HEAD_WEIGHT, HEAD_BIAS) else value
 
         super().__init__(ONNX_FILE, our_rows)
         self.logits_input = next(inputs[0] for _, inputs, output, _ in self.nodes if output == LOGITS)
+
+    def learn_only_after(self, output):
+        """Only the nodes after the one that computes `output`, and the heads added around the graph, learn: how many
+        weights that is."""
+        trained = self.params_after(output)
+        for name, param in self.named_parameters():
+            param.requires_grad = not name.startswith('params.') or name.removeprefix('params.') in trained
+        return sum(param.numel() for param in self.parameters() if param.requires_grad)
+
+    def read_export(self, exported):
+        """The weights of a reader its export wrote: what a fine-tune may start from."""
+        self.read_constants(exported, [])
+
+    def run_on(self, images, wanted):
+        """The graph's values `wanted` for our images (RGB in [-0.5, 0.5]), fed as it was trained: BGR in [-1, 1]."""
+        return self.run({'x': torch.flip(images, (1,)) * 2}, wanted)
+
+
+class PPOCR(Recogniser):
+    """The recogniser as a strip reader."""
+
+    def __init__(self):
+        super().__init__()
         # The network has no orientation output: this one reads the classifier's input as StripReader's reads its
         # columns, so that the service can tell which way round a counter reads.
         self.upside_down = nn.Linear(self.weight(HEAD_WEIGHT).shape[0], 1)
-
-    def learn_only_after(self, output):
-        """Only the nodes after the one that computes `output`, and the upside-down head, learn."""
-        trained = self.params_after(output) | {f'upside_down.{name}' for name, _ in self.upside_down.named_parameters()}
-        for name, param in self.named_parameters():
-            param.requires_grad = name.removeprefix('params.') in trained
 
     def read_export(self, exported):
         """The weights of a reader `export` wrote (a set's reader-N.onnx): what a fine-tune may start from."""
@@ -78,19 +97,25 @@ class PPOCR(PaddleGraph):
     def forward(self, strips):
         """Our strips (N x 3 x 48 x 240, RGB in [-0.5, 0.5]) to logits (N x 30 x classes) and the upside-down logit
         (N), as StripReader's."""
-        logits, features = self.run({'x': torch.flip(strips, (1,)) * 2}, [self.logits_input, FEATURES])
+        logits, features = self.run_on(strips, [self.logits_input, FEATURES])
         return logits, self.upside_down(features.mean(1)).squeeze(1)
 
 
-class PPOCRWheels(PPOCR):
-    """PP-OCRv4's recogniser as a wheel reader (train_wheels.py --ppocr). A wheel as the service cuts it (48 x 30, the
+class PPOCRWheels(Recogniser):
+    """The recogniser as a wheel reader (train_wheels.py --ppocr). A wheel as the service cuts it (30 x 48, the
     network's height) is four of the recogniser's steps; a digit's logit is the log-sum-exp of its logits over them,
     so that before any training it reads the digit the pretrained network sees wherever on the wheel it sees it."""
 
     def forward(self, wheels):
         """Wheels (N x 3 x 48 x 30, RGB in [-0.5, 0.5]) to logits of the digits 0-9 (N x 10)."""
-        logits, = self.run({'x': torch.flip(wheels, (1,)) * 2}, [self.logits_input])
+        logits, = self.run_on(wheels, [self.logits_input])
         return torch.logsumexp(logits[..., DIGIT_CLASSES], 1)
+
+
+def add_train_after(parser):
+    parser.add_argument('--train-after', default=NECK_STARTS,
+                        help="the output of the recogniser's last node kept as pretrained (default the backbone's; "
+                             "p2o.Add.199 trains its last stage too)")
 
 
 def to_bgr(name):
@@ -102,9 +127,9 @@ def to_bgr(name):
 
 def export_wheels(model, output):
     """`model` (PPOCRWheels) as the service loads a wheel reader (train_wheels.EXPORT's names and meaning): fed
-    `wheels` (N x 3 x 48 x 30) and giving `probabilities` of 0-9 (N x 10)."""
+    `wheels` (N x 3 x 48 x 30) and giving `probabilities` of 0-9 (N x 10); `--init` may start from it again."""
     first, last = DIGIT_CLASSES.start, DIGIT_CLASSES.stop
-    width, height = WHEEL_SIZE
+    height, width = SPEC['wheels']['height'], SPEC['wheels']['width']  # as the service cuts a wheel
     # The graph's opset (9) takes a Slice's bounds as attributes.
     outputs = [helper.make_node('Slice', [model.logits_input], ['meterlens.digit_logits'], starts=[first], ends=[last],
                                 axes=[2]),
@@ -142,9 +167,7 @@ def export(model, output):
 
 def train(argv):
     def add_options(parser):
-        parser.add_argument('--train-after', default=NECK_STARTS,
-                            help="the output of the last node kept as pretrained (default the backbone's; p2o.Add.199 "
-                                 "trains its last stage too)")
+        add_train_after(parser)
 
     args = start_training(minutes=40, batch=32, output=CACHE / 'ppocr-reader.onnx', add_options=add_options, argv=argv,
                           prog='ppocr_reader.py train')
@@ -152,8 +175,7 @@ def train(argv):
     weights = np.full(len(windows), 1 / len(windows))
     crops = load_digit_crops()
     model = PPOCR()
-    model.learn_only_after(args.train_after)
-    print(f'{len(windows)} windows, {sum(p.numel() for p in model.parameters() if p.requires_grad)} trained parameters',
+    print(f'{len(windows)} windows, {model.learn_only_after(args.train_after)} trained parameters',
           flush=True)
     batches = batch_stream(lambda source: make_batch(windows, weights, crops, args.batch, source,
                                                      REGULARISATIONS['strong'], behind_windows=True,

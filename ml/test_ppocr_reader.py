@@ -9,8 +9,8 @@ import torch
 
 from common import ALPHABET, Export, export_onnx, start_from
 from onnxruntime_node import NODE, run_in_onnxruntime
-from ppocr_reader import (KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, WHEEL_SIZE, PPOCRWheels, export, export_wheels,
-                          our_classes)
+from ppocr_reader import KEYS, NECK_STARTS, ONNX_FILE, PPOCR, STRIP_SIZE, PPOCRWheels, export, export_wheels, our_classes
+from train_wheels import HEIGHT as WHEEL_HEIGHT, WIDTH as WHEEL_WIDTH
 
 WIDTH, HEIGHT = STRIP_SIZE
 # onnxruntime-node's log(p(class) / p(blank)) for blank, 0-9 and '.' at output steps 0, 15 and 29 of the ONNX file
@@ -20,6 +20,15 @@ ONNXRUNTIME = {
     15: [0, -6.5936, -7.0659, -7.2207, -7.5386, -7.3883, -7.9425, -7.1868, -7.1622, -6.93, -7.5774, -7.733],
     29: [0, -7.1295, -8.6887, -7.2782, -7.0973, -7.3035, -8.2767, -7.0034, -7.8287, -7.3067, -8.56, -7.4794],
 }
+
+
+def trained(model, names=('conv2d_10__w_0', 'linear_85__w_0', 'linear_85__b_0')):
+    """`model` with weights changed as training leaves them: the backbone's first ones and the classifier's."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name in names:
+            model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
+    return model
 
 
 @unittest.skipUnless(ONNX_FILE.exists(), f'{ONNX_FILE} is installed by npm ci')
@@ -51,13 +60,18 @@ class PPOCRTest(unittest.TestCase):
         self.assertLess(len(neck), len(self.model.params))
 
 
+    def test_only_the_nodes_after_the_one_named_and_the_heads_added_learn(self):
+        model = PPOCR()
+        count = model.learn_only_after(NECK_STARTS)
+        learning = {name for name, param in model.named_parameters() if param.requires_grad}
+        self.assertIn('upside_down.weight', learning)
+        self.assertIn('params.linear_85__w_0', learning)
+        self.assertNotIn('params.conv2d_10__w_0', learning)
+        self.assertEqual(count, sum(param.numel() for param in model.parameters() if param.requires_grad))
+
     @unittest.skipUnless(NODE.exists(), 'onnxruntime-node reads the export: npm ci installs both')
     def test_its_export_reads_in_onnxruntime_as_it_reads_here(self):
-        torch.manual_seed(0)
-        model = PPOCR()
-        with torch.no_grad():  # as training leaves them: the backbone's first weights and the heads changed
-            for name in ('conv2d_10__w_0', 'linear_85__w_0', 'linear_85__b_0'):
-                model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
+        model = trained(PPOCR())
         i = torch.arange(3 * HEIGHT * WIDTH)
         strips = torch.stack([0.4 * torch.sin(0.013 * i + strip) for strip in (0, 1)]).reshape(2, 3, HEIGHT, WIDTH)
         with torch.no_grad():
@@ -71,30 +85,31 @@ class PPOCRTest(unittest.TestCase):
         np.testing.assert_allclose(read['upside_down'], torch.sigmoid(upside_down).numpy(), atol=1e-4)
 
     @unittest.skipUnless(NODE.exists(), 'onnxruntime-node reads the export: npm ci installs both')
-    def test_a_wheel_readers_export_reads_in_onnxruntime_as_it_reads_here(self):
-        torch.manual_seed(0)
-        model = PPOCRWheels()
+    def test_a_wheel_readers_export_reads_in_onnxruntime_as_it_reads_here_and_a_fine_tune_starts_from_it(self):
+        model = trained(PPOCRWheels())
+        i = torch.arange(3 * WHEEL_HEIGHT * WHEEL_WIDTH)
+        wheels = torch.stack([0.4 * torch.sin(0.05 * i + wheel) for wheel in (0, 1, 2)])
+        wheels = wheels.reshape(3, 3, WHEEL_HEIGHT, WHEEL_WIDTH).float()
         with torch.no_grad():
-            for name in ('conv2d_10__w_0', 'linear_85__w_0', 'linear_85__b_0'):
-                model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
-        width, height = WHEEL_SIZE
-        i = torch.arange(3 * height * width)
-        wheels = torch.stack([0.4 * torch.sin(0.05 * i + wheel) for wheel in (0, 1, 2)]).reshape(3, 3, height, width)
-        with torch.no_grad():
-            logits = model.eval()(wheels.float())
+            logits = model.eval()(wheels)
         with tempfile.TemporaryDirectory() as folder:
             file = Path(folder) / 'wheels.onnx'
             export_wheels(model, file)
-            read = run_in_onnxruntime(file, {'wheels': wheels.float().numpy()})
+            read = run_in_onnxruntime(file, {'wheels': wheels.numpy()})
+            started = PPOCRWheels()
+            start_from(started, file)
         self.assertEqual(read['probabilities'].shape, (3, 10))
         np.testing.assert_allclose(read['probabilities'], logits.softmax(1).numpy(), atol=1e-4)
+        for name, param in model.state_dict().items():
+            self.assertTrue(torch.equal(started.state_dict()[name], param), f'a fine-tune starts from it: {name}')
+
+    def test_a_wheel_is_four_steps_of_the_recogniser(self):
+        logits, = PPOCRWheels().run_on(torch.zeros(2, 3, WHEEL_HEIGHT, WHEEL_WIDTH), [self.model.logits_input])
+        self.assertEqual(tuple(logits.shape), (2, 4, len(ALPHABET) + 1))
 
     def test_a_fine_tune_starts_from_its_export_as_it_was(self):
-        torch.manual_seed(0)
-        model = PPOCR()
+        model = trained(PPOCR(), ('conv2d_10__w_0', 'linear_85__w_0'))
         with torch.no_grad():
-            for name in ('conv2d_10__w_0', 'linear_85__w_0'):
-                model.params[name].mul_(1 + 0.1 * torch.randn_like(model.params[name]))
             model.upside_down.bias.fill_(0.3)
         with tempfile.TemporaryDirectory() as folder:
             file = Path(folder) / 'reader.onnx'

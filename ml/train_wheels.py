@@ -1,5 +1,5 @@
 """Trains the wheel reader: one wheel of a Toloka counter (5 black + 3 red wheels side by side) classified as a
-digit, and exports it as ONNX (models/noncommercial/wheels.onnx).
+digit, and exports it as ONNX (a set's wheels.onnx; models/noncommercial/ ships one).
 
 The strip readers read the whole counter at once and learn their few hundred training counters by heart; the
 wheel reader sees one wheel at a time, eight times as many examples that each say less about the counter
@@ -10,6 +10,9 @@ It learns the Toloka wheels, and beside them (or, in the clean recipe, instead o
 alone (`--digits-share`) or laid out with seven others as a synthetic Toloka-like counter and cut from it as the
 service cuts a found window (`--counters-share`), which reads real counters far better (ml/EXPERIMENTS.md, "a clean
 wheel reader").
+
+The network learns from nothing, or (`--ppocr`) is PP-OCRv4's text recogniser, pretrained on real text, fine-tuned
+after `--train-after` (ppocr_reader.PPOCRWheels; ml/EXPERIMENTS.md, "PP-OCRv4's recogniser as a clean wheel reader").
 
 Input: wheel `i` of the counter window, the window's i-th eighth grown by MARGIN, rectified to HEIGHT x WIDTH
 RGB in [-0.5, 0.5]. Output: probabilities of the digits 0-9.
@@ -25,7 +28,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from common import CACHE, DEVICE, MODELS, SPEC, TOLOKA_WHEELS, Export, split_rows, start_training, train_and_export
-from ppocr_reader import NECK_STARTS, PPOCRWheels, export_wheels
+from ppocr_reader import NECK_STARTS, PPOCRWheels, add_train_after, export_wheels
 from synth import eight_wheel_counter, load_digit_crops, recolour, toloka_colours
 from train_reader import REGULARISATIONS, conv_bn_relu, jittered_quad, photometric, rectify, sideways, to_tensor, usable_windows
 
@@ -217,8 +220,7 @@ def main():
                             help='move each end of a training window along it by up to this many wheels either way (0: cut where found)')
         parser.add_argument('--ppocr', action='store_true',
                             help="start from PP-OCRv4's text recogniser (ppocr_reader.PPOCRWheels) instead of from nothing")
-        parser.add_argument('--train-after', default=NECK_STARTS,
-                            help="with --ppocr, the output of the last node kept as pretrained (default the backbone's)")
+        add_train_after(parser)
         parser.add_argument('--localisers', default='1',
                             help='whose found windows to cut training wheels from: 1, 2 or 1,2 (each a window of each photo)')
 
@@ -239,7 +241,9 @@ def main():
 
     if args.ppocr:
         model, export, learning_rate = PPOCRWheels(), export_wheels, 5e-4
-        model.learn_only_after(args.train_after)
+        print(f'{model.learn_only_after(args.train_after)} trained parameters', flush=True)
+    elif args.train_after != NECK_STARTS:
+        raise SystemExit('--train-after names a node of PP-OCRv4\'s recogniser: it goes with --ppocr')
     else:
         model, export, learning_rate = WheelReader(), EXPORT, 2e-3
     train_and_export(args, model, batch_loss, lambda model: 'per wheel {} {}'.format(*evaluate(model, validation)),
