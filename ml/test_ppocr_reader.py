@@ -59,7 +59,6 @@ class PPOCRTest(unittest.TestCase):
         self.assertNotIn('conv2d_10__w_0', neck)  # the first convolution
         self.assertLess(len(neck), len(self.model.params))
 
-
     def test_only_the_nodes_after_the_one_named_and_the_heads_added_learn(self):
         model = PPOCR()
         count = model.learn_only_after(NECK_STARTS)
@@ -104,7 +103,7 @@ class PPOCRTest(unittest.TestCase):
             self.assertTrue(torch.equal(started.state_dict()[name], param), f'a fine-tune starts from it: {name}')
 
     def test_a_wheel_is_four_steps_of_the_recogniser(self):
-        logits, = PPOCRWheels().run_on(torch.zeros(2, 3, WHEEL_HEIGHT, WHEEL_WIDTH), [self.model.logits_input])
+        logits, = self.model.run_on(torch.zeros(2, 3, WHEEL_HEIGHT, WHEEL_WIDTH), [self.model.logits_input])
         self.assertEqual(tuple(logits.shape), (2, 4, len(ALPHABET) + 1))
 
     def test_a_fine_tune_starts_from_its_export_as_it_was(self):
