@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -95,7 +96,7 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
   // read alone.
   const wheelReaderFiles = existsSync(path.join(modelDir, WHEEL_READER_FILE)) ? [WHEEL_READER_FILE] : [];
   const [localisers, [wheelReader], stripReaders] = await Promise.all([
-    load(LOCALISER_FILES, inputOfSize(LOCALISER_INPUT, LOCALISER_INPUT)),
+    load(distinctFiles(modelDir, LOCALISER_FILES), inputOfSize(LOCALISER_INPUT, LOCALISER_INPUT)),
     load(wheelReaderFiles, inputOfSize(WHEEL_HEIGHT, WHEEL_WIDTH)),
     load(READER_FILES, checkStripShape),
   ]);
@@ -104,6 +105,22 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
     read: (image, window, layout) =>
       readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, weights),
   };
+}
+
+/**
+ * `files` without those whose bytes an earlier one has: a set may hold one network in two slots (the default set's
+ * localisers are one detector), which would find every window twice and read each twice alike.
+ */
+export function distinctFiles(modelDir: string, files: string[]): string[] {
+  const seen = new Set<string>();
+  return files.filter((file) => {
+    const digest = createHash('sha256')
+      .update(readFileSync(path.join(modelDir, file)))
+      .digest('hex');
+    if (seen.has(digest)) return false;
+    seen.add(digest);
+    return true;
+  });
 }
 
 /** The height and width of the images a session reads, as its input names them (a number each where fixed). */
