@@ -14,6 +14,7 @@ import {
   judgeWithinWindow,
   rivalsInsideWindow,
   weighLayouts,
+  holdsFiveWheels,
   wholeUnitsAgreed,
 } from '../../src/readers/local/model.ts';
 import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../src/plausibility-policy.ts';
@@ -456,30 +457,28 @@ t.test(
 );
 
 t.test(
-  'a counter read in both layouts: the surer reading, or the 5 + 3 one holding the five wheels, its confidence its share',
+  'a counter read in both layouts: the surer reading, or a 5 + 3 one holding the five wheels at its own confidence',
   async (t) => {
     const read = (reading: string, confidence: number) => ({
       formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
       raw: { readerTexts: [reading], wheelReaderText: '', layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
     });
-    const surerFractional = weighLayouts(read('02135', 39), read('00213.548', 67));
-    t.equal(surerFractional.formatted.reading, '00213.548', 'the surer reading');
+    const surerRival = weighLayouts(read('06735', 39), [read('00213.548', 67)]);
+    t.equal(surerRival.formatted.reading, '00213.548', 'the surer reading');
     t.ok(
-      Math.abs(surerFractional.formatted.confidence - (67 * 67) / (67 + 39)) < 1e-9,
-      'scaled by its share of the two confidences',
+      Math.abs(surerRival.formatted.confidence - (67 * 67) / (67 + 39)) < 1e-9,
+      'scaled by its share of the two confidences: they are rivals',
     );
-    t.match(
-      surerFractional.raw,
-      { otherLayout: { reading: '02135', confidence: 39 } },
-      'the other layout is kept in raw',
-    );
+    t.match(surerRival.raw, { otherLayout: { reading: '06735', confidence: 39 } }, 'the other layout is kept in raw');
 
+    const sameWholeUnits = weighLayouts(read('00074', 69), [read('00074.176', 41)]);
     t.equal(
-      weighLayouts(read('00074', 69), read('00074.176', 41)).formatted.reading,
+      sameWholeUnits.formatted.reading,
       '00074.176',
       'the same whole units, found surely enough: the 5 + 3 counter',
     );
-    const faceReadAsWheels = weighLayouts(read('00473', 99), read('00473.000', 2));
+    t.equal(sameWholeUnits.formatted.confidence, 41, 'at its own confidence: it reads the same wheels and more');
+    const faceReadAsWheels = weighLayouts(read('00473', 99), [read('00473.000', 2)]);
     t.equal(
       faceReadAsWheels.formatted.reading,
       '00473',
@@ -487,17 +486,37 @@ t.test(
     );
     t.ok(faceReadAsWheels.formatted.confidence > 97, 'and it keeps nearly all its confidence');
     t.equal(
-      weighLayouts(read('08928', 81), read('00108.928', 25)).formatted.reading,
-      '00108.928',
+      weighLayouts(read('30905', 93), [read('01309.052', 10)]).formatted.reading,
+      '01309.052',
       'five wheels from further along the counter (a window cut across it), found surely enough: the 5 + 3 counter',
     );
     t.equal(
-      weighLayouts(read('00510', 99), read('10051.023', 3)).formatted.reading,
-      '00510',
+      weighLayouts(read('37294', 51), [read('00337.297', 39)]).formatted.reading,
+      '00337.297',
+      'and so where the two windows read its last, rolling wheel apart',
+    );
+    t.equal(
+      weighLayouts(read('00292', 68), [read('00700.292', 3.3)]).formatted.reading,
+      '00292',
       "five wheels held further along a reading barely made: a five-wheel counter's face and frame round it",
     );
-    const otherWholeUnits = weighLayouts(read('01796', 60), read('00179.697', 11));
+    t.equal(
+      weighLayouts(read('04057', 16), [read('00405.178', 5.1), read('00405.178', 9.5), read('00040.817', 12)]).formatted
+        .confidence,
+      9.5,
+      "of the counter's 5 + 3 readings, the surest that holds the five wheels",
+    );
+    const otherWholeUnits = weighLayouts(read('01796', 60), [read('00187.697', 11)]);
     t.equal(otherWholeUnits.formatted.reading, '01796', 'other whole units, less sure: the five wheels stand');
     t.ok(Math.abs(otherWholeUnits.formatted.confidence - (60 * 60) / 71) < 1e-9, 'less sure for the rival');
+    t.equal(weighLayouts(read('01796', 60), []).formatted.confidence, 60, 'no 5 + 3 reading: the five wheels as read');
   },
 );
+
+t.test('a 5 + 3 reading holds five wheels as its whole units, or further along but for one digit', async (t) => {
+  t.ok(holdsFiveWheels('00074.176', '00074'), 'its whole units');
+  t.notOk(holdsFiveWheels('00075.176', '00074'), 'other whole units are a rival reading');
+  t.ok(holdsFiveWheels('01309.052', '30905'), 'two wheels further along');
+  t.ok(holdsFiveWheels('00405.178', '04057'), 'a wheel further along, its last wheel read apart');
+  t.notOk(holdsFiveWheels('00187.697', '01796'), 'two digits apart');
+});

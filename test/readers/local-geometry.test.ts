@@ -9,12 +9,14 @@ import {
   spanOfWindow,
   turnWindow,
   windowAroundWheels,
+  windowContains,
   windowCorners,
   windowsAroundWheels,
   windowTurnedBack,
   windowsFromMask,
   windowsInscribedIn,
   type RgbImage,
+  type Window,
 } from '../../src/readers/local/geometry.ts';
 
 /** A width x height mask with probability 1 inside the rectangle (centre, angle, half sizes in cells). */
@@ -324,4 +326,14 @@ t.test('a window lies diagonally when it is tilted 22.5 to 67.5 degrees from lev
   });
   for (const degrees of [30, 45, 60, -45, 135, -120]) t.ok(isDiagonal(tilted(degrees)), `${degrees} degrees`);
   for (const degrees of [0, 10, -20, 80, 90, 180, -95]) t.notOk(isDiagonal(tilted(degrees)), `${degrees} degrees`);
+});
+
+t.test('a point lies in a window within its half width along it and its half height across it', async (t) => {
+  const window: Window = { centre: [100, 50], across: [0.6, 0.8], halfWidth: 50, halfHeight: 10 };
+  t.ok(windowContains(window, [100, 50]), 'its centre');
+  t.ok(windowContains(window, [100 + 0.6 * 49, 50 + 0.8 * 49]), 'near its end, along the tilt');
+  t.notOk(windowContains(window, [100 + 0.6 * 51, 50 + 0.8 * 51]), 'past its end');
+  t.ok(windowContains(window, [100 - 0.8 * 9, 50 + 0.6 * 9]), 'near its edge, across the tilt');
+  t.notOk(windowContains(window, [100 - 0.8 * 11, 50 + 0.6 * 11]), 'past its edge');
+  t.notOk(windowContains(window, [100 + 40, 50]), 'level with its centre but outside the tilted window');
 });

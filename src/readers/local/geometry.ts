@@ -248,6 +248,13 @@ export function isDiagonal(window: Window): boolean {
   return tilt > 22.5 && tilt < 67.5;
 }
 
+/** Whether the point lies inside the window. */
+export function windowContains(window: Window, [x, y]: Point): boolean {
+  const [dx, dy] = [x - window.centre[0], y - window.centre[1]];
+  const [ax, ay] = window.across;
+  return Math.abs(dx * ax + dy * ay) <= window.halfWidth && Math.abs(dy * ax - dx * ay) <= window.halfHeight;
+}
+
 /** Corners clockwise from the top-left as the counter reads (top-left, top-right, bottom-right, bottom-left). */
 export function windowCorners(window: Window): Point[] {
   const [cx, cy] = window.centre;

@@ -38,6 +38,7 @@ import {
   turnWindow,
   windowAroundWheels,
   windowsAroundWheels,
+  windowContains,
   windowCorners,
   windowTurnedBack,
   windowsFromMask,
@@ -212,9 +213,7 @@ async function readMeter(
     readings.push(...(await readCandidates(readers, photo, await lookCloser(localisers, photo))));
   }
   const mostSure = mostConfident(readings);
-  const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
-  if (pastWholeUnits) readings.push(pastWholeUnits);
-  const free = mostSure && pastWholeUnits ? weighLayouts(mostSure, pastWholeUnits) : mostSure;
+  const free = mostSure && (await weighCounterLayouts(readers, photo, mostSure, readings));
   if (!free?.formatted)
     throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const layouts = trainedLayoutsOf(layout);
@@ -396,6 +395,29 @@ const FRACTIONAL_WINDOW_WIDTH = 1.7;
 const FIVE_WHEELS_REACH = 2 * (FRACTIONAL_WINDOW_WIDTH - 1);
 
 /**
+ * A five-wheel reading weighed against the 5 + 3 readings of the counter it may be five wheels of (weighLayouts): its
+ * window read again past its ends (readPastWholeUnits, added to `readings`), and the photo's other windows around it
+ * that were read so. A reading in another layout stands.
+ */
+async function weighCounterLayouts(
+  readers: WindowReaders,
+  photo: RgbImage,
+  mostSure: FormattedWindowReading,
+  readings: WindowReading[],
+): Promise<FormattedWindowReading> {
+  if (layoutOf(mostSure.formatted.reading) !== WHOLE_UNITS_LAYOUT) return mostSure;
+  const around = readings.filter(
+    (reading): reading is FormattedWindowReading =>
+      reading.formatted !== undefined &&
+      layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT &&
+      windowContains(reading.window, mostSure.window.centre),
+  );
+  const past = await readPastWholeUnits(readers, photo, mostSure);
+  if (past) readings.push(past);
+  return weighLayouts(mostSure, past ? [past, ...around] : around);
+}
+
+/**
  * A reading of five wheels may be five of a 5 + 3 counter's eight: its black wheels, where the localisers found the
  * window only around them (on the validation split, 31.559 read `00031` at 88: ml/EXPERIMENTS.md, "Reading past five
  * wheels"), or five in a row from further along it, where a window cut across the counter (the clean set read 108.928
@@ -410,7 +432,6 @@ async function readPastWholeUnits(
   photo: RgbImage,
   chosen: FormattedWindowReading,
 ): Promise<FormattedWindowReading | undefined> {
-  if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
   const rightwards = spanOfWindow(chosen.window, -1, 1 + FIVE_WHEELS_REACH);
   const bothWays = spanOfWindow(chosen.window, -1 - FIVE_WHEELS_REACH, 1 + FIVE_WHEELS_REACH);
   const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [
@@ -431,39 +452,62 @@ async function readPastWholeUnits(
 }
 
 /**
- * Three fractional wheels read past five wheels at this confidence or more, their eight digits holding the five
- * wheels' reading, are the counter's: on the training photos BDCI's five-wheel counters read so at 4 or less, Toloka's
- * at 41 and 78.
+ * A 5 + 3 reading at this confidence or more whose eight digits hold the five wheels' reading is the counter they are
+ * five wheels of. Chosen on the calibration photos (ml/EXPERIMENTS.md, "a 5 + 3 reading around five wheels"): the
+ * default set's right 5 + 3 readings of Toloka's counters held the five wheels at 7 to 39; reaching past bdci2020's
+ * five-wheel counters read one so at 3.3.
  */
-const FRACTIONAL_WHEELS_FOUND = 20;
+const FRACTIONAL_WHEELS_FOUND = 5;
 
 /**
- * A counter read in both layouts: the 5 + 3 reading when it is the more confident, or when its eight digits hold the
- * five wheels' reading and it is read at FRACTIONAL_WHEELS_FOUND or more, else the five wheels; its confidence scaled
- * by its share of the two (the other is in `raw.otherLayout`). The five wheels' reading is held as the same whole
- * units, or further along where their window cut across the counter (readPastWholeUnits). Chosen on the training
- * photos (ml/EXPERIMENTS.md, "Reading past five wheels"): of 17 Toloka counters read as five wheels, four were read
- * right as 5 + 3 and one misread at 60 fell to 51; BDCI's five-wheel counters, read past their end at confidence 4 or
- * less, keep their reading and lose at most a few points. Further along: "Five wheels from inside a 5 + 3 counter".
+ * A counter read as five wheels and as 5 + 3 wheels (`fractionals`, each of the counter): the surest 5 + 3 reading
+ * that is surer than the five wheels, or holds them (holdsFiveWheels) at FRACTIONAL_WHEELS_FOUND or more; else the
+ * five wheels. A 5 + 3 reading that holds the five wheels reads the same wheels and more, so its own confidence
+ * stands; otherwise the two are rivals, and the chosen one's confidence is scaled by its share of the two (the other
+ * is in `raw.otherLayout`). Chosen on the training photos (ml/EXPERIMENTS.md, "Reading past five wheels"), then
+ * "Five wheels from inside a 5 + 3 counter" and "a 5 + 3 reading around five wheels".
  */
 export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(
   wholeUnits: T,
-  fractional: T,
+  fractionals: T[],
 ): T {
-  const holdsFiveWheels = fractional.formatted.reading.replace('.', '').includes(wholeUnits.formatted.reading);
-  const fractionalWins =
-    fractional.formatted.confidence > wholeUnits.formatted.confidence ||
-    (holdsFiveWheels && fractional.formatted.confidence >= FRACTIONAL_WHEELS_FOUND);
-  const [chosen, other] = fractionalWins ? [fractional, wholeUnits] : [wholeUnits, fractional];
-  const share = chosen.formatted.confidence / (chosen.formatted.confidence + other.formatted.confidence);
+  const confidence = (reading: T) => reading.formatted.confidence;
+  const holds = (fractional: T) => holdsFiveWheels(fractional.formatted.reading, wholeUnits.formatted.reading);
+  const winner = mostConfident(
+    fractionals.filter(
+      (fractional) =>
+        confidence(fractional) > confidence(wholeUnits) ||
+        (holds(fractional) && confidence(fractional) >= FRACTIONAL_WHEELS_FOUND),
+    ),
+  );
+  const rival = winner ?? mostConfident(fractionals);
+  if (!rival) return wholeUnits;
+  const [chosen, other] = winner ? [winner, wholeUnits] : [wholeUnits, rival];
+  const share = winner && holds(winner) ? 1 : confidence(chosen) / (confidence(chosen) + confidence(other));
   return {
     ...chosen,
-    formatted: { ...chosen.formatted, confidence: chosen.formatted.confidence * share },
+    formatted: { ...chosen.formatted, confidence: confidence(chosen) * share },
     raw: {
       ...chosen.raw,
-      otherLayout: { reading: other.formatted.reading, confidence: clampConfidence(other.formatted.confidence) },
+      otherLayout: { reading: other.formatted.reading, confidence: clampConfidence(confidence(other)) },
     },
   };
+}
+
+/**
+ * Whether a 5 + 3 reading's eight digits hold the five wheels' reading: as its whole units, or further along (a
+ * window cut across the counter) but for one digit, where the five wheels' last ones are its fractional wheels, read
+ * apart in two windows while they roll.
+ */
+export function holdsFiveWheels(fractional: string, fiveWheels: string): boolean {
+  const digits = fractional.replace('.', '');
+  for (let start = 0; start + fiveWheels.length <= digits.length; start++) {
+    let differing = 0;
+    for (let wheel = 0; wheel < fiveWheels.length; wheel++)
+      if (digits[start + wheel] !== fiveWheels[wheel]) differing++;
+    if (differing <= (start === 0 ? 0 : 1)) return true;
+  }
+  return false;
 }
 
 /**
@@ -580,12 +624,14 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
   return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
 }
 
-/** The candidate window read with the highest confidence, if any has a reading. */
-function mostConfident(readings: Array<WindowReading | undefined>): FormattedWindowReading | undefined {
-  let best: FormattedWindowReading | undefined;
+/** The reading with the highest confidence, if any is a reading. */
+function mostConfident<T extends { formatted?: FormattedReading }>(
+  readings: Array<T | undefined>,
+): (T & { formatted: FormattedReading }) | undefined {
+  let best: (T & { formatted: FormattedReading }) | undefined;
   for (const reading of readings) {
     if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence))
-      best = reading as FormattedWindowReading;
+      best = reading as T & { formatted: FormattedReading };
   }
   return best;
 }
