@@ -213,7 +213,9 @@ async function readMeter(
     readings.push(...(await readCandidates(readers, photo, await lookCloser(localisers, photo))));
   }
   const mostSure = mostConfident(readings);
-  const free = mostSure && (await weighCounterLayouts(readers, photo, mostSure, readings));
+  const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
+  const free = mostSure && weighCounterLayouts(mostSure, readings, pastWholeUnits);
+  if (pastWholeUnits) readings.push(pastWholeUnits);
   if (!free?.formatted)
     throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
   const layouts = trainedLayoutsOf(layout);
@@ -396,15 +398,14 @@ const FIVE_WHEELS_REACH = 2 * (FRACTIONAL_WINDOW_WIDTH - 1);
 
 /**
  * A five-wheel reading weighed against the 5 + 3 readings of the counter it may be five wheels of (weighLayouts): its
- * window read again past its ends (readPastWholeUnits, added to `readings`), and the photo's other windows around it
- * that were read so. A reading in another layout stands.
+ * window read again past its ends (`pastWholeUnits`: readPastWholeUnits), and the photo's other windows around it that
+ * were read so. A reading in another layout stands.
  */
-async function weighCounterLayouts(
-  readers: WindowReaders,
-  photo: RgbImage,
+function weighCounterLayouts(
   mostSure: FormattedWindowReading,
   readings: WindowReading[],
-): Promise<FormattedWindowReading> {
+  pastWholeUnits: FormattedWindowReading | undefined,
+): FormattedWindowReading {
   if (layoutOf(mostSure.formatted.reading) !== WHOLE_UNITS_LAYOUT) return mostSure;
   const around = readings.filter(
     (reading): reading is FormattedWindowReading =>
@@ -412,16 +413,14 @@ async function weighCounterLayouts(
       layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT &&
       windowContains(reading.window, mostSure.window.centre),
   );
-  const past = await readPastWholeUnits(readers, photo, mostSure);
-  if (past) readings.push(past);
-  return weighLayouts(mostSure, past ? [past, ...around] : around);
+  return weighLayouts(mostSure, pastWholeUnits ? [pastWholeUnits, ...around] : around);
 }
 
 /**
  * A reading of five wheels may be five of a 5 + 3 counter's eight: its black wheels, where the localisers found the
  * window only around them (on the validation split, 31.559 read `00031` at 88: ml/EXPERIMENTS.md, "Reading past five
  * wheels"), or five in a row from further along it, where a window cut across the counter (the clean set read 108.928
- * as `08928` at 81: "Five wheels from inside a 5 + 3 counter"). The window is read again reaching past its right end
+ * as `08928` at 81: "five wheels from inside a 5 + 3 counter"). The window is read again reaching past its right end
  * to where three fractional wheels would be, and, where the aligned reader finds a wheel left of it, reaching as far
  * past both its ends, each cut to the wheels the aligned reader finds there: the more confident of those readings
  * that are of 5 + 3 wheels. Reaching both ways alone would cost the first: the frame left of its black wheels is read
@@ -432,6 +431,7 @@ async function readPastWholeUnits(
   photo: RgbImage,
   chosen: FormattedWindowReading,
 ): Promise<FormattedWindowReading | undefined> {
+  if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
   const rightwards = spanOfWindow(chosen.window, -1, 1 + FIVE_WHEELS_REACH);
   const bothWays = spanOfWindow(chosen.window, -1 - FIVE_WHEELS_REACH, 1 + FIVE_WHEELS_REACH);
   const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [
@@ -465,7 +465,7 @@ const FRACTIONAL_WHEELS_FOUND = 5;
  * five wheels. A 5 + 3 reading that holds the five wheels reads the same wheels and more, so its own confidence
  * stands; otherwise the two are rivals, and the chosen one's confidence is scaled by its share of the two (the other
  * is in `raw.otherLayout`). Chosen on the training photos (ml/EXPERIMENTS.md, "Reading past five wheels"), then
- * "Five wheels from inside a 5 + 3 counter" and "a 5 + 3 reading around five wheels".
+ * "five wheels from inside a 5 + 3 counter" and "a 5 + 3 reading around five wheels".
  */
 export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' | 'raw'>>(
   wholeUnits: T,
@@ -483,7 +483,8 @@ export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' 
   const rival = winner ?? mostConfident(fractionals);
   if (!rival) return wholeUnits;
   const [chosen, other] = winner ? [winner, wholeUnits] : [wholeUnits, rival];
-  const share = winner && holds(winner) ? 1 : confidence(chosen) / (confidence(chosen) + confidence(other));
+  const both = confidence(chosen) + confidence(other);
+  const share = (winner && holds(winner)) || both === 0 ? 1 : confidence(chosen) / both;
   return {
     ...chosen,
     formatted: { ...chosen.formatted, confidence: confidence(chosen) * share },
@@ -496,8 +497,8 @@ export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' 
 
 /**
  * Whether a 5 + 3 reading's eight digits hold the five wheels' reading: as its whole units, or further along (a
- * window cut across the counter) but for one digit, where the five wheels' last ones are its fractional wheels, read
- * apart in two windows while they roll.
+ * window cut across the counter) but for one digit, whichever it is: those seen apart so on the calibration photos
+ * were fractional wheels, read apart in two windows while they roll.
  */
 export function holdsFiveWheels(fractional: string, fiveWheels: string): boolean {
   const digits = fractional.replace('.', '');
