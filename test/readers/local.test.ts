@@ -13,7 +13,7 @@ import {
   parseCalibration,
   type ConfidenceEvidence,
 } from '../../src/readers/local/confidence.ts';
-import { MODEL_FILES, distinctFiles } from '../../src/readers/local/model.ts';
+import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
 import { LOCALISER_FILES, MODEL_NAME, READER_FILES, WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/plausibility-policy.ts';
@@ -34,15 +34,6 @@ async function modelDirWith(files: string[]): Promise<string> {
   for (const file of files) await symlink(path.join(MODEL_DIR, file), path.join(folder, file));
   return folder;
 }
-
-t.test('one network in two slots is loaded once: files with the same bytes count once', async (t) => {
-  const folder = await mkdtemp(path.join(tmpdir(), 'meterlens-models-'));
-  await writeFile(path.join(folder, 'a.onnx'), 'one network');
-  await writeFile(path.join(folder, 'b.onnx'), 'one network');
-  await writeFile(path.join(folder, 'c.onnx'), 'another network');
-  t.same(distinctFiles(folder, ['a.onnx', 'b.onnx', 'c.onnx']), ['a.onnx', 'c.onnx']);
-  t.same(distinctFiles(folder, ['b.onnx', 'a.onnx']), ['b.onnx'], 'the first of them, in slot order');
-});
 
 t.test('no weights in LOCAL_MODEL_DIR: no local reader', async (t) => {
   const empty = await mkdtemp(path.join(tmpdir(), 'meterlens-nomodel-'));
