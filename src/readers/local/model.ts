@@ -213,8 +213,9 @@ async function readMeter(
     readings.push(...(await readCandidates(readers, photo, await lookCloser(localisers, photo))));
   }
   const mostSure = mostConfident(readings);
-  const pastWholeUnits = mostSure && (await readPastWholeUnits(readers, photo, mostSure));
-  const free = mostSure && weighCounterLayouts(mostSure, readings, pastWholeUnits);
+  const fiveWheels = mostSure && layoutOf(mostSure.formatted.reading) === WHOLE_UNITS_LAYOUT ? mostSure : undefined;
+  const pastWholeUnits = fiveWheels && (await readPastWholeUnits(readers, photo, fiveWheels));
+  const free = fiveWheels ? weighCounterLayouts(fiveWheels, readings, pastWholeUnits) : mostSure;
   if (pastWholeUnits) readings.push(pastWholeUnits);
   if (!free?.formatted)
     throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
@@ -399,21 +400,20 @@ const FIVE_WHEELS_REACH = 2 * (FRACTIONAL_WINDOW_WIDTH - 1);
 /**
  * A five-wheel reading weighed against the 5 + 3 readings of the counter it may be five wheels of (weighLayouts): its
  * window read again past its ends (`pastWholeUnits`: readPastWholeUnits), and the photo's other windows around it that
- * were read so. A reading in another layout stands.
+ * were read so.
  */
 function weighCounterLayouts(
-  mostSure: FormattedWindowReading,
+  fiveWheels: FormattedWindowReading,
   readings: WindowReading[],
   pastWholeUnits: FormattedWindowReading | undefined,
 ): FormattedWindowReading {
-  if (layoutOf(mostSure.formatted.reading) !== WHOLE_UNITS_LAYOUT) return mostSure;
   const around = readings.filter(
     (reading): reading is FormattedWindowReading =>
       reading.formatted !== undefined &&
       layoutOf(reading.formatted.reading) === FRACTIONAL_LAYOUT &&
-      windowContains(reading.window, mostSure.window.centre),
+      windowContains(reading.window, fiveWheels.window.centre),
   );
-  return weighLayouts(mostSure, pastWholeUnits ? [pastWholeUnits, ...around] : around);
+  return weighLayouts(fiveWheels, pastWholeUnits ? [pastWholeUnits, ...around] : around);
 }
 
 /**
@@ -431,7 +431,6 @@ async function readPastWholeUnits(
   photo: RgbImage,
   chosen: FormattedWindowReading,
 ): Promise<FormattedWindowReading | undefined> {
-  if (layoutOf(chosen.formatted.reading) !== WHOLE_UNITS_LAYOUT) return undefined;
   const rightwards = spanOfWindow(chosen.window, -1, 1 + FIVE_WHEELS_REACH);
   const bothWays = spanOfWindow(chosen.window, -1 - FIVE_WHEELS_REACH, 1 + FIVE_WHEELS_REACH);
   const [aligned] = await readStrips([readers.stripReaders[ALIGNED_READER]!], photo, [
