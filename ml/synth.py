@@ -166,7 +166,7 @@ def wheels_behind_windows(tiles, rng):
     """The tiles laid out as a Toloka face shows its wheels: each behind a window of its own in a light face, edged by a
     thin dark line, the fractional wheels red and, on half the faces, behind a red glass; a decimal point below the
     units wheel on half of them. (The strip as an RGB array, the gap between windows, the padding left and right.)"""
-    face = np.array([rng.randint(175, 250)] * 3, np.float32) + [rng.randint(-12, 12) for _ in range(3)]
+    face = np.clip(np.array([rng.randint(175, 250)] * 3, np.float32) + [rng.randint(-12, 12) for _ in range(3)], 0, 255)
     wheel = np.clip(face + rng.randint(-25, 15), 0, 255)
     edge = np.array([rng.randint(20, 120)] * 3, np.float32)
     black = np.array([rng.randint(0, 80)] * 3, np.float32)
