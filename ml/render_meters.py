@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from common import RENDERED
-from synth import CROP_SIZE, ink_map, load_digit_crops, outline, rolled_reading
+from synth import CROP_SIZE, ROLL_TENTHS, ink_map, load_digit_crops, outline, rolled_reading
 
 # Open-licensed fonts: the fonts-* packages of ml/requirements-debian.txt.
 FONT_FOLDERS = [Path(p) for p in os.environ.get('METERLENS_FONTS', '/usr/share/fonts/truetype').split(':')]
@@ -116,7 +116,7 @@ def counter(style, crops, rng):
     count = WHOLE + FRACTION if style.eight else WHOLE
     leading = rng.randint(0, WHOLE - 1)
     digits = [0] * leading + [rng.randint(0, 9) for _ in range(count - leading)]
-    tenths = 0 if rng.random() < 0.45 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
+    tenths = 0 if rng.random() < 0.45 else rng.choice(ROLL_TENTHS)
     shown, rolling = rolled_reading(digits, tenths / 10)
     wheel_height = 64
     wheel_width = round(wheel_height * rng.uniform(0.5, 0.7 if style.windows else 0.8))

@@ -13,11 +13,18 @@ from PIL import Image
 from common import CACHE, DATASETS, TOLOKA_WHEELS, TOLOKA_WHOLE_WHEELS
 
 
+# How far a wheel may roll, in tenths of the way to its next digit, in what is drawn: any of them, half way too.
+ROLL_TENTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+# A rolling wheel reads its upper digit from this share of the way on. Meter readers write the lower digit of a wheel
+# between two: bdci2020 labels its half-rolled last wheels so, with the upper one at most as an alternative.
+UPPER_DIGIT_FROM = 0.7
+
+
 def rolled_reading(digits, fraction):
     """What a meter reader writes for wheels `digits` when the last wheel is `fraction` of the way to the next digit.
 
     The last wheel drags every wheel to its left that sits on a 9 chain (carry): they all roll together.
-    A rolling wheel reads its lower digit until the upper one is mostly in view (fraction > 0.5).
+    A rolling wheel reads its lower digit until most of the upper one is in view (UPPER_DIGIT_FROM).
     Returns (reading, rolling) where rolling[i] says wheel i is mid-roll.
     """
     rolling = [False] * len(digits)
@@ -25,7 +32,7 @@ def rolled_reading(digits, fraction):
         rolling[i] = fraction > 0
         if digits[i] != 9:
             break
-    shown = [(d + 1) % 10 if roll and fraction > 0.5 else d for d, roll in zip(digits, rolling)]
+    shown = [(d + 1) % 10 if roll and fraction >= UPPER_DIGIT_FROM else d for d, roll in zip(digits, rolling)]
     return ''.join(str(d) for d in shown), rolling
 
 
@@ -203,7 +210,7 @@ def eight_wheel_counter(crops, rng, behind_windows=False):
     """
     leading_zeros = rng.randint(0, TOLOKA_WHOLE_WHEELS - 1)  # the units wheel left free
     digits = [0] * leading_zeros + [rng.randint(0, 9) for _ in range(TOLOKA_WHEELS - leading_zeros)]
-    tenths = 0 if rng.random() < 0.4 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
+    tenths = 0 if rng.random() < 0.4 else rng.choice(ROLL_TENTHS)
     shown, rolling = rolled_reading(digits, tenths / 10)
     if behind_windows:
         strip, gap, pad_x = wheels_behind_windows(wheel_tiles(crops, digits, rolling, tenths, rng), rng)
@@ -224,7 +231,7 @@ def synthetic_strip(crops, rng):
     """(PIL image, reading) for a random 4-8 wheel strip with a possibly rolling last wheel."""
     count = 5 if rng.random() < 0.6 else rng.randint(4, 8)
     digits = [rng.randint(0, 9) for _ in range(count)]
-    tenths = 0 if rng.random() < 0.5 else rng.choice([1, 2, 3, 4, 6, 7, 8, 9])
+    tenths = 0 if rng.random() < 0.5 else rng.choice(ROLL_TENTHS)
     reading, rolling = rolled_reading(digits, tenths / 10)
     gap = rng.randint(0, 4)
     tiles = wheel_tiles(crops, digits, rolling, tenths, rng)

@@ -10,16 +10,17 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from synth import clean_crop_label, eight_wheel_counter, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
+from synth import UPPER_DIGIT_FROM, clean_crop_label, eight_wheel_counter, eight_wheel_strip, ink_map, load_clean_digit_crops, rolled_reading
 
 
 class RolledReading(unittest.TestCase):
     def test_still_wheels_read_as_shown(self):
         self.assertEqual(rolled_reading([0, 1, 2, 3, 4], 0)[0], '01234')
 
-    def test_last_wheel_reads_lower_digit_until_upper_is_mostly_in_view(self):
+    def test_last_wheel_reads_lower_digit_until_most_of_the_upper_is_in_view(self):
         self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.3)[0], '00127')
         self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.5)[0], '00127')
+        self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.6)[0], '00127')
         self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.7)[0], '00128')
 
     def test_carry_rolls_every_wheel_on_a_nine_chain(self):
@@ -62,7 +63,7 @@ class EightWheelStrip(unittest.TestCase):
                 self.assertEqual((top, bottom), (0, strip.height))
                 self.assertAlmostEqual(left, strip.width - right)
                 self.assertTrue(20 + least_gap <= (right - left) / 8 <= 20 + most_gap, 'a wheel and a gap an eighth')
-                shown = ''.join(str((digit + (tenths > 5)) % 10) for digit, tenths in wheels)
+                shown = ''.join(str((digit + (tenths / 10 >= UPPER_DIGIT_FROM)) % 10) for digit, tenths in wheels)
                 self.assertEqual(shown, reading.replace('.', ''))
 
     def test_behind_windows_each_wheel_sits_in_a_dark_edged_window_of_a_light_face(self):
