@@ -24,7 +24,7 @@ def rolled_reading(digits, fraction):
     """What a meter reader writes for wheels `digits` when the last wheel is `fraction` of the way to the next digit.
 
     The last wheel drags every wheel to its left that sits on a 9 chain (carry): they all roll together.
-    A rolling wheel reads its lower digit until most of the upper one is in view (UPPER_DIGIT_FROM).
+    A rolling wheel reads its lower digit until seven tenths of the upper one are in view (UPPER_DIGIT_FROM).
     Returns (reading, rolling) where rolling[i] says wheel i is mid-roll.
     """
     rolling = [False] * len(digits)

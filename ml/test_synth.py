@@ -17,7 +17,7 @@ class RolledReading(unittest.TestCase):
     def test_still_wheels_read_as_shown(self):
         self.assertEqual(rolled_reading([0, 1, 2, 3, 4], 0)[0], '01234')
 
-    def test_last_wheel_reads_lower_digit_until_most_of_the_upper_is_in_view(self):
+    def test_last_wheel_reads_lower_digit_until_seven_tenths_of_the_upper_are_in_view(self):
         self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.3)[0], '00127')
         self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.5)[0], '00127')
         self.assertEqual(rolled_reading([0, 0, 1, 2, 7], 0.6)[0], '00127')

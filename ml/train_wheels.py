@@ -115,8 +115,8 @@ def digits_of(reading):
 
 def rolled_wheel_target(digit, tenths):
     """The share of a wheel's window each digit fills when the wheel has rolled `tenths` tenths from `digit` towards
-    the next: (1 - t) of the one and t of the other. A person reads the digit that fills more of the window, so this
-    target teaches the reader how far a rolling wheel has rolled and leaves it unsure where a person is: half way."""
+    the next: (1 - t) of the one and t of the other. It teaches the reader how far a rolling wheel has rolled (the share
+    of each digit in view), not which digit a person writes for it (synth.rolled_reading)."""
     target = torch.zeros(10)
     target[digit] += 1 - tenths / 10
     target[(digit + 1) % 10] += tenths / 10
