@@ -18,7 +18,7 @@ from collections import Counter
 import numpy as np
 import torch
 
-from common import ALPHABET, SPEC, configure_threads, read_labels
+from common import ALPHABET, SPEC, configure_cpu, read_labels
 from train_reader import (HEIGHT, WIDTH, StripReader, collapse, encode, greedy_decode, labelled_strips, told_upright,
                           usable_windows)
 
@@ -155,7 +155,7 @@ def main():
     for _, path in checkpoints:
         if not os.path.isfile(path):
             sys.exit(f'{path}: no such checkpoint (train_reader.py --checkpoint writes one)')
-    configure_threads()
+    configure_cpu()
     windows = {split: listed_windows(split) for split in lists}
     for sequence, path in checkpoints:
         model = StripReader(sequence)

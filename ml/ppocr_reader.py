@@ -26,7 +26,7 @@ import torch
 from onnx import helper
 from torch import nn
 
-from common import ALPHABET, CACHE, SPEC, batch_stream, configure_threads, start_from, start_training, train_and_export
+from common import ALPHABET, CACHE, SPEC, batch_stream, configure_cpu, start_from, start_training, train_and_export
 from measure_readers import listed_windows, lists_and_models, print_judged
 from paddle_graph import ASSETS, PaddleGraph, constant
 from synth import load_digit_crops
@@ -200,7 +200,7 @@ def measure(argv):
     usage = 'usage: python3 ppocr_reader.py measure SPLIT_LIST... -- pretrained|CHECKPOINT|reader-N.onnx...'
     lists, checkpoints = lists_and_models(argv, usage)
     models = {checkpoint: trained(checkpoint) for checkpoint in checkpoints}
-    configure_threads()
+    configure_cpu()
     windows = {split: listed_windows(split) for split in lists}
     for checkpoint, model in models.items():
         print_judged(checkpoint, model, windows, STRIP_SIZE)
