@@ -40,6 +40,8 @@ WINDOWS_SHARE = 0.5  # of the meters: each wheel behind a window of its own in t
 FACE = 600  # the meter face is drawn on a FACE x FACE canvas, then warped into the photo
 LONG_SIDE = 800
 WHOLE, FRACTION = 5, 3
+# A font wheel's distance between neighbouring digits, in digit heights (font_wheel).
+DIGIT_PITCH = (1.2, 1.9)
 
 
 def font_files():
@@ -89,18 +91,24 @@ class Style:
 
 
 def font_wheel(style, digit, roll, ink, wheel, size, rng):
-    """One wheel drawn from a font: digit `digit` rolled `roll` of the way to the next, on a wheel of `wheel`."""
+    """One wheel drawn from a font: digit `digit` rolled `roll` of the way to the next, on a wheel of `wheel`. A real
+    wheel's digits sit closer together than its window is tall, so at rest the edges of the digits before and after
+    it show above and below it (bdci2020's and Toloka's wheels)."""
     width, height = size
-    column = Image.new('RGB', (width, height * 3), wheel)
+    column = Image.new('RGB', (width, height * 4), wheel)
     draw = ImageDraw.Draw(column)
     scale = rng.uniform(0.6, 0.85) * height / 64
     font = style.font.font_variant(size=max(8, round(64 * scale)))
-    for row, shown in enumerate((digit, (digit + 1) % 10)):
-        box = draw.textbbox((0, 0), str(shown), font=font)
+    box = draw.textbbox((0, 0), '0', font=font)
+    pitch = (box[3] - box[1]) * rng.uniform(*DIGIT_PITCH)
+    centre = 1.5 * height
+    for step in (-1, 0, 1, 2):
+        shown = str((digit + step) % 10)
+        box = draw.textbbox((0, 0), shown, font=font)
         x = (width - (box[2] - box[0])) / 2 - box[0]
-        y = height * (row + 0.5) + (height - (box[3] - box[1])) / 2 - box[1]
-        draw.text((x, y), str(shown), fill=ink, font=font)
-    top = round(height * (0.5 + roll))
+        y = centre + step * pitch - (box[3] - box[1]) / 2 - box[1]
+        draw.text((x, y), shown, fill=ink, font=font)
+    top = round(centre + roll * pitch - height / 2)
     return np.asarray(column.crop((0, top, width, top + height)), np.float32)
 
 

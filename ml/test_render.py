@@ -8,12 +8,14 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
 
 from common import batch_stream
-from render_meters import STAMP, Style, counter, font_files, render
+import render_meters
+from render_meters import STAMP, Style, counter, font_files, font_wheel, render
 from synth import clean_digit_crops_at_hand
 
 
@@ -74,6 +76,19 @@ class CounterLooks(unittest.TestCase):
         row = strip[strip.shape[0] // 2].astype(int)
         self.assertFalse((np.abs(row - style.face).sum(1) <= 3).any(), 'no face colour')
         self.assertFalse((np.abs(row - style.edge).sum(1) <= 3).any(), 'no window edges')
+
+    def font_wheel_at_rest(self, pitch):
+        rng = random.Random(5)
+        style = Style(rng, font_files())
+        with mock.patch.object(render_meters, 'DIGIT_PITCH', (pitch, pitch)):
+            return font_wheel(style, 8, 0, (0, 0, 0), (255, 255, 255), (40, 64), rng)
+
+    def test_a_font_wheel_at_rest_shows_the_edges_of_its_neighbours_where_they_sit_close(self):
+        close, apart = self.font_wheel_at_rest(1.2), self.font_wheel_at_rest(2.5)
+        inked = lambda rows: (rows < 128).any()
+        self.assertTrue(inked(close[:4]) and inked(close[-4:]), 'the digits before and after peek in')
+        self.assertFalse(inked(apart[:4]) or inked(apart[-4:]), 'nothing but the digit itself')
+        self.assertTrue(inked(apart[28:36]), 'the digit sits in the middle')
 
 
 @unittest.skipUnless(clean_digit_crops_at_hand(), 'no digits-clean crops (../shared/datasets/digits-clean)')
