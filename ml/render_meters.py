@@ -40,7 +40,8 @@ WINDOWS_SHARE = 0.5  # of the meters: each wheel behind a window of its own in t
 FACE = 600  # the meter face is drawn on a FACE x FACE canvas, then warped into the photo
 LONG_SIDE = 800
 WHOLE, FRACTION = 5, 3
-# A font wheel's distance between neighbouring digits, in digit heights (font_wheel).
+# A font wheel's distance between neighbouring digits, in digit heights (font_wheel): from close enough that the
+# neighbours' edges show at rest to far enough that they do not.
 DIGIT_PITCH = (1.2, 1.9)
 
 
@@ -91,9 +92,10 @@ class Style:
 
 
 def font_wheel(style, digit, roll, ink, wheel, size, rng):
-    """One wheel drawn from a font: digit `digit` rolled `roll` of the way to the next, on a wheel of `wheel`. A real
-    wheel's digits sit closer together than its window is tall, so at rest the edges of the digits before and after
-    it show above and below it (bdci2020's and Toloka's wheels)."""
+    """One wheel drawn from a font: digit `digit` rolled `roll` of the way to the next, on a wheel of `wheel`. Its
+    digits are drawn DIGIT_PITCH digit heights apart: where they sit close, as on bdci2020's and Toloka's wheels, the
+    edges of the digits before and after show above and below it at rest, and a rolling wheel shows two digits cut by
+    the window's edges."""
     width, height = size
     column = Image.new('RGB', (width, height * 4), wheel)
     draw = ImageDraw.Draw(column)

@@ -77,18 +77,21 @@ class CounterLooks(unittest.TestCase):
         self.assertFalse((np.abs(row - style.face).sum(1) <= 3).any(), 'no face colour')
         self.assertFalse((np.abs(row - style.edge).sum(1) <= 3).any(), 'no window edges')
 
-    def font_wheel_at_rest(self, pitch):
-        rng = random.Random(5)
+    def font_wheel(self, pitch, roll=0, seed=5):
+        rng = random.Random(seed)
         style = Style(rng, font_files())
         with mock.patch.object(render_meters, 'DIGIT_PITCH', (pitch, pitch)):
-            return font_wheel(style, 8, 0, (0, 0, 0), (255, 255, 255), (40, 64), rng)
+            return font_wheel(style, 8, roll, (0, 0, 0), (255, 255, 255), (40, 64), rng)
 
-    def test_a_font_wheel_at_rest_shows_the_edges_of_its_neighbours_where_they_sit_close(self):
-        close, apart = self.font_wheel_at_rest(1.2), self.font_wheel_at_rest(2.5)
+    def test_a_font_wheel_shows_the_edges_of_its_neighbours_where_they_sit_close(self):
+        low, high = render_meters.DIGIT_PITCH
+        close, apart = self.font_wheel(low), self.font_wheel(high)
         inked = lambda rows: (rows < 128).any()
         self.assertTrue(inked(close[:4]) and inked(close[-4:]), 'the digits before and after peek in')
         self.assertFalse(inked(apart[:4]) or inked(apart[-4:]), 'nothing but the digit itself')
         self.assertTrue(inked(apart[28:36]), 'the digit sits in the middle')
+        nearly_rolled_on = [self.font_wheel(low, 0.9, seed) for seed in range(10)]
+        self.assertTrue(any(inked(wheel[-4:]) for wheel in nearly_rolled_on), 'the digit after next peeks in below')
 
 
 @unittest.skipUnless(clean_digit_crops_at_hand(), 'no digits-clean crops (../shared/datasets/digits-clean)')

@@ -109,8 +109,8 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
 }
 
 /**
- * `files` without those whose bytes an earlier one has: a set may hold one network in two slots (the default set's
- * localisers are one detector), which would find every window twice and read each twice alike.
+ * `files` without those whose bytes an earlier one has: a set may hold one network in two slots, which would find
+ * every window twice and read each twice alike.
  */
 export function distinctFiles(modelDir: string, files: string[]): string[] {
   const seen = new Set<string>();
