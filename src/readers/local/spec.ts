@@ -93,7 +93,7 @@ export const MODEL_NAME = 'local-crnn-v20';
  * Below this confidence product (before calibration) the local model's answer is not a reading but a guess at a
  * counter that is not there: a blank photo reads as 00000.000 at 0. With the non-commercial set, on the validation
  * split only misreads fell below it (products 0–2; no bdci2020 photo), and the least confident right reading was at 6.
- * With `local-clean-ppocr-v2`, on the calibration photos it never learned, Toloka's 5 guesses below it were wrong in their
- * whole units (bdci2020 had none), and 10 of its 31 readings at 3–9 exact (models/MODEL_CARD.md, "Confidence").
+ * With `local-clean-ppocr-v2`, on the calibration photos it never learned, Toloka's 5 guesses below it were wrong in
+ * their whole units (bdci2020 had none), and 10 of its 31 readings at 3–9 exact (models/MODEL_CARD.md, "Confidence").
  */
 export const MIN_LOCAL_CONFIDENCE = 3;
