@@ -15,8 +15,9 @@ from common import CACHE, DATASETS, TOLOKA_WHEELS, TOLOKA_WHOLE_WHEELS
 
 # How far a wheel may roll, in tenths of the way to its next digit, in what is drawn: any of them, half way too.
 ROLL_TENTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
-# A rolling wheel reads its upper digit from this share of the way on. Meter readers write the lower digit of a wheel
-# between two: bdci2020 labels its half-rolled last wheels so, with the upper one at most as an alternative.
+# A rolling wheel reads its upper digit from this share of the way on. bdci2020 labels a wheel between two by the digit
+# mostly in view, the other as an alternative where both are (the lower in 90 of its labels with a neighbouring
+# alternative, the upper in 93); the readers learned 0.7, not half way (ml/EXPERIMENTS.md, "bdci2020's rolling wheels").
 UPPER_DIGIT_FROM = 0.7
 
 
