@@ -29,9 +29,11 @@ const READER_OPTIONS = [
 
 /**
  * The networks of the set in `baseDir` and how each is fine-tuned. A network its provenance.json says is built on
- * PP-OCRv4's detector or recogniser (the default set's) is run by ml/paddle_graph.py, which starts from the ONNX file itself
- * and learns after the node ml/README.md's clean set learned after; the others start from their checkpoints, as
- * ml/train.sh trains them (localiser 2 as localiser 1 with another seed).
+ * PP-OCRv4's detector or recogniser (the default set's) is run by ml/paddle_graph.py, which starts from the ONNX file
+ * itself; a localiser learns after the node the default set's localisers learned after, a strip reader after its
+ * backbone's last stage, whatever depth the set's recipe trained: the fleet loop was measured so, and a few hundred
+ * photos in bounded time are fewer steps than the recipe's. The others start from their checkpoints, as ml/train.sh
+ * trains them (localiser 2 as localiser 1 with another seed).
  */
 export function fineTunesOf(baseDir: string): FineTune[] {
   const learnedFrom = readProvenance(baseDir)?.files ?? {};

@@ -6,7 +6,7 @@ import { DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR } from '../../src/config.ts'
 import { fineTunesOf, requireCheckpoints } from '../../src/fleet/weights.ts';
 import { PROVENANCE_FILE } from '../../src/readers/local/provenance.ts';
 
-t.test("a set built on PP-OCRv4's networks is fine-tuned from its ONNX files, as its recipe trained it", async (t) => {
+t.test("a set built on PP-OCRv4's networks is fine-tuned from its ONNX files", async (t) => {
   const fineTunes = fineTunesOf(DEFAULT_MODEL_DIR);
   t.same(
     fineTunes.map(({ init }) => init),

@@ -539,8 +539,8 @@ export function rivalsInsideWindow(
  * reader among them, read the chosen reading's whole units: then what it is unsure of is litres, and a reading less
  * confident than the review threshold can still be billed in m³ (src/meters/review.ts). On a counter of whole units
  * only its last wheel is a whole unit, and the readers agree on a wrong one there (ml/EXPERIMENTS.md, "whole units
- * agreed"). Strip readers alone do not make it: the default set's three, one recipe's seeds, agree on wrong whole units
- * (ml/EXPERIMENTS.md, "the default set").
+ * agreed"). Strip readers alone do not make it: the default set's three, fine-tunes of one pretrained network, agreed on
+ * wrong whole units (ml/EXPERIMENTS.md, "the default set").
  */
 export function wholeUnitsAgreed(chosen: Pick<FormattedWindowReading, 'formatted' | 'raw'>): boolean {
   const { reading, value } = chosen.formatted;
