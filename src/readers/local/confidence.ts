@@ -1,3 +1,5 @@
+import { parseJsonFile } from './json-file.ts';
+
 /**
  * How sure the local reader is of a reading. Its confidence is the product of its digits' probabilities (and the
  * point's, the orientation's, the layout's) and its weakest digit's probability, put through the weights'
@@ -108,12 +110,7 @@ export function calibrate(sureness: Sureness, calibration: Calibration | undefin
 
 /** The calibration in `file`, checked; a file that is not one stops the model from loading. */
 export function parseCalibration(text: string, file: string): Calibration {
-  let parsed: Partial<Calibration> | null;
-  try {
-    parsed = JSON.parse(text) as Partial<Calibration> | null;
-  } catch (error) {
-    throw new Error(`${file} is not JSON: ${(error as Error).message}`);
-  }
+  const parsed = parseJsonFile(text, file) as Partial<Calibration> | null;
   const { slope, weakestDigitSlope = 0, intercept, layoutIntercepts = {}, fittedOn } = parsed ?? {};
   if (
     !Number.isFinite(slope) ||

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseJsonFile } from './json-file.ts';
 
 /**
  * `provenance.json` beside a set of weights: which datasets each file learned from, and their licences.
@@ -29,11 +30,7 @@ export function setName(modelDir: string): string | undefined {
 export function readProvenance(modelDir: string): Provenance | undefined {
   const file = path.join(modelDir, PROVENANCE_FILE);
   if (!existsSync(file)) return undefined;
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as Provenance;
-  } catch (error) {
-    throw new Error(`${file} is not JSON: ${(error as Error).message}`);
-  }
+  return parseJsonFile(readFileSync(file, 'utf8'), file) as Provenance;
 }
 
 export function licenceLine(provenance: Provenance): string {
