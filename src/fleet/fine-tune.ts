@@ -48,8 +48,9 @@ export interface FineTuneResult {
  * export, say), then fine-tunes every network of the base set (fineTunesOf) on them, one after another through Python,
  * each for an equal share of the training time, its progress lines passed to `log`; writes the candidate set
  * (`<work>/candidate`): the networks' ONNX files and the checkpoints a next fine-tune starts from, the wheel reader copied unchanged when the base
- * has one, provenance.json and training.json. The base's calibration is left behind: it was fitted to the
- * base's networks, so the candidate's confidence is the readers' product.
+ * has one, provenance.json and training.json. The base's calibration and rolling rule are left behind: they were
+ * fitted to and chosen for the base's networks, so the candidate's confidence is the readers' product, and its last
+ * wheel reads as its readers learned from the operator's photos.
  */
 export async function fineTune(
   options: FineTuneOptions,

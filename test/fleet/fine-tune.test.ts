@@ -9,6 +9,7 @@ import { DEFAULT_PYTHON, fineTune } from '../../src/fleet/fine-tune.ts';
 import { checkpointOf, fineTunesOf, OWN_PHOTOS, TRAINING_FILE, type Training } from '../../src/fleet/weights.ts';
 import { createLocalReader } from '../../src/readers/local.ts';
 import { licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
+import { ROLLING_FILE } from '../../src/readers/local/rolling.ts';
 import { cannotFineTune, heldBackByName, writeDrawnPhotos, writePlaceholderCheckpoints } from '../helpers/fleet.ts';
 import { LOCALISER_FILES, READER_FILES } from '../../src/readers/local/spec.ts';
 
@@ -163,6 +164,11 @@ t.test(
     const written = JSON.parse(await readFile(path.join(result.candidate, PROVENANCE_FILE), 'utf8')) as Provenance;
     t.same(written.files['reader-1.onnx'], ['ppocrv4', 'rendered', 'digits-clean', OWN_PHOTOS]);
     t.same(written.files['localiser-1.onnx'], ['ppocrv4-det', 'rendered', 'digits-clean', OWN_PHOTOS]);
+    t.ok(existsSync(path.join(DEFAULT_MODEL_DIR, ROLLING_FILE)));
+    t.notOk(
+      existsSync(path.join(result.candidate, ROLLING_FILE)),
+      "the base's rolling rule stays behind: it was chosen for the base's readers",
+    );
     t.ok(await createLocalReader({ ...config, localModelDir: result.candidate }), 'the service loads the candidate');
   },
 );

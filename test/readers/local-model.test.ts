@@ -199,6 +199,12 @@ t.test(
       '00337.297',
       'and so where the two windows read its last, rolling wheel apart',
     );
+    const rolledOn = { ...read('00075', 69), raw: { ...read('00075', 69).raw, rolledOn: true } };
+    t.equal(
+      weighLayouts(rolledOn, [read('00074.876', 41)]).formatted.confidence,
+      41,
+      "five wheels whose last the rolling rule read on hold the 5 + 3 counter's units wheel, which turns with its fractions",
+    );
     t.equal(
       weighLayouts(read('00292', 68), [read('00700.292', 3.3)]).formatted.reading,
       '00292',

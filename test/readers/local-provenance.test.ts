@@ -6,6 +6,7 @@ import { DEFAULT_MODEL_DIR, NONCOMMERCIAL_MODEL_DIR } from '../../src/config.ts'
 import { CALIBRATION_FILE } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { describeWeights, licenceLine, PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
+import { ROLLING_FILE } from '../../src/readers/local/rolling.ts';
 import { WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { READING_EXAMPLE } from '../../src/schemas/meter-reading.ts';
 
@@ -14,19 +15,22 @@ const cleanDir = DEFAULT_MODEL_DIR;
 const provenanceOf = async (dir: string) =>
   (await import(path.join(dir, PROVENANCE_FILE), { with: { type: 'json' } })).default as Provenance;
 const shipped = await provenanceOf(shippedDir);
-/** The sets of weights in the repository, and the files each holds: the default set has no wheel reader nor calibration. */
+/**
+ * The sets of weights in the repository: the files each learned (the default set has no wheel reader nor
+ * calibration), and the rules chosen for it, which learned nothing and name what chose them themselves.
+ */
 const SETS = [
-  { dir: shippedDir, files: [...MODEL_FILES, WHEEL_READER_FILE, CALIBRATION_FILE] },
-  { dir: cleanDir, files: MODEL_FILES },
+  { dir: shippedDir, files: [...MODEL_FILES, WHEEL_READER_FILE, CALIBRATION_FILE], chosen: [] },
+  { dir: cleanDir, files: MODEL_FILES, chosen: [ROLLING_FILE] },
 ];
 
 t.test("each set's provenance describes every file of the set and every dataset it names", async (t) => {
-  for (const { dir, files } of SETS) {
+  for (const { dir, files, chosen } of SETS) {
     const provenance = await provenanceOf(dir);
     t.same(Object.keys(provenance.files).sort(), [...files].sort(), dir);
     t.same(
       (await readdir(dir)).filter((file) => /\.(onnx|json)$/.test(file)).sort(),
-      [...files, PROVENANCE_FILE].sort(),
+      [...files, ...chosen, PROVENANCE_FILE].sort(),
     );
     for (const [file, datasets] of Object.entries(provenance.files)) {
       t.ok(datasets.length > 0, `${file} names what it learned from`);
@@ -40,7 +44,7 @@ t.test('the licence line says whether the weights may be used commercially', asy
     describeWeights(shippedDir),
     /^weights local-crnn-v20: NOT for commercial use, learned from Toloka Water Meters \(CC BY-NC-ND 4\.0\); BDCI 2020/,
   );
-  t.equal(describeWeights(cleanDir), 'weights local-clean-ppocr-v5: learned only from data that allows commercial use');
+  t.equal(describeWeights(cleanDir), 'weights local-clean-ppocr-v6: learned only from data that allows commercial use');
   t.equal(READING_EXAMPLE.model, (await provenanceOf(cleanDir)).set, "the examples' model is the default set's");
   const clean: Provenance = {
     set: 'clean-1',

@@ -15,6 +15,7 @@ import {
 } from '../../src/readers/local/confidence.ts';
 import { MODEL_FILES } from '../../src/readers/local/model.ts';
 import { PROVENANCE_FILE, type Provenance } from '../../src/readers/local/provenance.ts';
+import { ROLLING_FILE } from '../../src/readers/local/rolling.ts';
 import { LOCALISER_FILES, MODEL_NAME, READER_FILES, WHEEL_READER_FILE } from '../../src/readers/local/spec.ts';
 import { IMPLAUSIBLE_CONFIDENCE_CAP } from '../../src/plausibility-policy.ts';
 import { ReaderError, clampConfidence, type MeterReader } from '../../src/readers/reader.ts';
@@ -93,7 +94,7 @@ t.test(
   async (t) => {
     const { image } = await drawMeter('00758', '407');
     const clean = (await createLocalReader(loadConfig({})))!;
-    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v5' });
+    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v6' });
     const example = await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg'));
     t.equal((await clean.read(example, signal())).reading, '02347');
     // The non-commercial readers 1 and 2 read 160 x 32 strips, the default set's reader 3 240 x 48.
@@ -151,6 +152,33 @@ t.test(
 
     await writeFile(path.join(uncalibrated, CALIBRATION_FILE), '{"slope": 1.2');
     await t.rejects(createLocalReader(loadConfig({ LOCAL_MODEL_DIR: uncalibrated })), /calibration\.json is not JSON/);
+  },
+);
+
+t.test(
+  "the set's rolling rule reads its last wheel; a rolling.json that is not one stops the model from loading",
+  { skip: !weightsShipped && `no weights in ${MODEL_DIR}` },
+  async (t) => {
+    const { image } = await drawMeter('00758', '407');
+    const set = await modelDirWith(MODEL_FILES);
+    const asFavoured = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: set })))!.read(image, signal());
+    t.equal(asFavoured.reading, '00758.407');
+
+    // A share this small reads the next digit wherever the readers give it anything at all.
+    await writeFile(
+      path.join(set, ROLLING_FILE),
+      JSON.stringify({ nextDigitAt: { 'ddddd.ddd': 1e-12 }, chosenOn: 'a test' }),
+    );
+    const rolledOn = await (await createLocalReader(loadConfig({ LOCAL_MODEL_DIR: set })))!.read(image, signal());
+    t.equal(rolledOn.reading, '00758.408');
+    t.same(
+      (rolledOn.raw as { readerTexts: string[] }).readerTexts,
+      ['00758.408', '00758.408', '00758.408'],
+      "each reader's own reading too, so that none is a rival of the reading",
+    );
+
+    await writeFile(path.join(set, ROLLING_FILE), '{"nextDigitAt": {"ddddd": 2}, "chosenOn": "a test"}');
+    await t.rejects(createLocalReader(loadConfig({ LOCAL_MODEL_DIR: set })), /rolling\.json is not a rolling rule/);
   },
 );
 

@@ -7,6 +7,7 @@ import { fitsLayout, type MeterLayout } from '../layout.ts';
 import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../plausibility-policy.ts';
 import { implausible, outsideWindowReason } from '../judge-reading.ts';
 import { setName } from './provenance.ts';
+import { loadRolling, readLastWheel, unrolled, type Rolling } from './rolling.ts';
 import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
 import {
   combineReadings,
@@ -102,9 +103,10 @@ export async function loadMeterModel(modelDir: string, threads: number): Promise
     load(READER_FILES, checkStripShape),
   ]);
   const weights = { name: setName(modelDir) ?? MODEL_NAME, calibration: loadCalibration(modelDir) };
+  const rolling = loadRolling(modelDir);
   return {
     read: (image, window, layout) =>
-      readMeter({ localisers, wheelReader, stripReaders }, image, { window, layout }, weights),
+      readMeter({ localisers, wheelReader, stripReaders, rolling }, image, { window, layout }, weights),
   };
 }
 
@@ -182,18 +184,21 @@ export function loadSessions(modelDir: string, files: string[], threads: number)
   return Promise.all(files.map((file) => ort.InferenceSession.create(path.join(modelDir, file), options)));
 }
 
-interface Sessions {
+/** A set of weights as loaded: its networks and the rule its last wheel is read by. */
+interface LoadedSet {
   localisers: ort.InferenceSession[];
   /** Without it the strip readers alone decide (as training code reads, and weights trained without Toloka). */
   wheelReader?: ort.InferenceSession;
   stripReaders: ort.InferenceSession[];
+  /** How the set's readers' last wheel is read between two digits; without it, as they favour. */
+  rolling?: Rolling;
 }
 
 /** The readers of a window. */
-export type WindowReaders = Omit<Sessions, 'localisers'>;
+export type WindowReaders = Omit<LoadedSet, 'localisers'>;
 
 async function readMeter(
-  { localisers, ...readers }: Sessions,
+  { localisers, ...readers }: LoadedSet,
   image: Buffer,
   { window, layout }: { window?: PlausibilityWindow; layout?: MeterLayout },
   { name, calibration }: { name: string; calibration?: Calibration },
@@ -471,7 +476,9 @@ export function weighLayouts<T extends Pick<FormattedWindowReading, 'formatted' 
   fractionals: T[],
 ): T {
   const confidence = (reading: T) => reading.formatted.confidence;
-  const holds = (fractional: T) => holdsFiveWheels(fractional.formatted.reading, wholeUnits.formatted.reading);
+  // A 5 + 3 counter's units wheel turns with its fractions: the set's rolling rule is not for it (rolling.ts).
+  const fiveWheels = wholeUnits.raw.rolledOn ? unrolled(wholeUnits.formatted.reading) : wholeUnits.formatted.reading;
+  const holds = (fractional: T) => holdsFiveWheels(fractional.formatted.reading, fiveWheels);
   const winner = mostConfident(
     fractionals.filter(
       (fractional) =>
@@ -712,17 +719,19 @@ export interface WindowReading {
     orientationProbability: number;
     /** The counter's reading in the other layout, when it was also read in both (weighLayouts). */
     otherLayout?: { reading: string; confidence: number };
+    /** True where the set's rolling rule read the last wheel's next digit (readLastWheel). */
+    rolledOn?: boolean;
   };
 }
 
 /**
  * Reads an oriented window as given by every strip reader, in a few crops of different height (the mask is coarse
  * across the window) with their outputs averaged, and wheel by wheel by the wheel reader. The readers are trained
- * apart on the same data; their readings are combined wheel by wheel. Each strip reader reads in whichever of
- * `layouts` it finds most probable.
+ * apart on the same data; their readings are combined wheel by wheel, and the last wheel read by the set's rolling
+ * rule. Each strip reader reads in whichever of `layouts` it finds most probable.
  */
 export async function readWindow(
-  { wheelReader, stripReaders }: WindowReaders,
+  { wheelReader, stripReaders, rolling }: WindowReaders,
   photo: RgbImage,
   { window, upsideDown, orientationProbability }: Omit<OrientedWindow, 'wheelCentres'>,
   layouts: string[] = LAYOUTS,
@@ -742,17 +751,20 @@ export async function readWindow(
     wheelReader && layout.replaceAll('.', '').length === WHEEL_COUNT
       ? await readWheels(wheelReader, photo, window)
       : [];
-  const strip = combineReadings(readerStrips, wheelVotes);
+  const combined = combineReadings(readerStrips, wheelVotes);
+  const strip = readLastWheel(combined, rolling);
   return {
     window,
     strip,
     formatted: formatReading(strip, orientationProbability),
     raw: {
-      readerTexts: readerStrips.map((reading) => reading.text),
+      // Each reader's own reading as the set reads the last wheel: a reader is not a rival for a wheel rolled on.
+      readerTexts: readerStrips.map((reading) => readLastWheel(reading, rolling).text),
       wheelReaderText: wheelVotes.map(mostProbableDigit).join(''),
       layoutFit: strip.layoutFit,
       upsideDown,
       orientationProbability,
+      ...(strip.text !== combined.text && { rolledOn: true }),
     },
   };
 }
