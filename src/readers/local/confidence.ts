@@ -118,7 +118,7 @@ export function parseCalibration(text: string, file: string): Calibration {
     !Number.isFinite(weakestDigitSlope) ||
     !(weakestDigitSlope >= 0) ||
     !Number.isFinite(intercept) ||
-    !isLayoutIntercepts(layoutIntercepts) ||
+    !isByLayout(layoutIntercepts, Number.isFinite) ||
     typeof fittedOn !== 'string'
   ) {
     throw new Error(
@@ -129,11 +129,12 @@ export function parseCalibration(text: string, file: string): Calibration {
   return { slope: slope!, weakestDigitSlope, intercept: intercept!, layoutIntercepts, fittedOn };
 }
 
-function isLayoutIntercepts(value: unknown): value is Record<string, number> {
+/** Whether `value` gives, for each layout it names (such as "ddddd.ddd"), a number `isValue` accepts. */
+export function isByLayout(value: unknown, isValue: (entry: unknown) => boolean): value is Record<string, number> {
   return (
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
-    Object.entries(value).every(([layout, intercept]) => /^d+(\.d+)?$/.test(layout) && Number.isFinite(intercept))
+    Object.entries(value).every(([layout, entry]) => /^d+(\.d+)?$/.test(layout) && isValue(entry))
   );
 }

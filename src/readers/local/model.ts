@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import { fitsLayout, type MeterLayout } from '../layout.ts';
 import { IMPLAUSIBLE_BELOW_WINDOW_FIT } from '../../plausibility-policy.ts';
 import { implausible, outsideWindowReason } from '../judge-reading.ts';
+import { readSetFile } from './json-file.ts';
 import { setName } from './provenance.ts';
 import { loadRolling, readLastWheel, unrolled, type Rolling } from './rolling.ts';
 import { ReaderError, clampConfidence, parseReading, type MeterReading, type PlausibilityWindow } from '../reader.ts';
@@ -165,8 +166,7 @@ function checkStripShape(session: ort.InferenceSession, file: string): void {
  * product.
  */
 function loadCalibration(modelDir: string): Calibration | undefined {
-  const file = path.join(modelDir, CALIBRATION_FILE);
-  return existsSync(file) ? parseCalibration(readFileSync(file, 'utf8'), file) : undefined;
+  return readSetFile(modelDir, CALIBRATION_FILE, parseCalibration);
 }
 
 /**

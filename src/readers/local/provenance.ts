@@ -1,6 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { parseJsonFile } from './json-file.ts';
+import { parseJsonFile, readSetFile } from './json-file.ts';
 
 /**
  * `provenance.json` beside a set of weights: which datasets each file learned from, and their licences.
@@ -28,9 +26,7 @@ export function setName(modelDir: string): string | undefined {
 
 /** The provenance.json in `modelDir`, if it has one. */
 export function readProvenance(modelDir: string): Provenance | undefined {
-  const file = path.join(modelDir, PROVENANCE_FILE);
-  if (!existsSync(file)) return undefined;
-  return parseJsonFile(readFileSync(file, 'utf8'), file) as Provenance;
+  return readSetFile(modelDir, PROVENANCE_FILE, (text, file) => parseJsonFile(text, file) as Provenance);
 }
 
 export function licenceLine(provenance: Provenance): string {

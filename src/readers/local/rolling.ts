@@ -1,8 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { layoutOf } from './confidence.ts';
+import { isByLayout, layoutOf } from './confidence.ts';
 import { inLayout, type LayoutReading } from './decode.ts';
-import { parseJsonFile } from './json-file.ts';
+import { parseJsonFile, readSetFile } from './json-file.ts';
 
 /**
  * How a set's readers' last wheel is read when it is caught between two digits (ROLLING_FILE beside the weights):
@@ -21,15 +19,14 @@ export const ROLLING_FILE = 'rolling.json';
 
 /** The rolling rule beside the weights in `modelDir`, checked; none when the file is not there. */
 export function loadRolling(modelDir: string): Rolling | undefined {
-  const file = path.join(modelDir, ROLLING_FILE);
-  return existsSync(file) ? parseRolling(readFileSync(file, 'utf8'), file) : undefined;
+  return readSetFile(modelDir, ROLLING_FILE, parseRolling);
 }
 
 /** The rolling rule in `file`; a file that is not one stops the model from loading. */
 export function parseRolling(text: string, file: string): Rolling {
   const parsed = parseJsonFile(text, file) as Partial<Rolling> | null;
   const { nextDigitAt, chosenOn } = parsed ?? {};
-  if (!isShareByLayout(nextDigitAt) || typeof chosenOn !== 'string') {
+  if (!isByLayout(nextDigitAt, isShare) || typeof chosenOn !== 'string') {
     throw new Error(
       `${file} is not a rolling rule: it needs "nextDigitAt", a number above 0 and at most 1 for each layout such as ` +
         '"ddddd", and a "chosenOn" text',
@@ -38,15 +35,8 @@ export function parseRolling(text: string, file: string): Rolling {
   return { nextDigitAt, chosenOn };
 }
 
-function isShareByLayout(value: unknown): value is Record<string, number> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.entries(value).every(
-      ([layout, share]) => /^d+(\.d+)?$/.test(layout) && typeof share === 'number' && share > 0 && share <= 1,
-    )
-  );
+function isShare(value: unknown): boolean {
+  return typeof value === 'number' && value > 0 && value <= 1;
 }
 
 /**
