@@ -130,11 +130,13 @@ export function parseCalibration(text: string, file: string): Calibration {
 }
 
 /** Whether `value` gives, for each layout it names (such as "ddddd.ddd"), a number `isValue` accepts. */
-export function isByLayout(value: unknown, isValue: (entry: unknown) => boolean): value is Record<string, number> {
+export function isByLayout(value: unknown, isValue: (entry: number) => boolean): value is Record<string, number> {
   return (
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
-    Object.entries(value).every(([layout, entry]) => /^d+(\.d+)?$/.test(layout) && isValue(entry))
+    Object.entries(value).every(
+      ([layout, entry]) => /^d+(\.d+)?$/.test(layout) && typeof entry === 'number' && isValue(entry),
+    )
   );
 }

@@ -35,8 +35,8 @@ export function parseRolling(text: string, file: string): Rolling {
   return { nextDigitAt, chosenOn };
 }
 
-function isShare(value: unknown): boolean {
-  return typeof value === 'number' && value > 0 && value <= 1;
+function isShare(value: number): boolean {
+  return value > 0 && value <= 1;
 }
 
 /**
