@@ -20,7 +20,7 @@ const photos = path.join(scratch, 'photos');
 const held = [
   { file: 'a.jpg', reading: '00758.407' },
   { file: 'b.jpg', reading: '02390.276' },
-  { file: 'c.jpg', reading: '15807.431' },
+  { file: 'c.jpg', reading: '05807.431' },
 ];
 await writeDrawnPhotos(photos, held);
 const training = { photos, heldBack: held.map((photo) => photo.file) };

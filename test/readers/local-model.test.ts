@@ -7,6 +7,7 @@ import {
   distinctFiles,
   holdsFiveWheels,
   judgeWithinWindow,
+  choiceWeight,
   rivalsInsideWindow,
   weighLayouts,
   wholeUnitsAgreed,
@@ -235,3 +236,23 @@ t.test('a 5 + 3 reading holds five wheels as its whole units, or further along b
   t.ok(holdsFiveWheels('00405.178', '04057'), 'a wheel further along, its last wheel read apart');
   t.notOk(holdsFiveWheels('00187.697', '01796'), 'two digits apart');
 });
+
+t.test(
+  'a reading that does not read from 0 weighs a tenth of its confidence against the others; from 0, all of it',
+  async (t) => {
+    const formatted = (reading: string, confidence: number) => ({
+      reading,
+      value: Number(reading),
+      confidence,
+      digitConfidences: [],
+    });
+    t.equal(choiceWeight(formatted('00337.293', 36)), 36);
+    t.equal(choiceWeight(formatted('01348', 80)), 80);
+    t.equal(choiceWeight(formatted('37294', 40)), 4, 'print or wheels further along a counter, seldom a counter');
+    t.ok(
+      choiceWeight(formatted('00210', 74)) > choiceWeight(formatted('15771.560', 76)),
+      'a counter read from 0 wins over print read more surely',
+    );
+    t.ok(choiceWeight(formatted('61815', 100)) > choiceWeight(formatted('00515', 9)), 'but not over any guess');
+  },
+);

@@ -217,7 +217,8 @@ async function readMeter(
   if ((mostConfident(readings)?.formatted.confidence ?? 0) < MIN_LOCAL_CONFIDENCE) {
     readings.push(...(await readCandidates(readers, photo, await lookCloser(localisers, photo))));
   }
-  const mostSure = mostConfident(readings);
+  // A reading that does not read from 0 is seldom the counter (choiceWeight).
+  const mostSure = mostConfident(readings, choiceWeight);
   const fiveWheels = mostSure && layoutOf(mostSure.formatted.reading) === WHOLE_UNITS_LAYOUT ? mostSure : undefined;
   const pastWholeUnits = fiveWheels && (await readPastWholeUnits(readers, photo, fiveWheels));
   const free = fiveWheels ? weighCounterLayouts(fiveWheels, readings, pastWholeUnits) : mostSure;
@@ -389,6 +390,24 @@ async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): 
   for (const localiser of localisers)
     for (const part of parts) candidates.push(...(await localise(localiser, photo, part)));
   return candidates;
+}
+
+/**
+ * What a reading that does not read from 0 (its first wheel not 0) weighs against the photo's other readings
+ * (choiceWeight), as a share of its confidence. A household meter's counter reads from 0 for decades (Toloka's labels
+ * 99.7%, bdci2020's 99.6%), the serial numbers and print beside it seldom do, and a window cut across a 5 + 3 counter
+ * reads from a wheel further along. A meter past 9 999 m³ pays for it: its counter cut from its second wheel reads from
+ * 0, and wins where it is a tenth as sure (once the meter has a past, its plausibility window reads it). Chosen on the
+ * calibration photos (ml/EXPERIMENTS.md, "a counter reads from 0").
+ */
+const NOT_FROM_ZERO_WEIGHT = 0.1;
+
+/**
+ * What a reading weighs when the photo's windows are compared, before any layout is weighed: its confidence, at
+ * NOT_FROM_ZERO_WEIGHT of it where it does not read from 0. The reading keeps its own confidence.
+ */
+export function choiceWeight(formatted: FormattedReading): number {
+  return formatted.confidence * (formatted.reading.startsWith('0') ? 1 : NOT_FROM_ZERO_WEIGHT);
 }
 
 /**
@@ -631,13 +650,14 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
   return { plausibility: 'implausible', chosen: free, windowFit, reason: `${outside}${improbable}` };
 }
 
-/** The reading with the highest confidence, if any is a reading. */
+/** The reading with the highest confidence (or what `weigh` makes of it), if any is a reading. */
 function mostConfident<T extends { formatted?: FormattedReading }>(
   readings: Array<T | undefined>,
+  weigh: (formatted: FormattedReading) => number = (formatted) => formatted.confidence,
 ): (T & { formatted: FormattedReading }) | undefined {
   let best: (T & { formatted: FormattedReading }) | undefined;
   for (const reading of readings) {
-    if (reading?.formatted && (!best || reading.formatted.confidence > best.formatted.confidence))
+    if (reading?.formatted && (!best || weigh(reading.formatted) > weigh(best.formatted)))
       best = reading as T & { formatted: FormattedReading };
   }
   return best;
