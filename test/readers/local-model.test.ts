@@ -8,6 +8,7 @@ import {
   holdsFiveWheels,
   judgeWithinWindow,
   choiceWeight,
+  chooseCounter,
   rivalsInsideWindow,
   weighLayouts,
   wholeUnitsAgreed,
@@ -27,7 +28,7 @@ t.test(
   'the verdict: ok inside the window; outside, corrected unless the best reading inside is too improbable or below the reading floor',
   async (t) => {
     const candidate = (reading: string, confidence: number) => ({
-      formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
+      formatted: formatted(reading, confidence),
     });
     const window = { reference: '00600.000', min: 599.99, max: 660 };
     const free = candidate('00606.494', 40);
@@ -84,9 +85,14 @@ t.test(
 );
 
 /** A window read as `reading`, with what each of its readers read. */
+/** A reading's text and confidence as the readers format it. */
+function formatted(reading: string, confidence: number) {
+  return { reading, value: Number(reading), confidence, digitConfidences: [] };
+}
+
 function windowRead(reading: string, readerTexts: string[], wheelReaderText: string) {
   return {
-    formatted: { reading, value: Number(reading), confidence: 37, digitConfidences: [] },
+    formatted: formatted(reading, 37),
     raw: { readerTexts, wheelReaderText, layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
   };
 }
@@ -165,7 +171,7 @@ t.test(
   'a counter read in both layouts: the surer reading, or a 5 + 3 one holding the five wheels at its own confidence',
   async (t) => {
     const read = (reading: string, confidence: number) => ({
-      formatted: { reading, value: Number(reading), confidence, digitConfidences: [] },
+      formatted: formatted(reading, confidence),
       raw: { readerTexts: [reading], wheelReaderText: '', layoutFit: 1, upsideDown: [0, 1], orientationProbability: 1 },
     });
     const surerRival = weighLayouts(read('06735', 39), [read('00213.548', 67)]);
@@ -237,22 +243,58 @@ t.test('a 5 + 3 reading holds five wheels as its whole units, or further along b
   t.notOk(holdsFiveWheels('00187.697', '01796'), 'two digits apart');
 });
 
+/** A window's reading as the photo's windows are compared: its confidence and its wheels' probabilities. */
+const wheelsRead = (reading: string, confidence: number, digitProbabilities: number[]) => ({
+  formatted: formatted(reading, confidence),
+  strip: { digitProbabilities },
+});
+
 t.test(
-  'a reading that does not read from 0 weighs a tenth of its confidence against the others; from 0, all of it',
+  'windows are weighed by their whole-unit wheels; a reading that does not read from 0, at a tenth of that',
   async (t) => {
-    const formatted = (reading: string, confidence: number) => ({
-      reading,
-      value: Number(reading),
-      confidence,
-      digitConfidences: [],
-    });
-    t.equal(choiceWeight(formatted('00337.293', 36)), 36);
-    t.equal(choiceWeight(formatted('01348', 80)), 80);
-    t.equal(choiceWeight(formatted('37294', 40)), 4, 'print or wheels further along a counter, seldom a counter');
+    t.equal(choiceWeight(wheelsRead('01348', 80, [1, 1, 1, 1, 0.8])), 80);
+    t.equal(
+      choiceWeight(wheelsRead('00337.293', 18, [1, 1, 1, 1, 1, 0.5, 1, 1])),
+      36,
+      'the wheels past the point do not count',
+    );
+    t.equal(choiceWeight(wheelsRead('37294', 40, [1, 1, 1, 1, 0.4])), 4, 'print or wheels further along a counter');
     t.ok(
-      choiceWeight(formatted('00210', 74)) > choiceWeight(formatted('15771.560', 76)),
+      choiceWeight(wheelsRead('00210', 74, [1, 1, 1, 1, 0.74])) >
+        choiceWeight(wheelsRead('15771.560', 76, [1, 1, 1, 1, 1, 1, 1, 0.76])),
       'a counter read from 0 wins over print read more surely',
     );
-    t.ok(choiceWeight(formatted('61815', 100)) > choiceWeight(formatted('00515', 9)), 'but not over any guess');
+    t.ok(
+      choiceWeight(wheelsRead('00090.393', 14, [1, 1, 1, 0.99, 1, 0.83, 0.99, 0.26])) >
+        choiceWeight(wheelsRead('00515', 15, [1, 0.81, 0.22, 0.89, 0.98])),
+      'a 5 + 3 counter sure of its whole units wins over print that its turning last wheel would lose to',
+    );
+    t.ok(
+      choiceWeight(wheelsRead('61815', 100, [1, 1, 1, 1, 1])) >
+        choiceWeight(wheelsRead('00515', 9, [1, 0.81, 0.22, 0.5, 1])),
+      'print does not lose to any guess',
+    );
+    t.equal(
+      choiceWeight(wheelsRead('00337.293', 0, [1, 1, 1, 1, 1, 0, 1, 1])),
+      0,
+      'a wheel read at 0 weighs 0, not NaN',
+    );
+  },
+);
+
+t.test(
+  'the counter is the window surest of its whole units; of the windows that read them, the surest of every wheel',
+  async (t) => {
+    const counter = wheelsRead('00250.367', 42, [1, 1, 1, 1, 1, 0.9, 0.8, 0.6]);
+    const surerOfItsLastWheels = wheelsRead('00250.361', 50, [1, 1, 1, 1, 0.7, 1, 1, 0.8]);
+    const print = wheelsRead('00515', 45, [1, 0.9, 0.5, 1, 1]);
+    t.equal(chooseCounter([print, counter]), counter, 'the counter, though its last wheels make it less sure');
+    t.equal(chooseCounter([print, counter, surerOfItsLastWheels]), surerOfItsLastWheels, 'the surest of its readings');
+    t.equal(
+      chooseCounter([print, counter, wheelsRead('00250', 60, [1, 1, 1, 1, 0.6])]),
+      counter,
+      'a reading in another layout is another reading: the layouts are weighed after',
+    );
+    t.equal(chooseCounter([{ ...print, formatted: undefined }]), undefined, 'no reading when none is a number');
   },
 );

@@ -208,8 +208,8 @@ async function readMeter(
   for (const localiser of localisers) candidates.push(...(await localise(localiser, photo)));
   if (candidates.length === 0) throw new ReaderError('unreadable', 'no counter window found in the photo');
 
-  // Every window-like region each localiser sees is read, cut to its wheels, and the readers decide: the window
-  // they read most surely.
+  // Every window-like region each localiser sees is read and cut to its wheels; whether any reads surely decides
+  // whether to look again, and the counter is then chosen among all of them (chooseCounter).
   const readings = await readCandidates(readers, photo, candidates);
   if ((mostConfident(readings)?.formatted.confidence ?? 0) < LOOK_TURNED_BELOW) {
     readings.push(...(await readCandidates(readers, photo, await lookTurned(localisers, photo))));
@@ -217,11 +217,10 @@ async function readMeter(
   if ((mostConfident(readings)?.formatted.confidence ?? 0) < MIN_LOCAL_CONFIDENCE) {
     readings.push(...(await readCandidates(readers, photo, await lookCloser(localisers, photo))));
   }
-  // A reading that does not read from 0 is seldom the counter (choiceWeight).
-  const mostSure = mostConfident(readings, choiceWeight);
-  const fiveWheels = mostSure && layoutOf(mostSure.formatted.reading) === WHOLE_UNITS_LAYOUT ? mostSure : undefined;
+  const counter = chooseCounter(readings);
+  const fiveWheels = counter && layoutOf(counter.formatted.reading) === WHOLE_UNITS_LAYOUT ? counter : undefined;
   const pastWholeUnits = fiveWheels && (await readPastWholeUnits(readers, photo, fiveWheels));
-  const free = fiveWheels ? weighCounterLayouts(fiveWheels, readings, pastWholeUnits) : mostSure;
+  const free = fiveWheels ? weighCounterLayouts(fiveWheels, readings, pastWholeUnits) : counter;
   if (pastWholeUnits) readings.push(pastWholeUnits);
   if (!free?.formatted)
     throw new ReaderError('unparseable', `the local model read "${readings[0]!.strip.text}", which is not a number`);
@@ -393,8 +392,30 @@ async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): 
 }
 
 /**
- * What a reading that does not read from 0 (its first wheel not 0) weighs against the photo's other readings
- * (choiceWeight), as a share of its confidence. A household meter's counter reads from 0 for decades (Toloka's labels
+ * The photo's reading of its counter, before any layout is weighed. The counter is the window surest of its
+ * whole-unit wheels (choiceWeight). Other windows read the same whole units in the same layout where they cut the
+ * same counter a little apart; of those, the one surest of every wheel is kept, since the wheels past the point then
+ * decide the exact reading.
+ */
+export function chooseCounter<T extends Omit<ChoiceCandidate, 'formatted'> & { formatted?: FormattedReading }>(
+  readings: T[],
+): (T & { formatted: FormattedReading }) | undefined {
+  const counter = mostConfident(readings, choiceWeight);
+  return (
+    counter &&
+    mostConfident(readings.filter(({ formatted }) => formatted && sameWholeUnits(formatted, counter.formatted)))
+  );
+}
+
+/** Two readings in one layout with the same whole units. */
+function sameWholeUnits(one: FormattedReading, other: FormattedReading): boolean {
+  const wholeUnits = (reading: string) => reading.split('.')[0];
+  return layoutOf(one.reading) === layoutOf(other.reading) && wholeUnits(one.reading) === wholeUnits(other.reading);
+}
+
+/**
+ * What a reading that does not read from 0 (its first wheel not 0) weighs against the photo's other readings, as a
+ * share of what it would weigh from 0 (choiceWeight). A household meter's counter reads from 0 for decades (Toloka's labels
  * 99.7%, bdci2020's 99.6%), the serial numbers and print beside it seldom do, and a window cut across a 5 + 3 counter
  * reads from a wheel further along. A meter past 9 999 m³ pays for it: its counter cut from its second wheel reads from
  * 0, and wins where it is a tenth as sure (once the meter has a past, its plausibility window reads it). Chosen on the
@@ -403,11 +424,26 @@ async function lookCloser(localisers: ort.InferenceSession[], photo: RgbImage): 
 const NOT_FROM_ZERO_WEIGHT = 0.1;
 
 /**
- * What a reading weighs when the photo's windows are compared, before any layout is weighed: its confidence, at
- * NOT_FROM_ZERO_WEIGHT of it where it does not read from 0. The reading keeps its own confidence.
+ * What a reading weighs when the photo's windows are compared, before any layout is weighed: its confidence with the
+ * wheels past the point left out, at NOT_FROM_ZERO_WEIGHT of that where it does not read from 0. Those wheels say little
+ * of which window is the counter (the last of them is nearly always turning), and counted in they would let five
+ * digits of print outweigh a 5 + 3 counter read surely in whole units (ml/EXPERIMENTS.md, "windows compared in
+ * their whole units"). The reading keeps its own confidence.
  */
-export function choiceWeight(formatted: FormattedReading): number {
-  return formatted.confidence * (formatted.reading.startsWith('0') ? 1 : NOT_FROM_ZERO_WEIGHT);
+export function choiceWeight({ formatted, strip }: ChoiceCandidate): number {
+  const wholeUnitWheels = formatted.reading.split('.')[0]!.length;
+  const pastThePoint = strip.digitProbabilities.slice(wholeUnitWheels);
+  const wholeUnitConfidence = pastThePoint.reduce(
+    (confidence, p) => confidence / Math.max(p, Number.EPSILON),
+    formatted.confidence,
+  );
+  return wholeUnitConfidence * (formatted.reading.startsWith('0') ? 1 : NOT_FROM_ZERO_WEIGHT);
+}
+
+/** What choiceWeight weighs: a reading and its wheels' probabilities. */
+interface ChoiceCandidate {
+  formatted: FormattedReading;
+  strip: Pick<LayoutReading, 'digitProbabilities'>;
 }
 
 /**
@@ -653,12 +689,13 @@ export function judgeWithinWindow<T extends { formatted: FormattedReading }>(
 /** The reading with the highest confidence (or what `weigh` makes of it), if any is a reading. */
 function mostConfident<T extends { formatted?: FormattedReading }>(
   readings: Array<T | undefined>,
-  weigh: (formatted: FormattedReading) => number = (formatted) => formatted.confidence,
+  weigh: (reading: T & { formatted: FormattedReading }) => number = (reading) => reading.formatted.confidence,
 ): (T & { formatted: FormattedReading }) | undefined {
   let best: (T & { formatted: FormattedReading }) | undefined;
   for (const reading of readings) {
-    if (reading?.formatted && (!best || weigh(reading.formatted) > weigh(best.formatted)))
-      best = reading as T & { formatted: FormattedReading };
+    if (!reading?.formatted) continue;
+    const candidate = reading as T & { formatted: FormattedReading };
+    if (!best || weigh(candidate) > weigh(best)) best = candidate;
   }
   return best;
 }
