@@ -84,12 +84,12 @@ t.test(
   },
 );
 
-/** A window read as `reading`, with what each of its readers read. */
 /** A reading's text and confidence as the readers format it. */
 function formatted(reading: string, confidence: number) {
   return { reading, value: Number(reading), confidence, digitConfidences: [] };
 }
 
+/** A window read as `reading`, with what each of its readers read. */
 function windowRead(reading: string, readerTexts: string[], wheelReaderText: string) {
   return {
     formatted: formatted(reading, 37),

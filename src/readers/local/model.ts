@@ -415,19 +415,19 @@ function sameWholeUnits(one: FormattedReading, other: FormattedReading): boolean
 
 /**
  * What a reading that does not read from 0 (its first wheel not 0) weighs against the photo's other readings, as a
- * share of what it would weigh from 0 (choiceWeight). A household meter's counter reads from 0 for decades (Toloka's labels
- * 99.7%, bdci2020's 99.6%), the serial numbers and print beside it seldom do, and a window cut across a 5 + 3 counter
- * reads from a wheel further along. A meter past 9 999 m³ pays for it: its counter cut from its second wheel reads from
- * 0, and wins where it is a tenth as sure (once the meter has a past, its plausibility window reads it). Chosen on the
- * calibration photos (ml/EXPERIMENTS.md, "a counter reads from 0").
+ * share of what it would weigh from 0 (choiceWeight). A household meter's counter reads from 0 for decades (Toloka's
+ * labels 99.7%, bdci2020's 99.6%), the serial numbers and print beside it seldom do, and a window cut across a 5 + 3
+ * counter reads from a wheel further along. A meter past 9 999 m³ pays for it: its counter cut from its second wheel
+ * reads from 0, and wins where it is a tenth as sure (once the meter has a past, its plausibility window reads it).
+ * Chosen on the calibration photos (ml/EXPERIMENTS.md, "a counter reads from 0").
  */
 const NOT_FROM_ZERO_WEIGHT = 0.1;
 
 /**
  * What a reading weighs when the photo's windows are compared, before any layout is weighed: its confidence with the
- * wheels past the point left out, at NOT_FROM_ZERO_WEIGHT of that where it does not read from 0. Those wheels say little
- * of which window is the counter (the last of them is nearly always turning), and counted in they would let five
- * digits of print outweigh a 5 + 3 counter read surely in whole units (ml/EXPERIMENTS.md, "windows compared in
+ * wheels past the point left out, at NOT_FROM_ZERO_WEIGHT of that where it does not read from 0. Those wheels say
+ * little of which window is the counter (the last of them is nearly always turning), and counted in they would let
+ * five digits of print outweigh a 5 + 3 counter read surely in whole units (ml/EXPERIMENTS.md, "windows compared in
  * their whole units"). The reading keeps its own confidence.
  */
 export function choiceWeight({ formatted, strip }: ChoiceCandidate): number {
