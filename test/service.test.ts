@@ -118,7 +118,7 @@ t.test('`npm start` stops in order when npm is sent SIGTERM', async (t) => {
   });
   t.ok(await ready(url, npm.child), 'npm start: ready');
   t.equal(
-    npm.output().match(/weights local-clean-ppocr-v6: learned only from data that allows commercial use/g)?.length,
+    npm.output().match(/weights local-clean-ppocr-v7: learned only from data that allows commercial use/g)?.length,
     1,
     'says once what its weights may be used for',
   );

@@ -171,7 +171,7 @@ export const READING_EXAMPLE = {
   value: 2390.276,
   confidence: 97,
   escalated: false,
-  model: 'local-clean-ppocr-v6',
+  model: 'local-clean-ppocr-v7',
   reading_id: 42,
   meter_id: 'SN-4711',
   needs_review: false,

@@ -44,7 +44,7 @@ t.test('the licence line says whether the weights may be used commercially', asy
     describeWeights(shippedDir),
     /^weights local-crnn-v20: NOT for commercial use, learned from Toloka Water Meters \(CC BY-NC-ND 4\.0\); BDCI 2020/,
   );
-  t.equal(describeWeights(cleanDir), 'weights local-clean-ppocr-v6: learned only from data that allows commercial use');
+  t.equal(describeWeights(cleanDir), 'weights local-clean-ppocr-v7: learned only from data that allows commercial use');
   t.equal(READING_EXAMPLE.model, (await provenanceOf(cleanDir)).set, "the examples' model is the default set's");
   const clean: Provenance = {
     set: 'clean-1',

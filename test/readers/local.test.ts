@@ -94,7 +94,7 @@ t.test(
   async (t) => {
     const { image } = await drawMeter('00758', '407');
     const clean = (await createLocalReader(loadConfig({})))!;
-    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v6' });
+    t.match(await clean.read(image, signal()), { reading: '00758.407', model: 'local-clean-ppocr-v7' });
     const example = await readFile(path.join(import.meta.dirname, '../../examples/meter.jpg'));
     t.equal((await clean.read(example, signal())).reading, '02347');
     // The non-commercial readers 1 and 2 read 160 x 32 strips, the default set's reader 3 240 x 48.
