@@ -10,7 +10,8 @@
  *
  * One line a localiser: the photos with a window on the counter (its centre within a quarter of the label's width
  * of the label's), that window's height and width over the label's at the quartiles and the 90th percentile, and how
- * many of those windows are tilted more than 8° from the label's axis.
+ * many of those windows are tilted more than 8° from the label's axis. With several localisers, a last line: the
+ * photos on whose counter none of them put a window, which no reader after them can read.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -46,18 +47,23 @@ if (!VALIDATION_SETS.includes(values.dataset) || !SPLITS.includes(values.split) 
 const datasetDir = path.join(SHARED_DATASETS, values.dataset);
 const only = await loadFileList(path.join(import.meta.dirname, 'splits', `${values.dataset}-${values.split}.txt`));
 const labels = (await readLabels(datasetDir)).filter(([file]) => only.has(file));
+let missedByAll = new Set(labels.map(([photoFile]) => photoFile));
 for (const file of positionals) {
   const [localiser] = await loadSessions(path.dirname(file), [path.basename(file)], 1);
   const heights: number[] = [];
   const widths: number[] = [];
   let offAxis = 0;
+  const missed = new Set<string>();
   for (const [photoFile, label] of labels) {
     const { photo, toNormalised } = await decodePhoto(await readFile(path.join(datasetDir, photoFile)));
     const window = nearest(
       label,
       (await localise(localiser!, photo)).map((found) => scaleWindow(found, toNormalised)),
     );
-    if (!window) continue;
+    if (!window) {
+      missed.add(photoFile);
+      continue;
+    }
     heights.push((2 * window.halfHeight) / label.height);
     widths.push((2 * window.halfWidth) / label.width);
     const cosine = Math.abs(window.across[0] * label.along[0] + window.across[1] * label.along[1]);
@@ -67,7 +73,9 @@ for (const file of positionals) {
     `${file}: on the counter ${heights.length} of ${labels.length}; height over the label's ${quantiles(heights)}; ` +
       `width ${quantiles(widths)}; more than ${OFF_AXIS_DEGREES}° off its axis ${offAxis}`,
   );
+  missedByAll = new Set([...missedByAll].filter((photoFile) => missed.has(photoFile)));
 }
+if (positionals.length > 1) console.log(`no window on the counter from any of them: ${missedByAll.size}`);
 
 /** labels.csv's rows with the counter's place: Toloka's x1,y1,x2,y2 box, or bdci2020's quad (clockwise from top-left). */
 async function readLabels(dir: string): Promise<Array<[string, Label]>> {
